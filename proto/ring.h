@@ -1,0 +1,73 @@
+/*
+ * ring.h - the ketama consistent-hash ring (DESIGN.md section 4).
+ *
+ * Built exactly as twemproxy (nutcracker) builds its ketama continuum: each
+ * node gets floor(weight/total * 40 * n) * 4 points (160 per node at equal
+ * weights), from MD5 of "<name>-<i>", four little-endian 32-bit points per
+ * digest. A 32-bit point maps to the first ring point at or above it, wrapping.
+ *
+ * ring_lookup() is the O(log n) binary search; ring_lookup_fast() answers from
+ * a 64K-bucket table built with the ring, for the switch's fast path. A ring
+ * is immutable once built: readers on any thread may share it, and a new
+ * config builds a new ring with a higher version.
+ */
+#ifndef SKL_RING_H
+#define SKL_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RING_POINTS_PER_SERVER 160
+#define RING_MAX_NODES 256
+#define RING_MAX_NAME 64
+#define RING_TABLE_BITS 16
+#define RING_NO_NODE 0xffffu
+
+struct ring_node {
+	uint16_t id;
+	uint32_t weight;
+	char name[RING_MAX_NAME];
+};
+
+struct ring_point {
+	uint32_t value;
+	uint16_t node_id;
+};
+
+/*
+ * Bucket b covers points [b << 16, (b + 1) << 16). When no ring point falls
+ * inside it, every point in it maps to one node and `node_id` is that node;
+ * otherwise node_id is RING_NO_NODE and the search starts at `first`.
+ */
+struct ring_bucket {
+	uint32_t first;
+	uint16_t node_id;
+};
+
+struct ring {
+	uint64_t version;
+	uint32_t npoints;
+	struct ring_point *points;
+	struct ring_bucket *table;
+	uint16_t nnodes;
+	struct ring_node nodes[RING_MAX_NODES];
+};
+
+/*
+ * Build r from nodes[0..n). Returns 0, -EINVAL (no nodes, n too large, a
+ * zero weight, a name too long) or -ENOMEM. r must be zeroed or freed first.
+ */
+int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t version);
+void ring_free(struct ring *r);
+
+/* Node id owning point; O(log n). */
+uint16_t ring_lookup(const struct ring *r, uint32_t point);
+/* Same answer as ring_lookup(), O(1) in the common case. */
+uint16_t ring_lookup_fast(const struct ring *r, uint32_t point);
+/* Home node id of a key with this keyhash (upper 32 bits are its point). */
+uint16_t ring_home(const struct ring *r, uint64_t keyhash);
+
+/* The ring node with this id, or NULL. */
+const struct ring_node *ring_node_by_id(const struct ring *r, uint16_t id);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * wire.h - the skewless v1 wire format (DESIGN.md section 3).
+ *
+ * Every datagram is a fixed 48-byte big-endian header, then key bytes, then
+ * value bytes. wire_decode() validates a datagram and yields a struct wire_msg
+ * whose key and value point into the caller's buffer (no copy); wire_encode()
+ * writes one. Both are pure functions used by the node, the agent and the
+ * switch's fast path alike.
+ */
+#ifndef SKL_WIRE_H
+#define SKL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC 0x5047u /* "PG" */
+#define WIRE_VERSION 1
+#define WIRE_HDR_LEN 48
+#define WIRE_MAX_KEY 1024
+#define WIRE_REPLY 0x80u
+/* Largest UDP payload of an IPv4 datagram; values are capped far lower by max_value. */
+#define WIRE_MAX_DATAGRAM 65507u
+
+/* Header field offsets, for code that patches a frame in place (the switch). */
+enum wire_off {
+	WIRE_OFF_MAGIC = 0,
+	WIRE_OFF_VER = 2,
+	WIRE_OFF_OP = 3,
+	WIRE_OFF_FLAGS = 4,
+	WIRE_OFF_STATUS = 6,
+	WIRE_OFF_RESERVED = 7,
+	WIRE_OFF_REQ_ID = 8,
+	WIRE_OFF_KEYHASH = 16,
+	WIRE_OFF_VERSION = 24,
+	WIRE_OFF_NODE = 32,
+	WIRE_OFF_LOAD = 34,
+	WIRE_OFF_RET_IP = 36,
+	WIRE_OFF_RET_PORT = 40,
+	WIRE_OFF_KEY_LEN = 42,
+	WIRE_OFF_VAL_LEN = 44,
+};
+
+/* Ops: X(enum name, value, log name). A reply is op | WIRE_REPLY. */
+#define WIRE_OPS(X)                                                                        \
+	X(WIRE_OP_GET, 0x01, "GET")                                                        \
+	X(WIRE_OP_PUT, 0x02, "PUT")                                                        \
+	X(WIRE_OP_DEL, 0x03, "DEL")                                                        \
+	X(WIRE_OP_RC_REQ, 0x10, "RC_REQ")                                                  \
+	X(WIRE_OP_RC_ACK, 0x11, "RC_ACK")                                                  \
+	X(WIRE_OP_REPLICATE, 0x12, "REPLICATE")                                            \
+	X(WIRE_OP_UNREPLICATE, 0x13, "UNREPLICATE")                                        \
+	X(WIRE_OP_DIGEST, 0x20, "DIGEST")                                                  \
+	X(WIRE_OP_PROBE, 0x21, "PROBE")                                                    \
+	X(WIRE_OP_HINT, 0x22, "HINT")                                                      \
+	X(WIRE_OP_SYNC, 0x30, "SYNC")
+
+enum wire_op {
+#define X(name, value, str) name = value,
+	WIRE_OPS(X)
+#undef X
+};
+
+/* Reply status codes: X(enum name, value, log name). */
+#define WIRE_STATUSES(X)                                                                   \
+	X(WIRE_ST_OK, 0, "OK")                                                             \
+	X(WIRE_ST_NOT_FOUND, 1, "NOT_FOUND")                                               \
+	X(WIRE_ST_MOVED, 2, "MOVED")                                                       \
+	X(WIRE_ST_TOO_LARGE, 3, "TOO_LARGE")                                               \
+	X(WIRE_ST_BAD_REQUEST, 4, "BAD_REQUEST")                                           \
+	X(WIRE_ST_UNAVAILABLE, 5, "UNAVAILABLE")                                           \
+	X(WIRE_ST_OVERLOADED, 6, "OVERLOADED")                                             \
+	X(WIRE_ST_INTERNAL, 7, "INTERNAL")
+
+enum wire_status {
+#define X(name, value, str) name = value,
+	WIRE_STATUSES(X)
+#undef X
+	WIRE_ST_COUNT
+};
+
+/* Header flags: X(enum name, bit value, log name). */
+#define WIRE_FLAGS(X)                                                                      \
+	X(WIRE_F_REPLICA_READ, 0x1, "REPLICA_READ")                                        \
+	X(WIRE_F_VIA_SWITCH, 0x2, "VIA_SWITCH")                                            \
+	X(WIRE_F_DEBUG, 0x4, "DEBUG")                                                      \
+	X(WIRE_F_REPLICATED, 0x8, "REPLICATED")
+
+enum wire_flag {
+#define X(name, value, str) name = value,
+	WIRE_FLAGS(X)
+#undef X
+};
+#define WIRE_F_ALL (WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH | WIRE_F_DEBUG | WIRE_F_REPLICATED)
+
+/* Why wire_decode() rejected a datagram: X(enum name, log name). */
+#define WIRE_ERRORS(X)                                                                     \
+	X(WIRE_OK, "ok")                                                                   \
+	X(WIRE_ERR_SHORT, "short")                                                         \
+	X(WIRE_ERR_MAGIC, "bad_magic")                                                     \
+	X(WIRE_ERR_VERSION, "bad_version")                                                 \
+	X(WIRE_ERR_OP, "bad_op")                                                           \
+	X(WIRE_ERR_FLAGS, "bad_flags")                                                     \
+	X(WIRE_ERR_STATUS, "bad_status")                                                   \
+	X(WIRE_ERR_KEY_LEN, "bad_key_len")                                                 \
+	X(WIRE_ERR_TRUNCATED, "truncated")                                                 \
+	X(WIRE_ERR_TRAILING, "trailing_bytes")
+
+enum wire_error {
+#define X(name, str) name,
+	WIRE_ERRORS(X)
+#undef X
+	WIRE_ERR_COUNT
+};
+
+/* A decoded datagram. key and value point into the decoded buffer. */
+struct wire_msg {
+	uint8_t op; /* including WIRE_REPLY for replies */
+	uint16_t flags;
+	uint8_t status;
+	uint64_t req_id;
+	uint64_t keyhash;
+	uint64_t version;
+	uint16_t node;
+	uint16_t load;
+	uint32_t ret_ip; /* host byte order */
+	uint16_t ret_port;
+	uint16_t key_len;
+	uint32_t val_len;
+	const uint8_t *key;
+	const uint8_t *value;
+};
+
+/* Validate buf[0..len) and fill *msg. Returns WIRE_OK or the reason it failed. */
+enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg);
+
+/*
+ * Check only the fixed header (magic, version, op) of buf. A datagram whose
+ * header is readable but whose body is bad can still be answered BAD_REQUEST.
+ */
+enum wire_error wire_decode_header(const void *buf, size_t len, struct wire_msg *msg);
+
+/* Bytes wire_encode() will write for msg. */
+static inline size_t wire_len(const struct wire_msg *msg)
+{
+	return WIRE_HDR_LEN + (size_t)msg->key_len + msg->val_len;
+}
+
+/*
+ * Write msg (header, key, value) into buf of size cap. Returns the number of
+ * bytes written, or -EMSGSIZE if it does not fit, or -EINVAL if msg itself is
+ * not valid (key_len out of range, unknown op, NULL key or value with a length).
+ */
+int wire_encode(const struct wire_msg *msg, void *buf, size_t cap);
+
+/* Whether op (without WIRE_REPLY) is a known op. */
+int wire_op_valid(uint8_t op);
+
+/* Log names; never NULL ("?" for unknown values). */
+const char *wire_op_name(uint8_t op);
+const char *wire_status_name(uint8_t status);
+const char *wire_error_name(enum wire_error err);
+/* Writes "REPLICA_READ|DEBUG" style names of flags into buf; returns buf. */
+char *wire_flags_str(uint16_t flags, char *buf, size_t cap);
+
+/* Parse a status log name ("NOT_FOUND"); returns -1 when unknown. */
+int wire_status_parse(const char *name);
+
+/* Big-endian field access, shared with code that patches frames in place. */
+static inline uint16_t wire_get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+static inline uint32_t wire_get32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint64_t wire_get64(const uint8_t *p)
+{
+	return ((uint64_t)wire_get32(p) << 32) | wire_get32(p + 4);
+}
+static inline void wire_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void wire_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void wire_put64(uint8_t *p, uint64_t v)
+{
+	wire_put32(p, (uint32_t)(v >> 32));
+	wire_put32(p + 4, (uint32_t)v);
+}
+
+#endif

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install the Debian packages skewless needs (only those missing), then
+# configure and build: build/ (optimised) and build-asan/ (AddressSanitizer +
+# UndefinedBehaviorSanitizer, used by the unit tests). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+	build-essential meson ninja-build pkg-config	# toolchain
+	libdpdk-dev dpdk-dev libnuma-dev libpcap-dev	# switchd, dpdk-testpmd for bench/
+	librocksdb-dev					# nodes
+	libjansson-dev libxxhash-dev libmd-dev		# conf, proto
+	check libsubunit-dev				# unit tests
+	clang libclang-rt-14-dev			# libFuzzer target
+	nutcracker memcached python3			# twemproxy ketama comparison
+	iproute2 gnuplot-nox procps			# testbed, demo plots
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup.sh: missing packages: ${missing[*]}; run as root (sudo $0)" >&2
+		exit 1
+	fi
+	echo "setup.sh: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+fi
+
+[ -f build/build.ninja ] || meson setup build --buildtype=release
+[ -f build-asan/build.ninja ] ||
+	meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+ninja -C build
+ninja -C build-asan

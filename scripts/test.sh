@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up (install, build), then run every test suite. Exits non-zero on any
+# failure; the last line is "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || { echo "test.sh: setup failed"; exit 1; }
+
+passed=0
+failed=0
+run() { # run NAME COMMAND...: one suite
+	echo "=== $1"
+	if "${@:2}"; then
+		passed=$((passed + 1))
+	else
+		echo "=== FAILED: $1"
+		failed=$((failed + 1))
+	fi
+}
+
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+run unit meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
+# Integration tests start real processes from the optimised build.
+run integration meson test -C build --suite integration --print-errorlogs --num-processes 1
+# Placement against a live twemproxy, when it is installed.
+live=$(mktemp)
+if python3 tests/proto/nutcracker_compare.py "$live"; then
+	run nutcracker-live env SKL_KETAMA_FIXTURE="$live" SKL_SOURCE_ROOT="$PWD" \
+		build-asan/tests/proto/test_ring
+fi
+rm -f "$live"
+run fuzz scripts/fuzz.sh 30
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

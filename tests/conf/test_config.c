@@ -1,0 +1,187 @@
+/*
+ * test_config.c - both shipped configs load; each class of error gives its
+ * documented message (docs/config.md, "Errors").
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static const char *root(void)
+{
+	const char *r = getenv("SKL_SOURCE_ROOT");
+
+	return r ? r : ".";
+}
+
+START_TEST(testbed_config_loads)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char path[512], err[CFG_ERR_LEN] = "";
+	struct ring ring = {0};
+
+	snprintf(path, sizeof(path), "%s/conf/testbed.json", root());
+	ck_assert_msg(cfg_load(path, cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(cfg->nnodes, 8);
+	ck_assert_uint_eq(cfg->nswitches, 1);
+	ck_assert_uint_eq(cfg->nagents, 1);
+	ck_assert_uint_eq(cfg->service.port, 7447);
+	ck_assert_uint_eq(cfg->switches[0].nports, 9);
+	ck_assert_str_eq(cfg_node_lookup(cfg, "n3")->name, "n3");
+	ck_assert_str_eq(cfg_node_lookup(cfg, "4")->name, "n4");
+	ck_assert_ptr_null(cfg_node_lookup(cfg, "n9"));
+	/* Defaults from docs/config.md. */
+	ck_assert_uint_eq(cfg->digest.window, 5);
+	ck_assert(cfg->digest.window_weights[4] == 5.0);
+	ck_assert(cfg->digest.w_queue == 0.35);
+	ck_assert_uint_eq(cfg->sync.score_delta_pct, 15);
+	ck_assert_uint_eq(cfg->agent.route_cache_entries, 1000);
+	ck_assert_uint_eq(cfg->service.max_value, 1500 - 148);
+	ck_assert_uint_eq(cfg_directory_top_k(cfg), 24); /* ceil(8 * log2 8) */
+	ck_assert_int_eq(cfg_build_ring(cfg, &ring), 0);
+	ck_assert_uint_eq(ring.npoints, 8 * 160);
+	ring_free(&ring);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(baremetal_config_loads)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char path[512], err[CFG_ERR_LEN] = "";
+
+	snprintf(path, sizeof(path), "%s/conf/baremetal.json", root());
+	ck_assert_msg(cfg_load(path, cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg->switches[0].ports[0].pci, "0000:3b:00.0");
+	ck_assert_uint_eq(cfg->service.mtu, 9000);
+	free(cfg);
+}
+END_TEST
+
+#define NODES2                                                                                     \
+	"\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"                               \
+	"{\"id\":2,\"name\":\"n2\",\"ip\":\"10.0.0.2\"}]"
+#define SERVICE "\"service\":{\"vip\":\"10.0.0.100\"}"
+
+static void expect_error(const char *json, const char *message)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char err[CFG_ERR_LEN] = "";
+
+	ck_assert_int_eq(cfg_load_string(json, "conf/x.json", cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, message);
+	free(cfg);
+}
+
+START_TEST(minimal_config_gets_defaults)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char err[CFG_ERR_LEN] = "";
+
+	ck_assert_msg(cfg_load_string("{" SERVICE "," NODES2 "}", "x", cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(cfg->nodes[1].port, 7447);
+	ck_assert_uint_eq(cfg->nodes[1].weight, 1);
+	ck_assert_str_eq(cfg->nodes[1].data_dir, "/var/lib/skewless/n2");
+	ck_assert_int_eq(cfg->agent.mode, CFG_MODE_INPATH);
+	ck_assert_int_eq(cfg->agent.consistency, CFG_LINEARIZABLE);
+	ck_assert_uint_eq(cfg->agent.timeout_ms, 50);
+	ck_assert_uint_eq(cfg->agent.retries, 1);
+	ck_assert_uint_eq(cfg->node.workers, 2);
+	ck_assert_int_eq(cfg->node.durability, CFG_DURABILITY_SYNC);
+	ck_assert_uint_eq(cfg->directory.epoch_ms, 100);
+	ck_assert_uint_eq(cfg->digest.interval_ms, 100);
+	ck_assert_uint_eq(cfg->nswitches, 0);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(error_messages)
+{
+	expect_error("{" SERVICE ","
+		     "\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
+		     "{\"id\":2,\"name\":\"n2\",\"ip\":\"10.0.0.2\"},"
+		     "{\"id\":3,\"name\":\"n3\",\"ip\":\"10.0.0.3\"},"
+		     "{\"id\":4,\"name\":\"n4\",\"ip\":\"10.0.0.4\",\"port\":\"x\"}]}",
+		     "conf/x.json: nodes[3].port: expected integer 1..65535, got \"x\"");
+	/* Unknown key. */
+	expect_error("{" SERVICE "," NODES2 ",\"colour\":1}",
+		     "conf/x.json: colour: unknown key (expected one of: service, switches, "
+		     "nodes, agents, ring, directory, digest, sync, agent, node)");
+	/* Wrong type. */
+	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"enabled\":\"yes\"}}",
+		     "conf/x.json: directory.enabled: expected true or false, got \"yes\"");
+	/* Out of range. */
+	expect_error("{" SERVICE "," NODES2 ",\"agent\":{\"timeout_ms\":0}}",
+		     "conf/x.json: agent.timeout_ms: expected integer 1..60000, got 0");
+	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"max_replicas\":17}}",
+		     "conf/x.json: directory.max_replicas: expected integer 1..16, got 17");
+	/* Bad enum. */
+	expect_error("{" SERVICE "," NODES2 ",\"agent\":{\"mode\":\"fast\"}}",
+		     "conf/x.json: agent.mode: expected one of \"inpath\", \"hint\", \"direct\", "
+		     "got \"fast\"");
+	/* Bad address. */
+	expect_error("{\"service\":{\"vip\":\"10.0.0\"}," NODES2 "}",
+		     "conf/x.json: service.vip: expected IPv4 address \"a.b.c.d\", got \"10.0.0\"");
+	/* Missing required. */
+	expect_error("{" NODES2 "}", "conf/x.json: service: missing (required)");
+	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"ip\":\"10.0.0.1\"}]}",
+		     "conf/x.json: nodes[0].name: missing (required)");
+	/* Duplicates. */
+	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
+		     "{\"id\":1,\"name\":\"n2\",\"ip\":\"10.0.0.2\"}]}",
+		     "conf/x.json: nodes[1]: duplicate node id 1 (also nodes[0])");
+	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
+		     "{\"id\":2,\"name\":\"n1\",\"ip\":\"10.0.0.2\"}]}",
+		     "conf/x.json: nodes[1]: duplicate node name \"n1\" (also nodes[0])");
+	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
+		     "{\"id\":2,\"name\":\"n2\",\"ip\":\"10.0.0.1\"}]}",
+		     "conf/x.json: nodes[1]: duplicate node address (also nodes[0])");
+	expect_error("{" SERVICE "," NODES2 ",\"agents\":[{\"name\":\"n1\",\"ip\":\"10.0.0.9\"}]}",
+		     "conf/x.json: nodes[0]: name \"n1\" is also agents[0]");
+	/* Ports. */
+	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"ports\":"
+		     "[{\"vdev\":\"net_tap0\"}]}]}",
+		     "conf/x.json: switches[0].ports[0]: net_tap vdev needs iface=NAME, got "
+		     "\"net_tap0\"");
+	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"ports\":[{}]}]}",
+		     "conf/x.json: switches[0].ports[0]: expected exactly one of \"vdev\" or "
+		     "\"pci\"");
+	/* Broken JSON. */
+	expect_error("{\"service\":", "conf/x.json: line 1 column 11: invalid JSON: "
+				      "unexpected token near end of file");
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char err[CFG_ERR_LEN] = "";
+
+	ck_assert_int_eq(cfg_load("/nonexistent/x.json", cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "/nonexistent/x.json: cannot open: No such file or directory");
+	free(cfg);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("load");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, testbed_config_loads);
+	tcase_add_test(tc, baremetal_config_loads);
+	tcase_add_test(tc, minimal_config_gets_defaults);
+	tcase_add_test(tc, error_messages);
+	tcase_add_test(tc, missing_file);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
