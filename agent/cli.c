@@ -1,11 +1,13 @@
 /*
- * cli.c - the `skewless` command-line tool.
+ * cli.c - the `skewless` command-line tool: argument parsing and dispatch.
  *
- *   skewless --config FILE [--json] where KEY...
+ *   skewless --config FILE [--mode M] [--consistency C] [--json] <command> [args]
  *
- * `where` is the operator's "where does this key live?": it prints each key's
- * keyhash, ring point and home node as the switch, agents and nodes compute them.
+ * get/put/del run one request through libskewless and exit with the status
+ * (table in usage() and docs/cli.md); `where` prints a key's placement; `bench`
+ * is the load generator (bench.c).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,30 +15,114 @@
 
 #include <jansson.h>
 
+#include "bench.h"
+#include "cli.h"
 #include "config.h"
 #include "keyhash.h"
 #include "ring.h"
-
-enum cli_exit { CLI_EXIT_OK = 0, CLI_EXIT_USAGE = 64, CLI_EXIT_CONFIG = 78 };
+#include "skewless.h"
 
 struct cli {
 	const char *config_path;
 	int json;
+	enum skl_mode mode;
+	enum skl_consistency consistency;
+	uint32_t timeout_ms;
 	struct cfg cfg;
 	struct ring ring;
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: skewless --config FILE [--json] <command> [args]\n"
-		     "\n"
-		     "commands:\n"
-		     "  where KEY...   print each key's keyhash, ring point and home node\n"
-		     "\n"
-		     "options:\n"
-		     "  -c, --config FILE   cluster config (JSON)\n"
-		     "  -j, --json          machine-readable output\n"
-		     "  -h, --help          this text\n");
+	fprintf(out,
+		"usage: skewless --config FILE [options] <command> [args]\n"
+		"\n"
+		"commands:\n"
+		"  get KEY                  read KEY; prints its value\n"
+		"  put KEY VALUE [--ttl MS] write KEY (expiring after MS milliseconds)\n"
+		"  del KEY                  delete KEY\n"
+		"  where KEY...             print each key's keyhash, ring point and home node\n"
+		"  bench [flags]            load generator (skewless bench --help)\n"
+		"\n"
+		"options (before or after the command):\n"
+		"  -c, --config FILE        cluster config (JSON)\n"
+		"  -m, --mode M             inpath | hint | direct (default: the config's)\n"
+		"      --consistency C      linearizable | relaxed (default: the config's)\n"
+		"      --timeout MS         per-attempt timeout (default: the config's)\n"
+		"  -j, --json               machine-readable output\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"A relaxed read served from a probed copy (home unreachable) is flagged\n"
+		"\"possibly stale\" on stderr and \"stale\": true in JSON. The CLI sends one\n"
+		"request, so it gives a silent switch up after its first timeout and\n"
+		"retries at the key's ring home.\n"
+		"\n"
+		"exit codes:\n"
+		"  0 OK   1 NOT_FOUND   2 MOVED   3 TOO_LARGE   4 BAD_REQUEST   5 UNAVAILABLE\n"
+		"  6 OVERLOADED   7 INTERNAL   8 TIMEOUT   9 CANCELLED\n"
+		"  64 usage error   70 local error (socket, memory)   78 config error\n");
+}
+
+/* Options every command accepts: returns 1 if handled, 0 if not, -1 on error. */
+enum { OPT_CONSISTENCY = 256, OPT_TIMEOUT, OPT_TTL };
+
+static const struct option common_opts[] = {
+	{"config", required_argument, NULL, 'c'},
+	{"mode", required_argument, NULL, 'm'},
+	{"consistency", required_argument, NULL, OPT_CONSISTENCY},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"json", no_argument, NULL, 'j'},
+	{"help", no_argument, NULL, 'h'},
+	{"ttl", required_argument, NULL, OPT_TTL},
+	{NULL, 0, NULL, 0},
+};
+
+static int parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int common_opt(struct cli *cli, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'c':
+		cli->config_path = arg;
+		return 1;
+	case 'm':
+		if (skl_mode_parse(arg, &cli->mode)) {
+			fprintf(stderr, "skewless: --mode: expected inpath, hint or direct, got \"%s\"\n",
+				arg);
+			return -1;
+		}
+		return 1;
+	case OPT_CONSISTENCY:
+		if (skl_consistency_parse(arg, &cli->consistency)) {
+			fprintf(stderr,
+				"skewless: --consistency: expected linearizable or relaxed, got \"%s\"\n",
+				arg);
+			return -1;
+		}
+		return 1;
+	case OPT_TIMEOUT:
+		if (parse_u32(arg, 600000, &cli->timeout_ms) || !cli->timeout_ms) {
+			fprintf(stderr, "skewless: --timeout: expected 1..600000 ms, got \"%s\"\n",
+				arg);
+			return -1;
+		}
+		return 1;
+	case 'j':
+		cli->json = 1;
+		return 1;
+	}
+	return 0;
 }
 
 static int cmd_where(struct cli *cli, int argc, char **argv)
@@ -75,36 +161,152 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* Print one data-op result; returns the exit code (= the status). */
+static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, const char *key,
+			const struct skl_result *res, size_t shown)
+{
+	const char *node = skl_node_name(a, res->node);
+	int stale = !!(res->flags & SKL_R_STALE);
+
+	if (cli->json) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "key",
+				      key, "status", skl_status_name(res->status), "version",
+				      (json_int_t)res->version, "node", node, "stale", stale,
+				      "replicated", !!(res->flags & SKL_R_REPLICATED), "sends",
+				      (int)res->sends);
+
+		if (res->op == SKL_OP_GET && (res->status == SKL_OK))
+			json_object_set_new(o, "value", json_stringn_nocheck(res->value, shown));
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else if (res->op == SKL_OP_GET && res->status == SKL_OK) {
+		fwrite(res->value, 1, shown, stdout);
+		putchar('\n');
+	} else if (res->status == SKL_OK) {
+		printf("OK version=%llu node=%s\n", (unsigned long long)res->version,
+		       node ? node : "?");
+	} else {
+		fprintf(stderr, "skewless %s %s: %s\n", cmd, key, skl_status_name(res->status));
+	}
+	if (stale && !cli->json)
+		fprintf(stderr,
+			"skewless %s %s: possibly stale: the home did not answer; read from %s at "
+			"version %llu\n",
+			cmd, key, node ? node : "?", (unsigned long long)res->version);
+	return (int)res->status;
+}
+
+static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int argc, char **argv,
+		    uint32_t ttl_ms)
+{
+	struct skl_call_opts o = {.consistency = cli->consistency, .ttl_ms = ttl_ms};
+	struct skl_result res;
+	int want = !strcmp(cmd, "put") ? 2 : 1, rc;
+	size_t cap = 65536;
+	char *buf;
+
+	if (argc != want) {
+		fprintf(stderr, "skewless %s: expected %s\n", cmd, want == 2 ? "KEY VALUE" : "KEY");
+		return CLI_EXIT_USAGE;
+	}
+	buf = malloc(cap);
+	if (!buf)
+		return CLI_EXIT_SOFTWARE;
+	if (!strcmp(cmd, "get"))
+		rc = skl_get_sync(a, argv[0], strlen(argv[0]), &o, buf, cap, &res);
+	else if (!strcmp(cmd, "put"))
+		rc = skl_put_sync(a, argv[0], strlen(argv[0]), argv[1], strlen(argv[1]), &o, &res);
+	else
+		rc = skl_del_sync(a, argv[0], strlen(argv[0]), &o, &res);
+	if (rc == -EINVAL) {
+		fprintf(stderr, "skewless %s: KEY must be 1..1024 bytes\n", cmd);
+		free(buf);
+		return CLI_EXIT_USAGE;
+	}
+	if (rc) {
+		fprintf(stderr, "skewless %s: %s\n", cmd, strerror(-rc));
+		free(buf);
+		return CLI_EXIT_SOFTWARE;
+	}
+	rc = print_result(cli, a, cmd, argv[0], &res,
+			  res.value_len < cap ? res.value_len : cap);
+	free(buf);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	struct cli *cli = calloc(1, sizeof(*cli));
 	char err[CFG_ERR_LEN];
-	int opt, rc;
+	const char *cmd;
+	char **args;
+	int opt, nargs = 0, rc;
+	uint32_t ttl_ms = 0;
 
 	if (!cli)
-		return 1;
-	while ((opt = getopt_long(argc, argv, "c:jh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			cli->config_path = optarg;
-			break;
-		case 'j':
-			cli->json = 1;
-			break;
-		case 'h':
+		return CLI_EXIT_SOFTWARE;
+	/* Global options up to the command ("+": stop at the first non-option). */
+	while ((opt = getopt_long(argc, argv, "+c:m:jh", common_opts, NULL)) != -1) {
+		if (opt == 'h') {
 			usage(stdout);
 			return CLI_EXIT_OK;
-		default:
-			usage(stderr);
+		}
+		rc = common_opt(cli, opt, optarg);
+		if (rc <= 0) {
+			if (rc == 0)
+				usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind >= argc || !cli->config_path) {
+	if (optind >= argc) {
 		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	cmd = argv[optind];
+	if (!strcmp(cmd, "bench")) {
+		/* bench parses the rest itself, common options included. */
+		rc = bench_main(cli->config_path, cli->mode, cli->consistency, cli->json,
+				argc - optind, argv + optind);
+		free(cli);
+		return rc;
+	}
+	/* The command's own arguments: options may follow it (put k v --ttl 5). */
+	args = calloc((size_t)argc, sizeof(*args));
+	if (!args)
+		return CLI_EXIT_SOFTWARE;
+	{
+		int sub_argc = argc - optind;
+		char **sub_argv = argv + optind;
+
+		optind = 1;
+		while ((opt = getopt_long(sub_argc, sub_argv, "c:m:jh", common_opts, NULL)) !=
+		       -1) {
+			if (opt == 'h') {
+				usage(stdout);
+				return CLI_EXIT_OK;
+			}
+			if (opt == OPT_TTL && !strcmp(cmd, "put")) {
+				if (parse_u32(optarg, UINT32_MAX, &ttl_ms)) {
+					fprintf(stderr,
+						"skewless put: --ttl: expected milliseconds, got \"%s\"\n",
+						optarg);
+					return CLI_EXIT_USAGE;
+				}
+				continue;
+			}
+			rc = common_opt(cli, opt, optarg);
+			if (rc <= 0) {
+				if (rc == 0)
+					usage(stderr);
+				return CLI_EXIT_USAGE;
+			}
+		}
+		for (int i = optind; i < sub_argc; i++)
+			args[nargs++] = sub_argv[i];
+	}
+	if (!cli->config_path) {
+		fprintf(stderr, "skewless: --config FILE is required\n");
 		return CLI_EXIT_USAGE;
 	}
 	if (cfg_load(cli->config_path, &cli->cfg, err, sizeof(err)) != 0) {
@@ -115,14 +317,30 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skewless: %s: cannot build the ring\n", cli->config_path);
 		return CLI_EXIT_CONFIG;
 	}
-	if (!strcmp(argv[optind], "where")) {
-		rc = cmd_where(cli, argc - optind - 1, argv + optind + 1);
+	if (!strcmp(cmd, "where")) {
+		rc = cmd_where(cli, nargs, args);
+	} else if (!strcmp(cmd, "get") || !strcmp(cmd, "put") || !strcmp(cmd, "del")) {
+		struct skl_options o = {.mode = cli->mode,
+					.consistency = cli->consistency,
+					.timeout_ms = cli->timeout_ms,
+					.switch_failures = 1};
+		struct skl_agent *a;
+
+		rc = skl_create(&cli->cfg, &o, &a);
+		if (rc) {
+			fprintf(stderr, "skewless: cannot create the agent: %s\n", strerror(-rc));
+			rc = CLI_EXIT_SOFTWARE;
+		} else {
+			rc = cmd_data(cli, a, cmd, nargs, args, ttl_ms);
+			skl_close(a);
+		}
 	} else {
-		fprintf(stderr, "skewless: unknown command \"%s\"\n", argv[optind]);
+		fprintf(stderr, "skewless: unknown command \"%s\"\n", cmd);
 		usage(stderr);
 		rc = CLI_EXIT_USAGE;
 	}
 	ring_free(&cli->ring);
+	free(args);
 	free(cli);
 	return rc;
 }

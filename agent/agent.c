@@ -1,0 +1,1151 @@
+/*
+ * agent.c - libskewless core: the request table, routing, retries, fallback.
+ *
+ * A request lives in a slot of a table twice as large as max_inflight. Its
+ * req_id is agent_id << 32 | seq, where seq is a per-agent counter and the slot
+ * is seq's low bits: a reply is matched in O(1) by indexing the table and
+ * comparing the whole req_id, and a seq whose slot is still busy is skipped,
+ * so no req_id is ever reused while its request is in flight.
+ *
+ * Each request moves through phases (enum phase). Every attempt arms the
+ * slot's timer for timeout_ms; a timeout costs one of the request's retries
+ * and the next attempt is routed afresh, so a retry follows the agent's
+ * current view (after enough switch timeouts, the ring home). Data replies are
+ * accepted in any phase: a late answer from an earlier attempt answers the
+ * request as well as a later one would, since both were sent within it.
+ *
+ * Agent-wide state: the switch new requests start at (cur_switch; equal to
+ * nswitches once every switch was given up), its consecutive timeouts, and per
+ * node the time of its last reply and a fail-fast deadline set when a node
+ * left a request unanswered through all its retries.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "keyhash.h"
+#include "ring.h"
+#include "route_cache.h"
+#include "skewless.h"
+#include "timerwheel.h"
+#include "wire.h"
+
+#define NODE_IDS 256
+#define RX_BATCH 16
+#define RX_BUF (WIRE_MAX_DATAGRAM + 1)
+/* Replies drained per skl_poll() before timers get a turn again. */
+#define RX_MAX_PER_POLL 4096
+/* MOVED reloads the config at most this often, so that a MOVED storm does not
+ * turn into a storm of file reads. */
+#define RELOAD_MIN_NS 100000000ull
+#define RECHECK_KEY "skewless:recheck"
+
+enum phase {
+	PH_SWITCH,     /* data request sent to switch r->sw */
+	PH_HINT,       /* HINT sent to switch r->sw */
+	PH_NODE,       /* data request sent to node r->target */
+	PH_PROBE,      /* PROBEs out to the nodes that may hold a copy */
+	PH_STALE_READ, /* relaxed: REPLICA_READ GET to the best probed node */
+	PH_DONE,       /* completion deferred to the next skl_poll() */
+};
+
+struct req {
+	struct tw_timer timer; /* first: the timer is the slot's handle */
+	uint64_t req_id;
+	bool in_use;
+	uint8_t op; /* WIRE_OP_GET/PUT/DEL */
+	uint8_t phase;
+	uint8_t consistency; /* enum cfg_consistency */
+	uint8_t timeouts;
+	bool moved_once;
+	bool replica_read;
+	uint8_t final_status; /* PH_DONE */
+	uint16_t sw;
+	uint16_t target;
+	uint16_t home;
+	uint32_t ttl_ms;
+	uint64_t keyhash;
+	uint8_t *data; /* key bytes, then value bytes */
+	uint16_t key_len;
+	uint32_t val_len;
+	uint64_t invoke_ns;
+	uint64_t phase_start_ns;
+	uint32_t sends;
+	skl_callback cb;
+	void *arg;
+	uint32_t next_done; /* deferred-completion list */
+	/* PH_PROBE */
+	uint16_t probes_out, probes_in, best_node;
+	bool best_found;
+	uint64_t best_version;
+};
+
+struct node_state {
+	bool present;
+	struct sockaddr_in addr;
+	uint64_t last_reply_ns;
+	uint64_t down_until_ns; /* fail fast until then */
+	char name[CFG_MAX_NAME];
+};
+
+struct switch_state {
+	struct sockaddr_in addr;
+	uint64_t last_reply_ns;
+};
+
+struct skl_agent {
+	struct cfg *cfg;
+	struct ring ring;
+	enum cfg_mode mode;
+	enum cfg_consistency consistency;
+	uint64_t timeout_ns, recheck_ns;
+	uint32_t retries, switch_failures, max_inflight;
+	uint32_t max_value;
+
+	int fd;
+	uint16_t local_port;
+	uint32_t agent_id, seq;
+	struct req *slots;
+	uint32_t slot_mask, inflight;
+	uint32_t done_head, done_tail; /* deferred completions, UINT32_MAX: none */
+
+	struct timerwheel tw;
+	struct route_cache rc;
+	uint64_t now;
+
+	struct node_state nodes[NODE_IDS];
+	uint16_t nswitches;
+	struct switch_state switches[CFG_MAX_SWITCHES];
+	uint16_t cur_switch;
+	uint32_t consec_timeouts;
+	uint64_t next_recheck_ns;
+	uint64_t last_reload_ns;
+
+	struct skl_stats st;
+	uint8_t *tx;
+	uint8_t *rx; /* RX_BATCH buffers of RX_BUF */
+};
+
+static const char *const status_names[SKL_STATUS_COUNT] = {
+#define X(name, value, str) [value] = str,
+	SKL_STATUSES(X)
+#undef X
+};
+
+static const char *const counter_names[] = {
+#define X(field, desc) #field,
+	SKL_COUNTERS(X)
+#undef X
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct sockaddr_in sockaddr_of(uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+
+	sa.sin_addr.s_addr = htonl(ip);
+	sa.sin_port = htons(port);
+	return sa;
+}
+
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+/* Take the nodes and ring of cfg as the agent's view. */
+static int load_view(struct skl_agent *a, const struct cfg *cfg)
+{
+	struct ring ring = {0};
+	int rc = cfg_build_ring(cfg, &ring);
+
+	if (rc)
+		return rc;
+	ring_free(&a->ring);
+	a->ring = ring;
+	for (int i = 0; i < NODE_IDS; i++)
+		a->nodes[i].present = false;
+	for (int i = 0; i < cfg->nnodes; i++) {
+		struct node_state *n = &a->nodes[cfg->nodes[i].id];
+
+		n->present = true;
+		n->addr = sockaddr_of(cfg->nodes[i].ip, cfg->nodes[i].port);
+		snprintf(n->name, sizeof(n->name), "%s", cfg->nodes[i].name);
+	}
+	return 0;
+}
+
+static int open_socket(struct skl_agent *a, const struct skl_options *opt)
+{
+	struct sockaddr_in sa = sockaddr_of(opt ? opt->bind_ip : 0, opt ? opt->bind_port : 0);
+	socklen_t len = sizeof(sa);
+	/* Room for a full window of replies: 10k+ in flight would overrun the default. */
+	int bufsz = 8 << 20;
+
+	a->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->fd < 0)
+		return -errno;
+	setsockopt(a->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	setsockopt(a->fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+	if (bind(a->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(a->fd, (struct sockaddr *)&sa, &len) < 0)
+		return -errno;
+	a->local_port = ntohs(sa.sin_port);
+	return 0;
+}
+
+/* Everything but the config copy and the switch list. */
+static int agent_init(struct skl_agent *a, const struct skl_options *opt)
+{
+	const struct cfg_agent *p = &a->cfg->agent;
+	uint32_t nslots = 1;
+	int rc;
+
+	a->fd = -1;
+	a->done_head = a->done_tail = UINT32_MAX;
+	a->mode = p->mode;
+	a->consistency = p->consistency;
+	a->timeout_ns = (uint64_t)p->timeout_ms * 1000000ull;
+	a->retries = p->retries;
+	a->switch_failures = p->switch_failures;
+	a->recheck_ns = (uint64_t)p->recheck_ms * 1000000ull;
+	a->max_inflight = p->max_inflight;
+	a->max_value = a->cfg->service.max_value;
+	if (opt) {
+		if (opt->mode > SKL_MODE_DIRECT || opt->consistency > SKL_RELAXED)
+			return -EINVAL;
+		if (opt->mode)
+			a->mode = (enum cfg_mode)(opt->mode - SKL_MODE_INPATH);
+		if (opt->consistency)
+			a->consistency = (enum cfg_consistency)(opt->consistency - 1);
+		if (opt->timeout_ms)
+			a->timeout_ns = (uint64_t)opt->timeout_ms * 1000000ull;
+		if (opt->retries_set)
+			a->retries = opt->retries > 100 ? 100 : opt->retries;
+		if (opt->switch_failures)
+			a->switch_failures = opt->switch_failures;
+		if (opt->recheck_ms)
+			a->recheck_ns = (uint64_t)opt->recheck_ms * 1000000ull;
+		if (opt->max_inflight)
+			a->max_inflight = opt->max_inflight;
+	}
+	if (a->max_inflight == 0 || a->max_inflight > (1u << 20))
+		return -EINVAL;
+	a->agent_id = opt ? opt->agent_id : 0;
+	while (a->agent_id == 0)
+		if (getrandom(&a->agent_id, sizeof(a->agent_id), 0) != sizeof(a->agent_id))
+			a->agent_id = (uint32_t)getpid() ^ (uint32_t)now_ns();
+	while (nslots < 2 * a->max_inflight)
+		nslots <<= 1;
+	a->slots = calloc(nslots, sizeof(*a->slots));
+	a->tx = malloc(RX_BUF);
+	a->rx = malloc((size_t)RX_BATCH * RX_BUF);
+	if (!a->slots || !a->tx || !a->rx)
+		return -ENOMEM;
+	a->slot_mask = nslots - 1;
+	a->now = now_ns();
+	/* 1 ms ticks; 1024 slots cover a second, longer timeouts take extra turns. */
+	if ((rc = tw_init(&a->tw, 1000000, 1024, a->now)) ||
+	    (rc = rc_init(&a->rc, a->cfg->agent.route_cache_entries,
+			  (uint64_t)a->cfg->agent.route_cache_ttl_ms * 1000000ull)) ||
+	    (rc = load_view(a, a->cfg)))
+		return rc;
+	return open_socket(a, opt);
+}
+
+static int agent_new(const struct cfg *cfg, const struct sockaddr_in *sw, size_t nsw,
+		     const struct skl_options *opt, struct skl_agent **out)
+{
+	struct skl_agent *a = calloc(1, sizeof(*a));
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	a->cfg = malloc(sizeof(*a->cfg));
+	if (!a->cfg) {
+		free(a);
+		return -ENOMEM;
+	}
+	*a->cfg = *cfg;
+	a->nswitches = (uint16_t)nsw;
+	for (size_t i = 0; i < nsw; i++)
+		a->switches[i].addr = sw[i];
+	rc = agent_init(a, opt);
+	if (rc) {
+		skl_close(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int skl_create(const struct cfg *cfg, const struct skl_options *opt, struct skl_agent **out)
+{
+	struct sockaddr_in sw[CFG_MAX_SWITCHES];
+	size_t nsw = 0;
+
+	if (!cfg || !out)
+		return -EINVAL;
+	/* Switches in config order, each at its vip : service.port; a config
+	 * without switches still names the service VIP. */
+	for (int i = 0; i < cfg->nswitches; i++)
+		sw[nsw++] = sockaddr_of(cfg->switches[i].vip, cfg->service.port);
+	if (nsw == 0 && cfg->service.vip)
+		sw[nsw++] = sockaddr_of(cfg->service.vip, cfg->service.port);
+	return agent_new(cfg, sw, nsw, opt, out);
+}
+
+int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
+		     const struct skl_node_addr *nodes, size_t nnodes,
+		     const struct skl_options *opt, struct skl_agent **out)
+{
+	struct sockaddr_in sw[CFG_MAX_SWITCHES];
+	struct cfg *cfg;
+	int rc;
+
+	if (!out || nswitches > CFG_MAX_SWITCHES || nnodes == 0 || nnodes > CFG_MAX_NODES ||
+	    (nswitches && !switches) || !nodes)
+		return -EINVAL;
+	cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return -ENOMEM;
+	/* The documented defaults of docs/config.md. */
+	cfg->service.port = nswitches ? switches[0].port : 7447;
+	cfg->service.vip = nswitches ? switches[0].ip : 0;
+	cfg->service.mtu = 1500;
+	cfg->service.max_value = 1500 - (20 + 8 + 48 + 8 + 64);
+	cfg->ring_version = 1;
+	cfg->agent = (struct cfg_agent){
+		.mode = nswitches ? CFG_MODE_INPATH : CFG_MODE_DIRECT,
+		.consistency = CFG_LINEARIZABLE,
+		.timeout_ms = 50,
+		.retries = 1,
+		.switch_failures = 3,
+		.recheck_ms = 1000,
+		.max_inflight = 16384,
+		.route_cache_entries = 1000,
+		.route_cache_ttl_ms = 5000,
+	};
+	for (size_t i = 0; i < nnodes; i++) {
+		struct cfg_node *n = &cfg->nodes[i];
+
+		if (nodes[i].id == 0 || !nodes[i].name || !nodes[i].name[0]) {
+			free(cfg);
+			return -EINVAL;
+		}
+		n->id = nodes[i].id;
+		snprintf(n->name, sizeof(n->name), "%s", nodes[i].name);
+		n->ip = nodes[i].ip;
+		n->port = nodes[i].port;
+		n->weight = nodes[i].weight ? nodes[i].weight : 1;
+	}
+	cfg->nnodes = (uint16_t)nnodes;
+	for (size_t i = 0; i < nswitches; i++)
+		sw[i] = sockaddr_of(switches[i].ip, switches[i].port);
+	rc = agent_new(cfg, sw, nswitches, opt, out);
+	free(cfg);
+	return rc;
+}
+
+/* ---- sending ---- */
+
+static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t flags, uint16_t node,
+		     bool with_value, const struct sockaddr_in *to)
+{
+	struct wire_msg m = {
+		.op = op,
+		.flags = flags,
+		.req_id = r->req_id,
+		.keyhash = r->keyhash,
+		.version = op == WIRE_OP_PUT ? r->ttl_ms : 0,
+		.node = node,
+		.key_len = r->key_len,
+		.val_len = with_value ? r->val_len : 0,
+		.key = r->data,
+		.value = with_value ? r->data + r->key_len : NULL,
+	};
+	int len = wire_encode(&m, a->tx, RX_BUF);
+
+	a->st.sent++;
+	r->sends++;
+	if (len < 0 || sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to,
+			      sizeof(*to)) < 0)
+		a->st.send_errors++; /* the timer treats it as lost */
+}
+
+static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_in *to,
+		      uint16_t node)
+{
+	send_msg(a, r, r->op, r->replica_read ? WIRE_F_REPLICA_READ : 0, node,
+		 r->op == WIRE_OP_PUT, to);
+}
+
+static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
+{
+	if (r->phase != ph)
+		r->phase_start_ns = a->now;
+	r->phase = (uint8_t)ph;
+	tw_add(&a->tw, &r->timer, a->now + a->timeout_ns);
+}
+
+/* Queue r to complete with status at the start of the next skl_poll(). */
+static void defer_done(struct skl_agent *a, struct req *r, enum skl_status st)
+{
+	uint32_t idx = (uint32_t)(r - a->slots);
+
+	tw_cancel(&a->tw, &r->timer);
+	r->phase = PH_DONE;
+	r->final_status = (uint8_t)st;
+	r->next_done = UINT32_MAX;
+	if (a->done_tail == UINT32_MAX)
+		a->done_head = idx;
+	else
+		a->slots[a->done_tail].next_done = idx;
+	a->done_tail = idx;
+}
+
+static void start_probe(struct skl_agent *a, struct req *r);
+
+/* Send r's next attempt to the node `id` (the home unless redirected). */
+static void go_node(struct skl_agent *a, struct req *r, uint16_t id, bool replica_read)
+{
+	struct node_state *n = &a->nodes[id];
+
+	if (!n->present) {
+		defer_done(a, r, SKL_UNAVAILABLE);
+		return;
+	}
+	if (id == r->home && n->down_until_ns > a->now && !replica_read) {
+		/* The home left an earlier request unanswered: do not wait again. */
+		if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED) {
+			start_probe(a, r);
+		} else {
+			a->st.fail_fast++;
+			defer_done(a, r, SKL_UNAVAILABLE);
+		}
+		return;
+	}
+	r->target = id;
+	r->replica_read = replica_read;
+	if (r->phase != PH_NODE)
+		r->phase_start_ns = a->now;
+	enter_phase(a, r, PH_NODE);
+	send_data(a, r, &n->addr, id);
+}
+
+/*
+ * Route r's next attempt. after_node_failure: the last attempt went to a node
+ * that did not answer, so neither the cache nor the switch is asked again:
+ * the home is the one place that is always right.
+ */
+static void dispatch(struct skl_agent *a, struct req *r, bool after_node_failure)
+{
+	bool is_read = r->op == WIRE_OP_GET;
+	bool via_switch = a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
+	const struct rc_entry *e;
+
+	if (!after_node_failure && is_read && a->mode == CFG_MODE_HINT &&
+	    r->consistency == CFG_RELAXED) {
+		rc_record(&a->rc, r->keyhash);
+		e = rc_lookup(&a->rc, r->keyhash, RC_ROUTE, a->now);
+		if (e && a->nodes[e->node].present) {
+			a->st.cache_hits++;
+			go_node(a, r, e->node, e->node != r->home);
+			return;
+		}
+	}
+	if (!after_node_failure && via_switch && (!is_read || a->mode == CFG_MODE_INPATH)) {
+		r->sw = a->cur_switch;
+		enter_phase(a, r, PH_SWITCH);
+		send_data(a, r, &a->switches[r->sw].addr, 0);
+		return;
+	}
+	if (!after_node_failure && via_switch && is_read && a->mode == CFG_MODE_HINT) {
+		r->sw = a->cur_switch;
+		a->st.hints++;
+		enter_phase(a, r, PH_HINT);
+		send_msg(a, r, WIRE_OP_HINT, 0, 0, false, &a->switches[r->sw].addr);
+		return;
+	}
+	/* Direct to the ring home, or where a MOVED said the key now lives. */
+	e = rc_lookup(&a->rc, r->keyhash, RC_MOVED, a->now);
+	if (e && a->nodes[e->node].present && !after_node_failure) {
+		go_node(a, r, e->node, false);
+		return;
+	}
+	go_node(a, r, r->home, false);
+}
+
+/* ---- probing (relaxed reads whose home does not answer) ---- */
+
+static void start_probe(struct skl_agent *a, struct req *r)
+{
+	r->probes_out = r->probes_in = 0;
+	r->best_found = false;
+	r->best_version = 0;
+	for (int id = 1; id < NODE_IDS; id++) {
+		if (!a->nodes[id].present || id == r->home || a->nodes[id].down_until_ns > a->now)
+			continue;
+		send_msg(a, r, WIRE_OP_PROBE, 0, (uint16_t)id, false, &a->nodes[id].addr);
+		a->st.probes++;
+		r->probes_out++;
+	}
+	if (!r->probes_out) {
+		defer_done(a, r, SKL_UNAVAILABLE);
+		return;
+	}
+	r->phase_start_ns = a->now;
+	enter_phase(a, r, PH_PROBE);
+}
+
+/* All probes answered or the wait ran out: read from the best copy. */
+static void finish_probe(struct skl_agent *a, struct req *r)
+{
+	if (r->best_found) {
+		r->target = r->best_node;
+		r->replica_read = true;
+		r->phase_start_ns = a->now;
+		enter_phase(a, r, PH_STALE_READ);
+		send_data(a, r, &a->nodes[r->best_node].addr, r->best_node);
+	} else {
+		defer_done(a, r, r->probes_in ? SKL_NOT_FOUND : SKL_UNAVAILABLE);
+	}
+}
+
+/* ---- completion ---- */
+
+static void release(struct req *r)
+{
+	free(r->data);
+	r->data = NULL;
+	r->in_use = false;
+}
+
+/* Complete r: callback, then free the slot. reply may be NULL. */
+static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
+		     const struct wire_msg *reply, bool from_switch)
+{
+	struct skl_result res = {
+		.op = r->op == WIRE_OP_GET ? SKL_OP_GET : r->op == WIRE_OP_PUT ? SKL_OP_PUT : SKL_OP_DEL,
+		.status = st,
+		.req_id = r->req_id,
+		.key = r->data,
+		.key_len = r->key_len,
+		.sends = r->sends,
+		.invoke_ns = r->invoke_ns,
+		.complete_ns = a->now,
+	};
+
+	tw_cancel(&a->tw, &r->timer);
+	if (reply) {
+		res.version = reply->version;
+		res.node = reply->node;
+		res.load = reply->load;
+		if (reply->flags & WIRE_F_REPLICATED)
+			res.flags |= SKL_R_REPLICATED;
+		if (!from_switch)
+			res.flags |= SKL_R_DIRECT;
+		if (r->replica_read && r->phase != PH_SWITCH)
+			res.flags |= SKL_R_REPLICA;
+		if (r->op == WIRE_OP_GET && reply->val_len) {
+			res.value = reply->value;
+			res.value_len = reply->val_len;
+		}
+	} else if (r->phase == PH_DONE && r->probes_in && st == SKL_NOT_FOUND) {
+		res.flags |= SKL_R_STALE; /* "no copy anywhere" from probes alone */
+	}
+	if (r->phase == PH_STALE_READ && reply) {
+		res.flags |= SKL_R_STALE;
+		a->st.stale_reads++;
+	}
+	if (r->op == WIRE_OP_PUT) {
+		res.value = r->data + r->key_len;
+		res.value_len = r->val_len;
+	}
+	/* The slot stays taken until the callback returns (its key and value are
+	 * in use), but it no longer counts against max_inflight, so that the
+	 * callback may submit the next request. */
+	a->inflight--;
+	a->st.completed++;
+	if (r->cb)
+		r->cb(r->arg, &res);
+	release(r);
+}
+
+static void run_deferred(struct skl_agent *a)
+{
+	while (a->done_head != UINT32_MAX) {
+		struct req *r = &a->slots[a->done_head];
+
+		a->done_head = r->next_done;
+		if (a->done_head == UINT32_MAX)
+			a->done_tail = UINT32_MAX;
+		complete(a, r, (enum skl_status)r->final_status, NULL, false);
+	}
+}
+
+/* ---- timeouts ---- */
+
+static void switch_timeout(struct skl_agent *a, uint16_t sw)
+{
+	if (sw != a->cur_switch || a->cur_switch >= a->nswitches)
+		return;
+	if (++a->consec_timeouts < a->switch_failures)
+		return;
+	/* Give this switch up: the next one, or the ring home when none is left. */
+	a->st.switch_down++;
+	a->cur_switch++;
+	a->consec_timeouts = 0;
+	a->next_recheck_ns = a->now + a->recheck_ns;
+}
+
+static void on_timeout(struct tw_timer *t, void *arg)
+{
+	struct skl_agent *a = arg;
+	struct req *r = (struct req *)t;
+	bool exhausted;
+
+	if (r->phase == PH_PROBE) {
+		finish_probe(a, r);
+		return;
+	}
+	if (r->phase == PH_STALE_READ) {
+		defer_done(a, r, SKL_UNAVAILABLE);
+		return;
+	}
+	a->st.timeouts++;
+	r->timeouts++;
+	exhausted = r->timeouts > a->retries;
+	if (r->phase == PH_SWITCH || r->phase == PH_HINT) {
+		switch_timeout(a, r->sw);
+		if (exhausted) {
+			defer_done(a, r, SKL_TIMEOUT);
+			return;
+		}
+		a->st.retries++;
+		dispatch(a, r, false);
+		return;
+	}
+	/* PH_NODE */
+	if (r->target != r->home)
+		rc_remove(&a->rc, r->keyhash); /* a cached or redirected route failed */
+	if (!exhausted) {
+		a->st.retries++;
+		if (r->target != r->home)
+			dispatch(a, r, true);
+		else
+			go_node(a, r, r->home, false);
+		return;
+	}
+	/* Mark the node unresponsive only if nothing at all came from it while
+	 * this request waited: a busy node that answers others is slow, not gone. */
+	if (a->nodes[r->target].last_reply_ns < r->phase_start_ns) {
+		a->nodes[r->target].down_until_ns = a->now + a->recheck_ns;
+		a->st.node_down++;
+	}
+	if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED)
+		start_probe(a, r);
+	else
+		defer_done(a, r, SKL_UNAVAILABLE);
+}
+
+/* ---- replies ---- */
+
+/* The view of the ring may be stale: reload the config file it came from. */
+static void reload_view(struct skl_agent *a)
+{
+	struct cfg *fresh;
+	char err[CFG_ERR_LEN];
+
+	if (!a->cfg->path[0] || a->now - a->last_reload_ns < RELOAD_MIN_NS)
+		return;
+	a->last_reload_ns = a->now;
+	fresh = malloc(sizeof(*fresh));
+	if (!fresh)
+		return;
+	if (cfg_load(a->cfg->path, fresh, err, sizeof(err)) == 0 && load_view(a, fresh) == 0) {
+		free(a->cfg);
+		a->cfg = fresh;
+		rc_clear_kind(&a->rc, RC_MOVED);
+		a->st.ring_reloads++;
+		return;
+	}
+	free(fresh);
+}
+
+static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *m, bool from_switch)
+{
+	uint16_t owner = m->node;
+
+	a->st.moved++;
+	if (r->moved_once) {
+		complete(a, r, SKL_MOVED, m, from_switch);
+		return;
+	}
+	r->moved_once = true;
+	reload_view(a);
+	r->home = ring_home(&a->ring, r->keyhash);
+	if (owner == 0 || !a->nodes[owner].present) {
+		complete(a, r, SKL_MOVED, m, from_switch);
+		return;
+	}
+	rc_insert(&a->rc, r->keyhash, owner, RC_MOVED, a->now);
+	go_node(a, r, owner, false);
+}
+
+static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_msg *m,
+			  bool from_switch)
+{
+	uint8_t st = m->status;
+
+	if (st == WIRE_ST_MOVED) {
+		on_moved(a, r, m, from_switch);
+		return;
+	}
+	/* Remember where a relaxed read was served so the next one skips HINT. */
+	if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED && a->mode == CFG_MODE_HINT &&
+	    st == WIRE_ST_OK && m->node && a->nodes[m->node].present &&
+	    (m->flags & WIRE_F_REPLICATED || m->node == r->home))
+		rc_insert(&a->rc, r->keyhash, m->node, RC_ROUTE, a->now);
+	complete(a, r, (enum skl_status)st, m, from_switch);
+}
+
+static void on_hint_reply(struct skl_agent *a, struct req *r, const struct wire_msg *m)
+{
+	uint16_t id = m->node;
+
+	if (r->phase != PH_HINT)
+		return; /* a late HINT answer: the request has moved on */
+	if (m->status != WIRE_ST_OK || id == 0 || !a->nodes[id].present) {
+		go_node(a, r, r->home, false);
+		return;
+	}
+	/* Linearizable: the answer serves this read only; relaxed: cache it. */
+	if (r->consistency == CFG_RELAXED)
+		rc_insert(&a->rc, r->keyhash, id, RC_ROUTE, a->now);
+	go_node(a, r, id, id != r->home);
+}
+
+static void on_probe_reply(struct skl_agent *a, struct req *r, const struct wire_msg *m)
+{
+	if (r->phase != PH_PROBE)
+		return;
+	r->probes_in++;
+	if (m->status == WIRE_ST_OK && m->node && a->nodes[m->node].present &&
+	    (!r->best_found || m->version > r->best_version)) {
+		r->best_found = true;
+		r->best_version = m->version;
+		r->best_node = m->node;
+	}
+	if (r->probes_in >= r->probes_out)
+		finish_probe(a, r);
+}
+
+/* A datagram from a switch we gave up: it is back. */
+static void switch_seen(struct skl_agent *a, int sw)
+{
+	a->switches[sw].last_reply_ns = a->now;
+	if (sw == a->cur_switch) {
+		a->consec_timeouts = 0;
+	} else if (sw < a->cur_switch) {
+		a->cur_switch = (uint16_t)sw;
+		a->consec_timeouts = 0;
+		a->st.switch_back++;
+	}
+}
+
+static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
+			const struct sockaddr_in *from)
+{
+	struct wire_msg m;
+	struct req *r;
+	int sw = -1;
+	uint8_t op;
+
+	for (int i = 0; i < a->nswitches; i++)
+		if (same_addr(from, &a->switches[i].addr)) {
+			sw = i;
+			break;
+		}
+	if (wire_decode(buf, len, &m) != WIRE_OK || !(m.op & WIRE_REPLY)) {
+		a->st.rx_bad++;
+		return;
+	}
+	if (sw >= 0)
+		switch_seen(a, sw);
+	if (m.node && a->nodes[m.node].present && m.status != WIRE_ST_MOVED) {
+		a->nodes[m.node].last_reply_ns = a->now;
+		a->nodes[m.node].down_until_ns = 0;
+	}
+	if ((uint32_t)(m.req_id >> 32) != a->agent_id) {
+		a->st.rx_unmatched++;
+		return;
+	}
+	r = &a->slots[(uint32_t)m.req_id & a->slot_mask];
+	op = m.op & (uint8_t)~WIRE_REPLY;
+	if (!r->in_use || r->req_id != m.req_id || r->phase == PH_DONE ||
+	    r->keyhash != m.keyhash) {
+		a->st.rx_unmatched++; /* re-check answers land here too */
+		return;
+	}
+	if (op == r->op) {
+		a->st.replies++;
+		on_data_reply(a, r, &m, sw >= 0);
+	} else if (op == WIRE_OP_HINT) {
+		a->st.replies++;
+		on_hint_reply(a, r, &m);
+	} else if (op == WIRE_OP_PROBE) {
+		a->st.replies++;
+		on_probe_reply(a, r, &m);
+	} else {
+		a->st.rx_unmatched++;
+	}
+}
+
+/* Every recheck_ms while a better switch is given up, knock on its door. */
+static void recheck(struct skl_agent *a)
+{
+	struct req probe = {0};
+
+	if (a->cur_switch == 0 || a->mode == CFG_MODE_DIRECT || a->now < a->next_recheck_ns)
+		return;
+	a->next_recheck_ns = a->now + a->recheck_ns;
+	/* seq 0 is never given to a request, so the answer matches nothing. */
+	probe.req_id = (uint64_t)a->agent_id << 32;
+	probe.data = (uint8_t *)RECHECK_KEY;
+	probe.key_len = sizeof(RECHECK_KEY) - 1;
+	probe.keyhash = keyhash(RECHECK_KEY, probe.key_len);
+	for (int i = 0; i < a->cur_switch && i < a->nswitches; i++) {
+		send_msg(a, &probe, WIRE_OP_HINT, 0, 0, false, &a->switches[i].addr);
+		a->st.rechecks++;
+	}
+}
+
+static int receive(struct skl_agent *a)
+{
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_in from[RX_BATCH];
+	int total = 0;
+
+	while (total < RX_MAX_PER_POLL) {
+		int n;
+
+		memset(msgs, 0, sizeof(msgs));
+		for (int i = 0; i < RX_BATCH; i++) {
+			iov[i].iov_base = a->rx + (size_t)i * RX_BUF;
+			iov[i].iov_len = RX_BUF;
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &from[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		}
+		n = recvmmsg(a->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+		a->now = now_ns();
+		for (int i = 0; i < n; i++)
+			on_datagram(a, iov[i].iov_base, msgs[i].msg_len, &from[i]);
+		total += n;
+		if (n < RX_BATCH)
+			break;
+	}
+	return 0;
+}
+
+int skl_poll(struct skl_agent *a, int timeout_ms)
+{
+	uint64_t before = a->st.completed;
+	int rc;
+
+	a->now = now_ns();
+	run_deferred(a);
+	tw_advance(&a->tw, a->now, on_timeout, a);
+	recheck(a);
+	run_deferred(a);
+	if (a->st.completed == before && timeout_ms != 0) {
+		struct pollfd pfd = {.fd = a->fd, .events = POLLIN};
+		int wait = skl_next_timeout_ms(a);
+
+		if (timeout_ms > 0 && (wait < 0 || wait > timeout_ms))
+			wait = timeout_ms;
+		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+			return -errno;
+	}
+	rc = receive(a);
+	a->now = now_ns();
+	tw_advance(&a->tw, a->now, on_timeout, a);
+	run_deferred(a);
+	if (rc < 0)
+		return rc;
+	return (int)(a->st.completed - before);
+}
+
+int skl_fd(const struct skl_agent *a)
+{
+	return a->fd;
+}
+
+int skl_next_timeout_ms(struct skl_agent *a)
+{
+	uint64_t next = tw_next_ns(&a->tw), now = now_ns();
+
+	if (a->done_head != UINT32_MAX)
+		return 0;
+	if (a->cur_switch > 0 && a->mode != CFG_MODE_DIRECT && a->next_recheck_ns < next)
+		next = a->next_recheck_ns;
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	/* Round up so that the wake-up finds the timer due. */
+	return (int)((next - now + 999999) / 1000000);
+}
+
+uint32_t skl_inflight(const struct skl_agent *a)
+{
+	return a->inflight;
+}
+
+/* ---- submission ---- */
+
+static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_len,
+		  const void *value, size_t value_len, const struct skl_call_opts *o,
+		  skl_callback cb, void *arg)
+{
+	struct req *r;
+
+	if (!key || key_len < 1 || key_len > WIRE_MAX_KEY || (value_len && !value) ||
+	    WIRE_HDR_LEN + key_len + value_len > WIRE_MAX_DATAGRAM ||
+	    (o && o->consistency > SKL_RELAXED))
+		return -EINVAL;
+	if (a->inflight >= a->max_inflight)
+		return -EBUSY;
+	/* Bounded: fewer than half the slots are taken, so a free one is near. */
+	do {
+		a->seq++;
+		r = &a->slots[a->seq & a->slot_mask];
+	} while (a->seq == 0 || r->in_use);
+	memset(r, 0, sizeof(*r));
+	r->data = malloc(key_len + value_len);
+	if (!r->data)
+		return -ENOMEM;
+	memcpy(r->data, key, key_len);
+	if (value_len)
+		memcpy(r->data + key_len, value, value_len);
+	a->now = now_ns();
+	r->in_use = true;
+	r->req_id = (uint64_t)a->agent_id << 32 | a->seq;
+	r->op = op;
+	r->consistency = (uint8_t)(o && o->consistency ? (enum cfg_consistency)(o->consistency - 1)
+						       : a->consistency);
+	r->ttl_ms = o ? o->ttl_ms : 0;
+	r->key_len = (uint16_t)key_len;
+	r->val_len = (uint32_t)value_len;
+	r->keyhash = keyhash(key, key_len);
+	r->home = ring_home(&a->ring, r->keyhash);
+	r->invoke_ns = a->now;
+	r->cb = cb;
+	r->arg = arg;
+	r->phase = PH_SWITCH;
+	a->inflight++;
+	a->st.submitted++;
+	if (value_len > a->max_value) {
+		defer_done(a, r, SKL_TOO_LARGE);
+		return 0;
+	}
+	dispatch(a, r, false);
+	return 0;
+}
+
+int skl_get(struct skl_agent *a, const void *key, size_t key_len,
+	    const struct skl_call_opts *o, skl_callback cb, void *arg)
+{
+	return submit(a, WIRE_OP_GET, key, key_len, NULL, 0, o, cb, arg);
+}
+
+int skl_put(struct skl_agent *a, const void *key, size_t key_len, const void *value,
+	    size_t value_len, const struct skl_call_opts *o, skl_callback cb, void *arg)
+{
+	return submit(a, WIRE_OP_PUT, key, key_len, value, value_len, o, cb, arg);
+}
+
+int skl_del(struct skl_agent *a, const void *key, size_t key_len,
+	    const struct skl_call_opts *o, skl_callback cb, void *arg)
+{
+	return submit(a, WIRE_OP_DEL, key, key_len, NULL, 0, o, cb, arg);
+}
+
+/* ---- synchronous wrappers ---- */
+
+struct sync_wait {
+	bool done;
+	void *buf;
+	size_t cap;
+	struct skl_result *res;
+};
+
+static void sync_cb(void *arg, const struct skl_result *res)
+{
+	struct sync_wait *w = arg;
+	size_t n = res->value_len < w->cap ? res->value_len : w->cap;
+
+	*w->res = *res;
+	w->res->key = NULL; /* the key copy is freed after the callback */
+	w->res->value = NULL;
+	if (res->op == SKL_OP_GET && w->buf) {
+		if (n)
+			memcpy(w->buf, res->value, n);
+		w->res->value = w->buf;
+	}
+	w->done = true;
+}
+
+static int sync_wait(struct skl_agent *a, struct sync_wait *w, int rc)
+{
+	if (rc)
+		return rc;
+	/* Every request ends (its timers are bounded), so this loop ends. */
+	while (!w->done) {
+		rc = skl_poll(a, -1);
+		if (rc < 0 && rc != -EINTR)
+			return rc;
+	}
+	return 0;
+}
+
+int skl_get_sync(struct skl_agent *a, const void *key, size_t key_len,
+		 const struct skl_call_opts *o, void *buf, size_t cap, struct skl_result *res)
+{
+	struct sync_wait w = {.buf = buf, .cap = cap, .res = res};
+
+	return sync_wait(a, &w, skl_get(a, key, key_len, o, sync_cb, &w));
+}
+
+int skl_put_sync(struct skl_agent *a, const void *key, size_t key_len, const void *value,
+		 size_t value_len, const struct skl_call_opts *o, struct skl_result *res)
+{
+	struct sync_wait w = {.res = res};
+
+	return sync_wait(a, &w, skl_put(a, key, key_len, value, value_len, o, sync_cb, &w));
+}
+
+int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
+		 const struct skl_call_opts *o, struct skl_result *res)
+{
+	struct sync_wait w = {.res = res};
+
+	return sync_wait(a, &w, skl_del(a, key, key_len, o, sync_cb, &w));
+}
+
+/* ---- introspection ---- */
+
+void skl_get_stats(const struct skl_agent *a, struct skl_stats *out)
+{
+	*out = a->st;
+}
+
+size_t skl_counter_count(void)
+{
+	return sizeof(counter_names) / sizeof(counter_names[0]);
+}
+
+const char *skl_counter_name(size_t i)
+{
+	return i < skl_counter_count() ? counter_names[i] : NULL;
+}
+
+uint64_t skl_counter_value(const struct skl_stats *s, size_t i)
+{
+	return i < skl_counter_count() ? ((const uint64_t *)s)[i] : 0;
+}
+
+uint32_t skl_agent_id(const struct skl_agent *a)
+{
+	return a->agent_id;
+}
+
+uint16_t skl_local_port(const struct skl_agent *a)
+{
+	return a->local_port;
+}
+
+int skl_using_switch(const struct skl_agent *a)
+{
+	return a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
+}
+
+uint16_t skl_home(const struct skl_agent *a, const void *key, size_t key_len)
+{
+	return ring_home(&a->ring, keyhash(key, key_len));
+}
+
+const char *skl_node_name(const struct skl_agent *a, uint16_t id)
+{
+	return id && a->nodes[id].present ? a->nodes[id].name : NULL;
+}
+
+const char *skl_status_name(enum skl_status st)
+{
+	return (unsigned)st < SKL_STATUS_COUNT ? status_names[st] : "?";
+}
+
+int skl_mode_parse(const char *s, enum skl_mode *mode)
+{
+	enum cfg_mode m;
+
+	if (cfg_mode_parse(s, &m))
+		return -EINVAL;
+	*mode = (enum skl_mode)(m + SKL_MODE_INPATH);
+	return 0;
+}
+
+int skl_consistency_parse(const char *s, enum skl_consistency *c)
+{
+	enum cfg_consistency v;
+
+	if (cfg_consistency_parse(s, &v))
+		return -EINVAL;
+	*c = (enum skl_consistency)(v + 1);
+	return 0;
+}
+
+void skl_close(struct skl_agent *a)
+{
+	if (!a)
+		return;
+	if (a->slots) {
+		run_deferred(a);
+		a->now = now_ns();
+		for (uint32_t i = 0; i <= a->slot_mask; i++)
+			if (a->slots[i].in_use)
+				complete(a, &a->slots[i], SKL_CANCELLED, NULL, false);
+	}
+	if (a->fd >= 0)
+		close(a->fd);
+	if (a->tw.slots)
+		tw_free(&a->tw);
+	rc_free(&a->rc);
+	ring_free(&a->ring);
+	free(a->slots);
+	free(a->tx);
+	free(a->rx);
+	free(a->cfg);
+	free(a);
+}

@@ -1,0 +1,17 @@
+/*
+ * bench.h - `skewless bench`, the load generator.
+ */
+#ifndef SKL_BENCH_H
+#define SKL_BENCH_H
+
+#include "skewless.h"
+
+/*
+ * Run `bench` with argv[0] == "bench". config_path, mode, consistency and json
+ * come from the options given before the command (they may be repeated after
+ * it). Returns the process exit code.
+ */
+int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency consistency,
+	       int json, int argc, char **argv);
+
+#endif
