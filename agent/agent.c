@@ -201,8 +201,11 @@ static int open_socket(struct skl_agent *a, const struct skl_options *opt)
 	a->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (a->fd < 0)
 		return -errno;
-	setsockopt(a->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
-	setsockopt(a->fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+	/* FORCE works past net.core.rmem_max when privileged; else take what we get. */
+	if (setsockopt(a->fd, SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz)) < 0)
+		setsockopt(a->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	if (setsockopt(a->fd, SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz)) < 0)
+		setsockopt(a->fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	if (bind(a->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    getsockname(a->fd, (struct sockaddr *)&sa, &len) < 0)
 		return -errno;
