@@ -84,6 +84,7 @@ struct node_queue {
 	pthread_cond_t nonempty;
 	struct node_req *slots;
 	uint32_t depth, head, count;
+	uint32_t waiters; /* workers asleep on nonempty */
 	bool closed;
 };
 

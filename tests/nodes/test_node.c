@@ -201,7 +201,7 @@ static uint64_t counter(int id, const char *name)
 	snprintf(path, sizeof(path), "%s/n%d/counters", dir, id);
 	unlink(path);
 	kill(pids[id], SIGUSR1);
-	for (int i = 0; i < 200 && access(path, R_OK) != 0; i++)
+	for (int i = 0; i < 500 && access(path, R_OK) != 0; i++)
 		sleep_ms(10);
 	f = fopen(path, "r");
 	if (!f) {
@@ -361,7 +361,8 @@ static void send_rc_req(int id, const char *key, uint64_t version, uint8_t kind,
 			     .value = v, .val_len = (uint32_t)(NODE_PREFIX_LEN + vl)};
 	struct sockaddr_in to = node_addr(id);
 
-	memcpy(v + NODE_PREFIX_LEN, val, vl);
+	if (vl)
+		memcpy(v + NODE_PREFIX_LEN, val, vl);
 	int len = wire_encode(&m, out, sizeof(out));
 
 	ck_assert_int_gt(len, 0);
