@@ -163,6 +163,16 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int sig;
 
+	/*
+	 * Signals go to the main thread only: block them before any thread
+	 * starts, RocksDB's background threads included, or a SIGUSR1 could land
+	 * on one of those and kill the process.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	parse_args(argc, argv, &a);
 	if (cfg_load(a.config, &cfg, err, sizeof(err)) != 0)
 		die("%s%s", err, "");
@@ -190,12 +200,6 @@ int main(int argc, char **argv)
 	if (!n.store)
 		die("%s%s", err, "");
 
-	/* Signals go to the main thread only: block them before any thread starts. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
 		die("cannot start threads: %s%s", strerror(errno), "");

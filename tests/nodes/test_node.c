@@ -347,6 +347,14 @@ START_TEST(data_ops_and_moved)
 	ck_assert_int_eq(switch_recv(WIRE_OP_DIGEST, &m, rbuf, sizeof(rbuf)), 0);
 	ck_assert_uint_eq(m.node, 1);
 	ck_assert_uint_eq(m.val_len, 20);
+	/*
+	 * Regression: SIGUSR1 once killed the node when it landed on a RocksDB
+	 * background thread (signals were blocked only after store_open).
+	 */
+	for (int i = 0; i < 50; i++)
+		kill(pids[1], SIGUSR1);
+	sleep_ms(200);
+	ck_assert_int_eq(waitpid(pids[1], NULL, WNOHANG), 0);
 	stop_node(1);
 }
 END_TEST
