@@ -43,6 +43,7 @@ struct dig_meter {
 	uint64_t last_us;
 	uint64_t cpu_ticks_prev; /* utime + stime */
 	uint64_t io_bytes_prev;	 /* read_bytes + write_bytes */
+	uint8_t have_cpu, have_io; /* a previous /proc reading exists */
 	long clk_tck, page_size;
 	uint32_t seq;
 	uint32_t boot_id;
