@@ -127,6 +127,8 @@ int dig_table_receive(struct dig_table *t, uint16_t id, const struct dig_digest 
 			return -EALREADY;
 		}
 		gap = (uint64_t)ahead - 1;
+		if (d->seq < n->last_seq && gap) /* wrapped: senders skip seq 0 */
+			gap--;
 	}
 	/* The first digest of a boot counts no loss: the switch may have started later. */
 
