@@ -194,7 +194,8 @@ static int cmd_raw(const char *dir, uint64_t keys, double secs)
 	while (now_s() - t0 < secs) {
 		for (int b = 0; b < 1000; b++) {
 			int kl = key_of(k, next_rand() % keys);
-			rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(db, ro, k, (size_t)kl, &err);
+			rocksdb_pinnableslice_t *ps =
+			    rocksdb_get_pinned(db, ro, k, (size_t)kl, &err);
 
 			if (ps) {
 				found++;
@@ -217,9 +218,8 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "load") == 0)
 		return cmd_load(argv[2], strtoull(argv[3], NULL, 10));
 	if (argc >= 6 && strcmp(argv[1], "udp") == 0)
-		return cmd_udp((uint16_t)atoi(argv[2]), strtoull(argv[3], NULL, 10),
-			       atof(argv[4]), strcmp(argv[5], "put") == 0,
-			       argc >= 7 ? atoi(argv[6]) : 32);
+		return cmd_udp((uint16_t)atoi(argv[2]), strtoull(argv[3], NULL, 10), atof(argv[4]),
+			       strcmp(argv[5], "put") == 0, argc >= 7 ? atoi(argv[6]) : 32);
 	if (argc >= 5 && strcmp(argv[1], "raw") == 0)
 		return cmd_raw(argv[2], strtoull(argv[3], NULL, 10), atof(argv[4]));
 	fprintf(stderr, "usage: node_bench load DIR KEYS | udp PORT KEYS SECS get|put [WINDOW] | "

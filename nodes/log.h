@@ -17,8 +17,8 @@ int nlog_enabled(enum nlog_level level);
 void nlog(enum nlog_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define nlog_error(...) nlog(NLOG_ERROR, __VA_ARGS__)
-#define nlog_warn(...) nlog(NLOG_WARN, __VA_ARGS__)
-#define nlog_info(...) nlog(NLOG_INFO, __VA_ARGS__)
+#define nlog_warn(...)	nlog(NLOG_WARN, __VA_ARGS__)
+#define nlog_info(...)	nlog(NLOG_INFO, __VA_ARGS__)
 #define nlog_debug(...)                                                                            \
 	do {                                                                                       \
 		if (nlog_enabled(NLOG_DEBUG))                                                      \

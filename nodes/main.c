@@ -36,20 +36,21 @@ struct args {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: skewless-node --config FILE --node NAME|ID [options]\n"
-		"\n"
-		"RocksDB-backed skewless storage node; listens on the node's ip:port.\n"
-		"\n"
-		"  -c, --config FILE          cluster config (JSON)\n"
-		"  -n, --node NAME|ID         which node of the config this is\n"
-		"  -d, --data-dir DIR         data directory (default: the node's data_dir)\n"
-		"  -s, --service-time-us N    capacity emulation: hold a worker N us per request\n"
-		"                             (timed sleep; default node.service_time_us, 0 = off)\n"
-		"  -l, --log-level LEVEL      error|warn|info|debug (default info)\n"
-		"  -h, --help                 this text\n"
-		"\n"
-		"Signals: SIGUSR1 writes counters to DIR/counters and the log; SIGTERM drains.\n");
+	fprintf(
+	    out,
+	    "usage: skewless-node --config FILE --node NAME|ID [options]\n"
+	    "\n"
+	    "RocksDB-backed skewless storage node; listens on the node's ip:port.\n"
+	    "\n"
+	    "  -c, --config FILE          cluster config (JSON)\n"
+	    "  -n, --node NAME|ID         which node of the config this is\n"
+	    "  -d, --data-dir DIR         data directory (default: the node's data_dir)\n"
+	    "  -s, --service-time-us N    capacity emulation: hold a worker N us per request\n"
+	    "                             (timed sleep; default node.service_time_us, 0 = off)\n"
+	    "  -l, --log-level LEVEL      error|warn|info|debug (default info)\n"
+	    "  -h, --help                 this text\n"
+	    "\n"
+	    "Signals: SIGUSR1 writes counters to DIR/counters and the log; SIGTERM drains.\n");
 }
 
 static void die(const char *fmt, const char *a, const char *b)
@@ -63,13 +64,13 @@ static void die(const char *fmt, const char *a, const char *b)
 static void parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"node", required_argument, NULL, 'n'},
-		{"data-dir", required_argument, NULL, 'd'},
-		{"service-time-us", required_argument, NULL, 's'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"data-dir", required_argument, NULL, 'd'},
+	    {"service-time-us", required_argument, NULL, 's'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -92,14 +93,15 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->service_time_us = strtol(optarg, &end, 10);
 			if (errno || *end || a->service_time_us < 0 ||
 			    a->service_time_us > 10000000)
-				die("--service-time-us: expected an integer 0..10000000, got \"%s\"%s",
+				die("--service-time-us: expected an integer 0..10000000, got "
+				    "\"%s\"%s",
 				    optarg, "");
 			break;
 		case 'l':
 			a->log_level = nlog_parse(optarg);
 			if (a->log_level < 0)
-				die("--log-level: expected error|warn|info|debug, got \"%s\"%s", optarg,
-				    "");
+				die("--log-level: expected error|warn|info|debug, got \"%s\"%s",
+				    optarg, "");
 			break;
 		case 'h':
 			usage(stdout);
@@ -185,7 +187,7 @@ int main(int argc, char **argv)
 	if (make_dir(n.data_dir) != 0)
 		die("%s: data directory is not writable: %s", n.data_dir, strerror(errno));
 	n.service_time_us =
-		a.service_time_us >= 0 ? (uint32_t)a.service_time_us : cfg.node.service_time_us;
+	    a.service_time_us >= 0 ? (uint32_t)a.service_time_us : cfg.node.service_time_us;
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]%s", a.config, "");
 	resolve_switches(&n);
@@ -206,8 +208,8 @@ int main(int argc, char **argv)
 	nlog_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
 		  "service time %u us",
 		  n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
-		  n.data_dir, cfg.node.workers, cfg.node.queue_depth,
-		  so.sync ? "sync" : "async", n.service_time_us);
+		  n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
+		  n.service_time_us);
 
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)

@@ -72,15 +72,15 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	uint16_t owner = wire_get16(m->value);
 	uint64_t ttl = rec.kind == STORE_VALUE && rec.time_ms ? rec.time_ms - now : 0;
 	struct wire_msg rc_req = {
-		.op = WIRE_OP_RC_REQ,
-		.req_id = m->req_id,
-		.keyhash = m->keyhash,
-		.version = rec.version,
-		.node = n->self->id,
-		.key = m->key,
-		.key_len = m->key_len,
-		.value = val,
-		.val_len = REPL_PREFIX_LEN + rec.value_len,
+	    .op = WIRE_OP_RC_REQ,
+	    .req_id = m->req_id,
+	    .keyhash = m->keyhash,
+	    .version = rec.version,
+	    .node = n->self->id,
+	    .key = m->key,
+	    .key_len = m->key_len,
+	    .value = val,
+	    .val_len = REPL_PREFIX_LEN + rec.value_len,
 	};
 
 	wire_put16(val, owner);
@@ -111,14 +111,14 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 {
 	uint8_t dgram[WIRE_HDR_LEN + WIRE_MAX_KEY];
 	struct wire_msg ack = {
-		.op = WIRE_OP_RC_ACK,
-		.req_id = m->req_id,
-		.keyhash = m->keyhash,
-		.version = version,
-		.node = n->self->id,
-		.load = node_load(n),
-		.key = m->key,
-		.key_len = m->key_len,
+	    .op = WIRE_OP_RC_ACK,
+	    .req_id = m->req_id,
+	    .keyhash = m->keyhash,
+	    .version = version,
+	    .node = n->self->id,
+	    .load = node_load(n),
+	    .key = m->key,
+	    .key_len = m->key_len,
 	};
 	int len = wire_encode(&ack, dgram, sizeof(dgram)), known = 0;
 

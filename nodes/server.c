@@ -99,8 +99,8 @@ static void queue_free(struct node_queue *q)
 }
 
 /* Copy a datagram into the tail slot. Returns 0, or -ENOSPC when the queue is full. */
-static int queue_push(struct node *n, const struct sockaddr_in *from, const void *buf,
-		      uint32_t len, uint64_t rx_ns)
+static int queue_push(struct node *n, const struct sockaddr_in *from, const void *buf, uint32_t len,
+		      uint64_t rx_ns)
 {
 	struct node_queue *q = &n->queue;
 
@@ -285,8 +285,8 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 }
 
 /* Classify one datagram: answer it at once, or queue it for a worker. */
-static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf,
-		   size_t len, uint64_t now, uint8_t *out)
+static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
+		   uint64_t now, uint8_t *out)
 {
 	struct wire_msg m;
 	enum wire_error err;
@@ -395,8 +395,8 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
  * node. The value is read straight into the reply buffer after the key.
  */
-static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
-		      uint8_t *out, size_t cap)
+static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
+		      size_t cap)
 {
 	int home = is_home(n, m->keyhash);
 	enum store_cf cf = home ? STORE_OWNED : STORE_REPLICA;
@@ -415,8 +415,8 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_count(n, NODE_CTR_get_replica);
 		rep->flags |= WIRE_F_REPLICATED;
 	}
-	rc = store_get(n->store, cf, m->key, m->key_len, &rec, val,
-		       cap - WIRE_HDR_LEN - m->key_len);
+	rc =
+	    store_get(n->store, cf, m->key, m->key_len, &rec, val, cap - WIRE_HDR_LEN - m->key_len);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
@@ -505,7 +505,8 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 		break;
 	case WIRE_OP_PUT:
 	case WIRE_OP_DEL:
-		/* Writes go to the home only, REPLICA_READ or not: a replica never takes a write. */
+		/* Writes go to the home only, REPLICA_READ or not: a replica never takes a write.
+		 */
 		if (!is_home(n, m.keyhash)) {
 			node_count(n, NODE_CTR_moved);
 			rep.status = WIRE_ST_MOVED;

@@ -13,7 +13,7 @@
 
 static const char *const counter_names[] = {
 #define X(name) #name,
-	NODE_COUNTERS(X)
+    NODE_COUNTERS(X)
 #undef X
 };
 

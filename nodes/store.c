@@ -18,11 +18,11 @@
 #include "wire.h"
 
 /* Power of two; 1024 stripes keep two workers and the TTL thread from colliding. */
-#define STORE_STRIPES 1024
-#define CF_TIMERS 2
-#define CF_META 3
-#define CF_COUNT 4
-#define TIMER_EXPIRY 'e'
+#define STORE_STRIPES	1024
+#define CF_TIMERS	2
+#define CF_META		3
+#define CF_COUNT	4
+#define TIMER_EXPIRY	'e'
 #define TIMER_TOMBSTONE 't'
 /* Timer key: type (1), due time (8, big-endian so keys sort by time), cf (1), key. */
 #define TIMER_HDR 10
@@ -90,8 +90,8 @@ static int record_timer(const struct store_record *rec, uint8_t *type)
 	return 0;
 }
 
-static size_t timer_key(uint8_t *out, uint8_t type, uint64_t due, enum store_cf cf,
-			const void *key, size_t klen)
+static size_t timer_key(uint8_t *out, uint8_t type, uint64_t due, enum store_cf cf, const void *key,
+			size_t klen)
 {
 	out[0] = type;
 	wire_put64(out + 1, due);
@@ -113,8 +113,7 @@ void *store_make_options(uint32_t block_cache_mb)
 	return o;
 }
 
-struct store *store_open(const char *dir, const struct store_options *opt, char *err,
-			 size_t errlen)
+struct store *store_open(const char *dir, const struct store_options *opt, char *err, size_t errlen)
 {
 	struct store *st = calloc(1, sizeof(*st));
 	const rocksdb_options_t *cf_opts[CF_COUNT];
@@ -127,8 +126,8 @@ struct store *store_open(const char *dir, const struct store_options *opt, char 
 	st->opts = store_make_options(opt->block_cache_mb);
 	for (int i = 0; i < CF_COUNT; i++)
 		cf_opts[i] = st->opts;
-	st->db = rocksdb_open_column_families(st->opts, dir, CF_COUNT, cf_names, cf_opts, st->cf,
-					      &rerr);
+	st->db =
+	    rocksdb_open_column_families(st->opts, dir, CF_COUNT, cf_names, cf_opts, st->cf, &rerr);
 	if (rerr) {
 		snprintf(err, errlen, "%s: cannot open RocksDB: %s", dir, rerr);
 		free(rerr);
@@ -273,8 +272,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, const void *val,
 	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, uint64_t *version)
 {
-	struct store_record old, rec = {.kind = STORE_VALUE, .value = val,
-					.value_len = (uint32_t)vlen};
+	struct store_record old,
+	    rec = {.kind = STORE_VALUE, .value = val, .value_len = (uint32_t)vlen};
 	pthread_mutex_t *lock = stripe(st, hash);
 	rocksdb_writebatch_t *b;
 	int found, rc;
@@ -328,8 +327,8 @@ int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t k
 		      uint64_t version, uint8_t kind, uint64_t expiry_ms, const void *val,
 		      size_t vlen, uint64_t now_ms, uint64_t *held)
 {
-	struct store_record old, rec = {.kind = kind, .version = version, .value = val,
-					.value_len = (uint32_t)vlen};
+	struct store_record old,
+	    rec = {.kind = kind, .version = version, .value = val, .value_len = (uint32_t)vlen};
 	pthread_mutex_t *lock = stripe(st, hash);
 	rocksdb_writebatch_t *b;
 	int found, rc;
@@ -373,10 +372,9 @@ int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t 
 	b = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete_cf(b, st->cf[STORE_REPLICA], key, klen);
 	if (record_timer(&old, &type))
-		rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS],
-					     (char *)tk,
-					     timer_key(tk, type, old.time_ms, STORE_REPLICA, key,
-						       klen));
+		rocksdb_writebatch_delete_cf(
+		    b, st->cf[CF_TIMERS], (char *)tk,
+		    timer_key(tk, type, old.time_ms, STORE_REPLICA, key, klen));
 	rc = write_batch(st, b);
 	pthread_mutex_unlock(lock);
 	return rc ? rc : 1;

@@ -29,10 +29,10 @@ enum store_cf { STORE_OWNED = 0, STORE_REPLICA = 1 };
 enum store_kind { STORE_VALUE = 0, STORE_TOMBSTONE = 1 };
 
 #define STORE_REC_FORMAT 1
-#define STORE_REC_HDR 18
+#define STORE_REC_HDR	 18
 
 struct store_record {
-	uint8_t kind;	  /* enum store_kind */
+	uint8_t kind; /* enum store_kind */
 	uint64_t version;
 	uint64_t time_ms; /* value: expiry (unix ms, 0 = none); tombstone: time of deletion */
 	const uint8_t *value;

@@ -17,7 +17,7 @@
 
 #include "log.h"
 
-#define TTL_MAX_REPEATS 16
+#define TTL_MAX_REPEATS	  16
 #define GC_MAX_PER_PERIOD 1000
 
 static void ttl_period(struct node *n)

@@ -20,11 +20,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "digest.h"
 #include "keyhash.h"
 #include "ring.h"
 #include "wire.h"
 
-#define MAX_NODES 3
+#define MAX_NODES	3
 #define NODE_PREFIX_LEN 8
 
 static char dir[256], conf_path[300];
@@ -84,8 +85,9 @@ static void write_config(int n, const char *node_params)
 	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
 		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
 	for (int i = 1; i <= n; i++)
-		fprintf(f, "%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
-			   "\"data_dir\":\"%s/n%d\"}",
+		fprintf(f,
+			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
+			"\"data_dir\":\"%s/n%d\"}",
 			i > 1 ? "," : "", i, i, base_port + i, dir, i);
 	fprintf(f, "],\n\"node\":{%s}}\n", node_params);
 	fclose(f);
@@ -133,8 +135,13 @@ static uint8_t rbuf[12000];
 static struct wire_msg req(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
 			   uint64_t version, uint16_t flags)
 {
-	struct wire_msg m = {.op = op, .flags = flags, .version = version, .key = (const void *)key,
-			     .key_len = (uint16_t)strlen(key), .value = val, .val_len = vlen};
+	struct wire_msg m = {.op = op,
+			     .flags = flags,
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen};
 	struct wire_msg rep;
 
 	ck_assert_msg(rpc_to(id, &m, &rep, rbuf, sizeof(rbuf), 2000) == 0, "no reply to %s %s",
@@ -163,7 +170,8 @@ static void start_node(int id, const char *extra_arg)
 	pids[id] = pid;
 	/* Ready when it answers a PROBE; at most 10 s. */
 	for (int i = 0; i < 100; i++) {
-		struct wire_msg m = {.op = WIRE_OP_PROBE, .key = (const void *)"ready", .key_len = 5};
+		struct wire_msg m = {
+		    .op = WIRE_OP_PROBE, .key = (const void *)"ready", .key_len = 5};
 		struct wire_msg rep;
 
 		if (rpc_to(id, &m, &rep, rbuf, sizeof(rbuf), 100) == 0)
@@ -337,7 +345,9 @@ START_TEST(data_ops_and_moved)
 	r = req(1, WIRE_OP_HINT, k1, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_BAD_REQUEST);
 	/* Wrong keyhash: BAD_REQUEST. */
-	struct wire_msg m = {.op = WIRE_OP_GET, .keyhash = 12345, .key = (const void *)k1,
+	struct wire_msg m = {.op = WIRE_OP_GET,
+			     .keyhash = 12345,
+			     .key = (const void *)k1,
 			     .key_len = (uint16_t)strlen(k1)};
 
 	ck_assert_int_eq(rpc_to(1, &m, &r, rbuf, sizeof(rbuf), 2000), 0);
@@ -346,7 +356,15 @@ START_TEST(data_ops_and_moved)
 	/* Digests arrive at the switch every 100 ms. */
 	ck_assert_int_eq(switch_recv(WIRE_OP_DIGEST, &m, rbuf, sizeof(rbuf)), 0);
 	ck_assert_uint_eq(m.node, 1);
-	ck_assert_uint_eq(m.val_len, 20);
+	ck_assert_uint_eq(m.val_len, 40);
+	{
+		uint16_t from;
+		struct dig_digest dg;
+
+		ck_assert_int_eq(dig_msg_decode(&m, &from, &dg), DIG_OK);
+		ck_assert_uint_eq(from, 1);
+		ck_assert_uint_gt(dg.seq, 0);
+	}
 	/*
 	 * Regression: SIGUSR1 once killed the node when it landed on a RocksDB
 	 * background thread (signals were blocked only after store_open).
@@ -364,9 +382,13 @@ static void send_rc_req(int id, const char *key, uint64_t version, uint8_t kind,
 {
 	uint8_t v[256] = {0, 1, kind, 0, 0, 0, 0, 0}, out[512];
 	size_t vl = val ? strlen(val) : 0;
-	struct wire_msg m = {.op = WIRE_OP_RC_REQ, .version = version, .key = (const void *)key,
-			     .key_len = (uint16_t)strlen(key), .keyhash = keyhash(key, strlen(key)),
-			     .value = v, .val_len = (uint32_t)(NODE_PREFIX_LEN + vl)};
+	struct wire_msg m = {.op = WIRE_OP_RC_REQ,
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .keyhash = keyhash(key, strlen(key)),
+			     .value = v,
+			     .val_len = (uint32_t)(NODE_PREFIX_LEN + vl)};
 	struct sockaddr_in to = node_addr(id);
 
 	if (vl)
@@ -400,9 +422,8 @@ START_TEST(replication)
 	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v + 5, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert_uint_eq(r.version, v);
-	ck_assert_int_ne(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)) == 0 &&
-				 ack.node == 2,
-			 1);
+	ck_assert_int_ne(
+	    switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)) == 0 && ack.node == 2, 1);
 	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
 	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
 
@@ -540,8 +561,10 @@ START_TEST(overloaded_burst)
 	struct sockaddr_in to = node_addr(1);
 
 	for (int i = 0; i < burst; i++) {
-		struct wire_msg m = {.op = WIRE_OP_GET, .req_id = 1000 + (uint64_t)i,
-				     .key = (const void *)k, .key_len = (uint16_t)strlen(k),
+		struct wire_msg m = {.op = WIRE_OP_GET,
+				     .req_id = 1000 + (uint64_t)i,
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
 				     .keyhash = keyhash(k, strlen(k))};
 		int len = wire_encode(&m, out, sizeof(out));
 
@@ -558,8 +581,8 @@ START_TEST(overloaded_burst)
 			continue;
 		ssize_t n = recv(cl_fd, in, sizeof(in), 0);
 
-		if (n <= 0 || wire_decode_header(in, (size_t)n, &r) != WIRE_OK ||
-		    r.req_id < 1000 || r.req_id >= 1000 + (uint64_t)burst)
+		if (n <= 0 || wire_decode_header(in, (size_t)n, &r) != WIRE_OK || r.req_id < 1000 ||
+		    r.req_id >= 1000 + (uint64_t)burst)
 			continue;
 		replies++;
 		if (r.status == WIRE_ST_OVERLOADED)
@@ -589,9 +612,9 @@ static uint32_t rnd(void)
 }
 
 static const char *const classes[] = {
-	"accepted",	 "rx_replies",	  "drop_short",	   "drop_bad_magic", "drop_bad_version",
-	"drop_bad_op",	 "bad_flags",	  "bad_status",	   "bad_key_len",    "bad_truncated",
-	"bad_trailing",	 "bad_keyhash",	  "unsupported_op", "too_large",     "overloaded",
+    "accepted",	    "rx_replies",  "drop_short",     "drop_bad_magic", "drop_bad_version",
+    "drop_bad_op",  "bad_flags",   "bad_status",     "bad_key_len",    "bad_truncated",
+    "bad_trailing", "bad_keyhash", "unsupported_op", "too_large",      "overloaded",
 };
 
 START_TEST(malformed_flood)
@@ -613,8 +636,8 @@ START_TEST(malformed_flood)
 
 	for (int i = 0; i < count; i++) {
 		size_t len = rnd() % 200;
-		struct wire_msg m = {.op = WIRE_OP_GET, .key = (const void *)k,
-				     .key_len = (uint16_t)strlen(k)};
+		struct wire_msg m = {
+		    .op = WIRE_OP_GET, .key = (const void *)k, .key_len = (uint16_t)strlen(k)};
 
 		for (size_t j = 0; j < sizeof(d); j++)
 			d[j] = (uint8_t)rnd();
@@ -698,7 +721,8 @@ START_TEST(kill9_keeps_acked_puts)
 	while (!killed && now_ms() < deadline) {
 		while (sent < MAXK && sent - nacked < WINDOW) {
 			snprintf(keys[sent], sizeof(keys[0]), "k9-%d", sent);
-			struct wire_msg m = {.op = WIRE_OP_PUT, .req_id = 5000 + (uint64_t)sent,
+			struct wire_msg m = {.op = WIRE_OP_PUT,
+					     .req_id = 5000 + (uint64_t)sent,
 					     .key = (const void *)keys[sent],
 					     .key_len = (uint16_t)strlen(keys[sent]),
 					     .keyhash = keyhash(keys[sent], strlen(keys[sent])),
@@ -716,8 +740,8 @@ START_TEST(kill9_keeps_acked_puts)
 		struct wire_msg r;
 		ssize_t n = recv(cl_fd, in, sizeof(in), 0);
 
-		if (n > 0 && wire_decode_header(in, (size_t)n, &r) == WIRE_OK &&
-		    r.req_id >= 5000 && r.status == WIRE_ST_OK) {
+		if (n > 0 && wire_decode_header(in, (size_t)n, &r) == WIRE_OK && r.req_id >= 5000 &&
+		    r.status == WIRE_ST_OK) {
 			acked[r.req_id - 5000] = r.version;
 			nacked++;
 		}
@@ -765,13 +789,14 @@ START_TEST(startup_errors)
 	snprintf(cmd, sizeof(cmd), "%s --config %s --node n7 2>%s/err; echo $? >%s/rc", bin,
 		 conf_path, dir, dir);
 	ck_assert_int_eq(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd), "grep -qx 1 %s/rc && [ $(wc -l <%s/err) = 1 ] && grep -q n7 %s/err",
-		 dir, dir, dir);
+	snprintf(cmd, sizeof(cmd),
+		 "grep -qx 1 %s/rc && [ $(wc -l <%s/err) = 1 ] && grep -q n7 %s/err", dir, dir,
+		 dir);
 	ck_assert_int_eq(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "%s --config /nonexistent.json --node 1 2>/dev/null", bin);
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
-	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir /proc/nope 2>/dev/null",
-		 bin, conf_path);
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir /proc/nope 2>/dev/null", bin,
+		 conf_path);
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
 	start_node(1, NULL);
 	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir %s/other 2>%s/err", bin,

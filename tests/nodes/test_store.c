@@ -49,16 +49,17 @@ static uint64_t put(struct store *st, const char *k, const char *v, uint64_t ttl
 {
 	uint64_t ver = 0;
 
-	ck_assert_int_eq(store_put(st, keyhash(k, strlen(k)), k, strlen(k), v, strlen(v), ttl, now,
-				   &ver),
-			 0);
+	ck_assert_int_eq(
+	    store_put(st, keyhash(k, strlen(k)), k, strlen(k), v, strlen(v), ttl, now, &ver), 0);
 	return ver;
 }
 
 START_TEST(record_roundtrip)
 {
-	struct store_record r = {.kind = STORE_VALUE, .version = 0x0102030405060708ull,
-				 .time_ms = 42}, d;
+	struct store_record r = {.kind = STORE_VALUE,
+				 .version = 0x0102030405060708ull,
+				 .time_ms = 42},
+			    d;
 	uint8_t buf[STORE_REC_HDR + 3];
 
 	store_record_header(&r, buf);
@@ -193,9 +194,8 @@ START_TEST(replica_rules)
 	/* Replica copies never show up as owned data. */
 	ck_assert_int_eq(store_get(st, STORE_OWNED, "r", 1, &rec, NULL, 0), 0);
 	/* A tombstone beats a later-arriving older value. */
-	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 7, STORE_TOMBSTONE, 0, NULL, 0, now,
-					   &held),
-			 1);
+	ck_assert_int_eq(
+	    store_replica_put(st, h, "r", 1, 7, STORE_TOMBSTONE, 0, NULL, 0, now, &held), 1);
 	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 6, STORE_VALUE, 0, "v6", 2, now, &held),
 			 0);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 1);
