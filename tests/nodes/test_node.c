@@ -28,7 +28,8 @@
 #define MAX_NODES	3
 #define NODE_PREFIX_LEN 8
 
-static char dir[256], conf_path[300];
+/* base: made by main() and removed by it, so a test that fails (and exits early) leaves nothing. */
+static char base[128], dir[256], conf_path[300];
 static uint16_t base_port;
 static pid_t pids[MAX_NODES + 1];
 static struct cfg cfg;
@@ -261,7 +262,7 @@ static void setup(void)
 {
 	struct sockaddr_in sw;
 
-	snprintf(dir, sizeof(dir), "/tmp/skl-test-node-XXXXXX");
+	snprintf(dir, sizeof(dir), "%s/XXXXXX", base);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(conf_path, sizeof(conf_path), "%s/cluster.json", dir);
 	/* A port range per test process, away from the usual 7447. */
@@ -814,7 +815,13 @@ int main(void)
 	TCase *tc = tcase_create("node");
 	SRunner *sr;
 	int failed;
+	char cmd[256];
 
+	snprintf(base, sizeof(base), "/tmp/skl-test-node-XXXXXX");
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, data_ops_and_moved);
@@ -830,5 +837,8 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", base);
 	return failed ? 1 : 0;
 }
