@@ -1,0 +1,232 @@
+/*
+ * main.c - skewless-node: argument parsing and start-up only.
+ *
+ *   skewless-node --config FILE --node NAME|ID [--data-dir DIR]
+ *                 [--service-time-us N] [--log-level LEVEL]
+ *
+ * Start-up errors are one line on stderr and exit code 1. Once up, the main
+ * thread only waits for signals: SIGUSR1 dumps the counters, SIGTERM/SIGINT
+ * drain the queue and close RocksDB cleanly.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "node.h"
+#include "report.h"
+#include "server.h"
+#include "store.h"
+#include "ttl.h"
+
+struct args {
+	const char *config;
+	const char *node;
+	const char *data_dir;
+	long service_time_us; /* -1: from the config */
+	int log_level;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: skewless-node --config FILE --node NAME|ID [options]\n"
+	    "\n"
+	    "RocksDB-backed skewless storage node; listens on the node's ip:port.\n"
+	    "\n"
+	    "  -c, --config FILE          cluster config (JSON)\n"
+	    "  -n, --node NAME|ID         which node of the config this is\n"
+	    "  -d, --data-dir DIR         data directory (default: the node's data_dir)\n"
+	    "  -s, --service-time-us N    capacity emulation: hold a worker N us per request\n"
+	    "                             (timed sleep; default node.service_time_us, 0 = off)\n"
+	    "  -l, --log-level LEVEL      error|warn|info|debug (default info)\n"
+	    "  -h, --help                 this text\n"
+	    "\n"
+	    "Signals: SIGUSR1 writes counters to DIR/counters and the log; SIGTERM drains.\n");
+}
+
+static void die(const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "skewless-node: ");
+	fprintf(stderr, fmt, a, b);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static void parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"data-dir", required_argument, NULL, 'd'},
+	    {"service-time-us", required_argument, NULL, 's'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	*a = (struct args){.service_time_us = -1, .log_level = NLOG_INFO};
+	while ((c = getopt_long(argc, argv, "c:n:d:s:l:h", opts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'n':
+			a->node = optarg;
+			break;
+		case 'd':
+			a->data_dir = optarg;
+			break;
+		case 's':
+			errno = 0;
+			a->service_time_us = strtol(optarg, &end, 10);
+			if (errno || *end || a->service_time_us < 0 ||
+			    a->service_time_us > 10000000)
+				die("--service-time-us: expected an integer 0..10000000, got "
+				    "\"%s\"%s",
+				    optarg, "");
+			break;
+		case 'l':
+			a->log_level = nlog_parse(optarg);
+			if (a->log_level < 0)
+				die("--log-level: expected error|warn|info|debug, got \"%s\"%s",
+				    optarg, "");
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(1);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument \"%s\"%s; see --help", argv[optind], "");
+	if (!a->config || !a->node)
+		die("--config FILE and --node NAME|ID are required%s%s; see --help", "", "");
+}
+
+/* mkdir -p dir, then check it is writable. Returns 0 or -1 with errno set. */
+static int make_dir(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, dir, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -1;
+	return access(buf, W_OK | X_OK);
+}
+
+/* Addresses of every configured switch: digests and RC_ACKs go there. */
+static void resolve_switches(struct node *n)
+{
+	for (int i = 0; i < n->cfg->nswitches; i++) {
+		const struct cfg_switch *s = &n->cfg->switches[i];
+		struct sockaddr_in *a = &n->switch_addr[n->nswitches];
+
+		memset(a, 0, sizeof(*a));
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(s->vip);
+		a->sin_port = htons(n->cfg->service.port);
+		n->switch_ids[n->nswitches++] = s->id;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct cfg cfg; /* large: keep it off the stack */
+	static struct node n;
+	char err[CFG_ERR_LEN], dbdir[CFG_MAX_PATH + 16], ip[16];
+	struct args a;
+	sigset_t sigs;
+	int sig;
+
+	/*
+	 * Signals go to the main thread only: block them before any thread
+	 * starts, RocksDB's background threads included, or a SIGUSR1 could land
+	 * on one of those and kill the process.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	parse_args(argc, argv, &a);
+	if (cfg_load(a.config, &cfg, err, sizeof(err)) != 0)
+		die("%s%s", err, "");
+	n.cfg = &cfg;
+	n.self = cfg_node_lookup(&cfg, a.node);
+	if (!n.self)
+		die("%s: no node \"%s\" in nodes[] (give a node name or id)", a.config, a.node);
+	nlog_set((enum nlog_level)a.log_level, n.self->name);
+	snprintf(n.data_dir, sizeof(n.data_dir), "%s", a.data_dir ? a.data_dir : n.self->data_dir);
+	if (make_dir(n.data_dir) != 0)
+		die("%s: data directory is not writable: %s", n.data_dir, strerror(errno));
+	n.service_time_us =
+	    a.service_time_us >= 0 ? (uint32_t)a.service_time_us : cfg.node.service_time_us;
+	if (cfg_build_ring(&cfg, &n.ring) != 0)
+		die("%s: cannot build the ring of nodes[]%s", a.config, "");
+	resolve_switches(&n);
+	if (server_bind(&n, err, sizeof(err)) != 0)
+		die("%s%s", err, "");
+
+	struct store_options so = {.block_cache_mb = cfg.node.block_cache_mb,
+				   .sync = cfg.node.durability == CFG_DURABILITY_SYNC};
+
+	snprintf(dbdir, sizeof(dbdir), "%s/rocksdb", n.data_dir);
+	n.store = store_open(dbdir, &so, err, sizeof(err));
+	if (!n.store)
+		die("%s%s", err, "");
+
+	signal(SIGPIPE, SIG_IGN);
+	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
+		die("cannot start threads: %s%s", strerror(errno), "");
+	nlog_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
+		  "service time %u us",
+		  n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
+		  n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
+		  n.service_time_us);
+
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig == SIGUSR1) {
+			node_dump_counters(&n);
+			continue;
+		}
+		break;
+	}
+	nlog_info("signal %d: draining", sig);
+	server_stop(&n, cfg.node.workers);
+	ttl_stop(&n);
+	report_stop(&n);
+	store_close(n.store);
+	node_dump_counters(&n);
+	ring_free(&n.ring);
+	nlog_info("stopped");
+	return 0;
+}

@@ -1,0 +1,140 @@
+/*
+ * node.h - the state of one skewless-node process, shared by its threads.
+ *
+ * Threads: main (start-up, then signals), the receive thread and N workers
+ * (server.c), the TTL/GC thread (ttl.c) and the digest thread (report.c).
+ * Everything here is set before the threads start and read-only afterwards,
+ * except the atomics (counters, inflight, stop flags) and the queue (its own
+ * lock).
+ */
+#ifndef SKL_NODE_NODE_H
+#define SKL_NODE_NODE_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ring.h"
+#include "store.h"
+#include "wire.h"
+
+/*
+ * Counters, VPP-style. Every received datagram lands in exactly one of the
+ * classes marked (c), so rx_datagrams == their sum; docs/operations.md
+ * explains each.
+ */
+#define NODE_COUNTERS(X)                                                                           \
+	X(rx_datagrams)	     /* every datagram received */                                         \
+	X(accepted)	     /* (c) queued for a worker */                                         \
+	X(rx_replies)	     /* (c) a reply (op | 0x80) sent to a node: dropped */                 \
+	X(drop_short)	     /* (c) header unreadable: dropped, no reply */                        \
+	X(drop_bad_magic)    /* (c) */                                                             \
+	X(drop_bad_version)  /* (c) */                                                             \
+	X(drop_bad_op)	     /* (c) */                                                             \
+	X(bad_flags)	     /* (c) answered BAD_REQUEST */                                        \
+	X(bad_status)	     /* (c) */                                                             \
+	X(bad_key_len)	     /* (c) */                                                             \
+	X(bad_truncated)     /* (c) */                                                             \
+	X(bad_trailing)	     /* (c) */                                                             \
+	X(bad_keyhash)	     /* (c) keyhash field is not XXH3-64 of the key */                     \
+	X(unsupported_op)    /* (c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes */          \
+	X(too_large)	     /* (c) value over max_value or datagram over the MTU */               \
+	X(overloaded)	     /* (c) queue full: answered OVERLOADED */                             \
+	X(bad_payload)	     /* control op with a malformed payload: BAD_REQUEST (by a worker) */  \
+	X(moved)	     /* answered MOVED */                                                  \
+	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
+	X(get_replica)	     /* of which from the replica family */                                \
+	X(put)		     /* PUTs applied */                                                    \
+	X(del)		     /* DELs served */                                                     \
+	X(probe)	     /* PROBEs served */                                                   \
+	X(replicate)	     /* REPLICATEs served */                                               \
+	X(replicate_skipped) /* REPLICATE whose v is not the local version: nothing pushed */      \
+	X(rc_req_sent)	     /* RC_REQs pushed to replicas */                                      \
+	X(rc_req)	     /* RC_REQs stored (or already held) */                                \
+	X(rc_req_stale)	     /* RC_REQs older than the stored copy: ignored */                     \
+	X(rc_ack_sent)	     /* RC_ACKs sent to switches */                                        \
+	X(unreplicate)	     /* UNREPLICATEs served */                                             \
+	X(store_errors)	     /* RocksDB errors: answered INTERNAL */                               \
+	X(send_errors)	     /* sendto() failures */                                               \
+	X(ttl_expired)	     /* expired values removed by the sampler */                           \
+	X(tombstones_gc)     /* tombstones removed by GC */                                        \
+	X(digests_sent)	     /* DIGEST datagrams sent */
+
+enum node_counter {
+#define X(name) NODE_CTR_##name,
+	NODE_COUNTERS(X)
+#undef X
+	    NODE_CTR_COUNT
+};
+
+/* A queued request: its bytes (worker and queue swap buffers, no copy) and origin. */
+struct node_req {
+	struct sockaddr_in from;
+	uint32_t len;
+	uint64_t rx_ns; /* CLOCK_MONOTONIC at receipt */
+	uint8_t *buf;
+};
+
+/* Bounded FIFO between the receive thread (producer) and the workers. */
+struct node_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t nonempty;
+	struct node_req *slots;
+	uint32_t depth, head, count;
+	uint32_t waiters; /* workers asleep on nonempty */
+	bool closed;
+};
+
+struct node {
+	const struct cfg *cfg;
+	const struct cfg_node *self;
+	struct ring ring;
+	struct store *store;
+	char data_dir[CFG_MAX_PATH];
+	int fd;			  /* the UDP socket: rx thread receives, every thread sends */
+	uint32_t service_time_us; /* capacity emulation; 0 = off */
+	uint32_t slot_cap;	  /* largest datagram a queue slot holds */
+	struct node_queue queue;
+	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
+	_Atomic uint32_t inflight; /* requests a worker is serving */
+	_Atomic uint64_t ctr[NODE_CTR_COUNT];
+	atomic_bool stop_rx; /* set by main on SIGTERM */
+	atomic_bool stop_bg; /* TTL and digest threads */
+	uint16_t nswitches;
+	uint16_t switch_ids[CFG_MAX_SWITCHES];
+	struct sockaddr_in switch_addr[CFG_MAX_SWITCHES];
+	pthread_t rx_thread, ttl_thread, report_thread;
+	pthread_t *workers;
+};
+
+static inline void node_count(struct node *n, enum node_counter c)
+{
+	atomic_fetch_add_explicit(&n->ctr[c], 1, memory_order_relaxed);
+}
+
+static inline void node_count_n(struct node *n, enum node_counter c, uint64_t v)
+{
+	atomic_fetch_add_explicit(&n->ctr[c], v, memory_order_relaxed);
+}
+
+/* Load reported on the wire: requests in flight plus queued, capped to 16 bits. */
+static inline uint16_t node_load(struct node *n)
+{
+	uint32_t l = atomic_load_explicit(&n->inflight, memory_order_relaxed) +
+		     atomic_load_explicit(&n->queued, memory_order_relaxed);
+
+	return l > 0xffff ? 0xffff : (uint16_t)l;
+}
+
+/* Send one datagram from the node's socket; counts failures. */
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
+
+/* Write the counters to <data_dir>/counters (name value lines) and log them in one line. */
+void node_dump_counters(struct node *n);
+
+const char *node_counter_name(enum node_counter c);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * report.c - load digests (DESIGN.md section 6) through digest/.
+ *
+ * Workers feed each request's service latency into the digest meter
+ * (dig_meter_record, relaxed atomics). The digest thread polls every 5 ms:
+ * it feeds the receive counter into the meter, asks the emitter whether a
+ * digest is due (interval 100 ms, 20 ms after a queue jump or a p95 over the
+ * threshold, 200 ms when stable; cfg digest.*), and if so samples the meter
+ * and sends the DIGEST datagram (docs/protocol.md "DIGEST payload") to every
+ * configured switch at its vip : service.port.
+ */
+#include "report.h"
+
+#include <time.h>
+
+#include "digest.h"
+#include "emit.h"
+#include "log.h"
+#include "meter.h"
+
+/* Poll tick: fine enough for 20 ms fast intervals and prompt triggers, cheap when idle. */
+#define REPORT_TICK_MS 5
+
+/* Workers write the histogram with atomic adds; only the digest thread samples. */
+static struct dig_meter meter;
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	/* The digest's ts_us is CLOCK_REALTIME (docs/protocol.md). */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void report_latency(uint64_t latency_ns)
+{
+	uint64_t us = latency_ns / 1000;
+
+	dig_meter_record(&meter, us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
+}
+
+static void *report_main(void *arg)
+{
+	struct node *n = arg;
+	struct dig_emitter em;
+	uint64_t rx_seen = 0;
+	struct timespec tick = {.tv_sec = 0, .tv_nsec = REPORT_TICK_MS * 1000000L};
+
+	if (dig_emitter_init(&em, &n->cfg->digest, now_us()) != 0) {
+		nlog_error("digest emitter: bad digest config; no digests will be sent");
+		return NULL;
+	}
+	while (!atomic_load(&n->stop_bg)) {
+		uint64_t rx =
+		    atomic_load_explicit(&n->ctr[NODE_CTR_rx_datagrams], memory_order_relaxed);
+		uint32_t queue = node_load(n), p95;
+		uint64_t now = now_us();
+		uint8_t dgram[DIG_DATAGRAM_LEN];
+		struct dig_digest d;
+		int len;
+
+		dig_meter_count_rx(&meter, (uint32_t)(rx - rx_seen));
+		rx_seen = rx;
+		p95 = dig_meter_peek_p95(&meter);
+		if (dig_emitter_due(&em, queue, p95, now) &&
+		    dig_meter_sample(&meter, queue, now, &d) == 0) {
+			dig_emitter_on_sample(&em, &d, now);
+			len = dig_datagram_build(n->self->id, &d, dgram, sizeof(dgram));
+			for (int i = 0; len > 0 && i < n->nswitches; i++)
+				if (node_send(n, &n->switch_addr[i], dgram, (size_t)len) == 0)
+					node_count(n, NODE_CTR_digests_sent);
+		}
+		nanosleep(&tick, NULL);
+	}
+	return NULL;
+}
+
+int report_start(struct node *n)
+{
+	if (dig_meter_init(&meter, &n->cfg->digest, NULL, 0, now_us()) != 0)
+		return -22; /* -EINVAL: a config cfg_load() accepted never gets here */
+	return -pthread_create(&n->report_thread, NULL, report_main, n);
+}
+
+void report_stop(struct node *n)
+{
+	atomic_store(&n->stop_bg, true);
+	pthread_join(n->report_thread, NULL);
+}

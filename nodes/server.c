@@ -1,0 +1,660 @@
+/*
+ * server.c - the request path of skewless-node.
+ *
+ * One receive thread reads datagrams, validates them and either answers at
+ * once (BAD_REQUEST, TOO_LARGE, OVERLOADED: cheap, so malformed input never
+ * costs a worker and never reaches RocksDB) or puts them on the bounded
+ * queue. N workers take requests off the queue, serve them against the store
+ * and reply to the sender from the same socket. Load = in flight + queued.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "keyhash.h"
+#include "log.h"
+#include "repl.h"
+#include "report.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+{
+	if (sendto(n->fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
+		node_count(n, NODE_CTR_send_errors);
+		nlog_debug("sendto %s:%u: %s", inet_ntoa(to->sin_addr), ntohs(to->sin_port),
+			   strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int server_bind(struct node *n, char *err, size_t errlen)
+{
+	struct sockaddr_in addr = {.sin_family = AF_INET};
+	int rcvbuf = 4 << 20; /* absorb bursts while the workers catch up */
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000}; /* rx thread checks stop_rx */
+	char ip[16];
+
+	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (n->fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(n->fd, SOL_SOCKET, SO_SNDBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	addr.sin_addr.s_addr = htonl(n->self->ip);
+	addr.sin_port = htons(n->self->port);
+	if (bind(n->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		snprintf(err, errlen, "%s:%u: cannot bind: %s%s", cfg_format_ipv4(n->self->ip, ip),
+			 n->self->port, strerror(errno),
+			 errno == EADDRINUSE ? " (is another node running on this port?)" : "");
+		close(n->fd);
+		n->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- bounded queue ---- */
+
+static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
+{
+	q->slots = calloc(depth, sizeof(*q->slots));
+	if (!q->slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < depth; i++) {
+		q->slots[i].buf = malloc(slot_cap);
+		if (!q->slots[i].buf)
+			return -ENOMEM;
+	}
+	q->depth = depth;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->nonempty, NULL);
+	return 0;
+}
+
+static void queue_free(struct node_queue *q)
+{
+	for (uint32_t i = 0; q->slots && i < q->depth; i++)
+		free(q->slots[i].buf);
+	free(q->slots);
+	q->slots = NULL;
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->nonempty);
+}
+
+/* Copy a datagram into the tail slot. Returns 0, or -ENOSPC when the queue is full. */
+static int queue_push(struct node *n, const struct sockaddr_in *from, const void *buf, uint32_t len,
+		      uint64_t rx_ns)
+{
+	struct node_queue *q = &n->queue;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->count == q->depth) {
+		pthread_mutex_unlock(&q->lock);
+		return -ENOSPC;
+	}
+	struct node_req *s = &q->slots[(q->head + q->count) % q->depth];
+
+	s->from = *from;
+	s->len = len;
+	s->rx_ns = rx_ns;
+	memcpy(s->buf, buf, len);
+	q->count++;
+	atomic_fetch_add(&n->queued, 1);
+	/* Wake a worker only if one sleeps: busy workers find the request themselves. */
+	if (q->waiters)
+		pthread_cond_signal(&q->nonempty);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+/*
+ * Take up to max requests from the head into out[], swapping buffers with
+ * them so each slot keeps a buffer. Blocks while empty; returns the number
+ * taken, or 0 once closed and drained. Requests move from queued to in
+ * flight under the lock, so the load never misses them.
+ */
+static uint32_t queue_pop(struct node *n, struct node_req *out, uint32_t max)
+{
+	struct node_queue *q = &n->queue;
+	uint32_t k = 0;
+
+	pthread_mutex_lock(&q->lock);
+	while (q->count == 0 && !q->closed) {
+		q->waiters++;
+		pthread_cond_wait(&q->nonempty, &q->lock);
+		q->waiters--;
+	}
+	while (k < max && q->count > 0) {
+		struct node_req *s = &q->slots[q->head];
+		uint8_t *mine = out[k].buf;
+
+		out[k] = *s;
+		s->buf = mine;
+		q->head = (q->head + 1) % q->depth;
+		q->count--;
+		k++;
+	}
+	atomic_fetch_add(&n->inflight, k);
+	atomic_fetch_sub(&n->queued, k);
+	pthread_mutex_unlock(&q->lock);
+	return k;
+}
+
+static void queue_close(struct node_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->closed = true;
+	pthread_cond_broadcast(&q->nonempty);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* ---- replies ---- */
+
+/* A reply skeleton that echoes what the switch and the agent match on. */
+static void reply_init(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->op = (uint8_t)(m->op | WIRE_REPLY);
+	rep->flags = m->flags & WIRE_F_ALL;
+	rep->req_id = m->req_id;
+	rep->keyhash = m->keyhash;
+	rep->node = n->self->id;
+	rep->ret_ip = m->ret_ip;
+	rep->ret_port = m->ret_port;
+	rep->key = m->key;
+	rep->key_len = m->key_len;
+}
+
+/* Encode rep into out; returns its length, or 0 when it cannot be encoded. */
+static size_t reply_encode(struct node *n, struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	int len;
+
+	rep->load = node_load(n);
+	len = wire_encode(rep, out, cap);
+	if (len < 0) {
+		nlog_warn("cannot encode %s reply: %s", wire_op_name(rep->op), strerror(-len));
+		return 0;
+	}
+	return (size_t)len;
+}
+
+/*
+ * Answer a request the receive thread rejects. Its body may be unreadable,
+ * so the header is written by hand: the key is echoed only when it lies
+ * inside the datagram, otherwise key_len is 0 (a client reads such a reply
+ * with wire_decode_header()).
+ */
+static void reply_reject(struct node *n, const struct sockaddr_in *to, const uint8_t *buf,
+			 size_t len, const struct wire_msg *m, uint8_t status, uint8_t *out)
+{
+	uint16_t klen = m->key_len;
+	size_t total;
+
+	if (klen == 0 || klen > WIRE_MAX_KEY || len < (size_t)WIRE_HDR_LEN + klen)
+		klen = 0;
+	total = WIRE_HDR_LEN + klen;
+	memset(out, 0, WIRE_HDR_LEN);
+	wire_put16(out + WIRE_OFF_MAGIC, WIRE_MAGIC);
+	out[WIRE_OFF_VER] = WIRE_VERSION;
+	out[WIRE_OFF_OP] = (uint8_t)(m->op | WIRE_REPLY);
+	wire_put16(out + WIRE_OFF_FLAGS, m->flags & WIRE_F_ALL);
+	out[WIRE_OFF_STATUS] = status;
+	wire_put64(out + WIRE_OFF_REQ_ID, m->req_id);
+	wire_put64(out + WIRE_OFF_KEYHASH, m->keyhash);
+	wire_put16(out + WIRE_OFF_NODE, n->self->id);
+	wire_put16(out + WIRE_OFF_LOAD, node_load(n));
+	wire_put32(out + WIRE_OFF_RET_IP, m->ret_ip);
+	wire_put16(out + WIRE_OFF_RET_PORT, m->ret_port);
+	wire_put16(out + WIRE_OFF_KEY_LEN, klen);
+	memcpy(out + WIRE_HDR_LEN, buf + WIRE_HDR_LEN, klen);
+	node_send(n, to, out, total);
+}
+
+/* ---- receive thread ---- */
+
+static enum node_counter drop_counter(enum wire_error e)
+{
+	switch (e) {
+	case WIRE_ERR_SHORT:
+		return NODE_CTR_drop_short;
+	case WIRE_ERR_MAGIC:
+		return NODE_CTR_drop_bad_magic;
+	case WIRE_ERR_VERSION:
+		return NODE_CTR_drop_bad_version;
+	case WIRE_ERR_OP:
+		return NODE_CTR_drop_bad_op;
+	case WIRE_ERR_FLAGS:
+		return NODE_CTR_bad_flags;
+	case WIRE_ERR_STATUS:
+		return NODE_CTR_bad_status;
+	case WIRE_ERR_KEY_LEN:
+		return NODE_CTR_bad_key_len;
+	case WIRE_ERR_TRUNCATED:
+		return NODE_CTR_bad_truncated;
+	default:
+		return NODE_CTR_bad_trailing;
+	}
+}
+
+static int op_served(uint8_t op)
+{
+	switch (op) {
+	case WIRE_OP_GET:
+	case WIRE_OP_PUT:
+	case WIRE_OP_DEL:
+	case WIRE_OP_RC_REQ:
+	case WIRE_OP_REPLICATE:
+	case WIRE_OP_UNREPLICATE:
+	case WIRE_OP_PROBE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Why a valid datagram is too large for this node, or 0. */
+static int too_large(struct node *n, const struct wire_msg *m, size_t len)
+{
+	uint32_t max_value = n->cfg->service.max_value;
+
+	if (len > n->slot_cap || len + 28 > n->cfg->service.mtu)
+		return 1;
+	if (m->op == WIRE_OP_PUT && m->val_len > max_value)
+		return 1;
+	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + REPL_PREFIX_LEN)
+		return 1;
+	return 0;
+}
+
+/* Classify one datagram: answer it at once, or queue it for a worker. */
+static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
+		   uint64_t now, uint8_t *out)
+{
+	struct wire_msg m;
+	enum wire_error err;
+
+	node_count(n, NODE_CTR_rx_datagrams);
+	err = wire_decode_header(buf, len, &m);
+	if (err != WIRE_OK) {
+		node_count(n, drop_counter(err));
+		return;
+	}
+	if (m.op & WIRE_REPLY) {
+		node_count(n, NODE_CTR_rx_replies);
+		return;
+	}
+	err = wire_decode(buf, len, &m);
+	if (err != WIRE_OK) {
+		node_count(n, drop_counter(err));
+		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
+		return;
+	}
+	if (!op_served(m.op)) {
+		node_count(n, NODE_CTR_unsupported_op);
+		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
+		return;
+	}
+	if (keyhash(m.key, m.key_len) != m.keyhash) {
+		node_count(n, NODE_CTR_bad_keyhash);
+		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
+		return;
+	}
+	if (too_large(n, &m, len)) {
+		node_count(n, NODE_CTR_too_large);
+		reply_reject(n, from, buf, len, &m, WIRE_ST_TOO_LARGE, out);
+		return;
+	}
+	if (queue_push(n, from, buf, (uint32_t)len, now) != 0) {
+		node_count(n, NODE_CTR_overloaded);
+		reply_reject(n, from, buf, len, &m, WIRE_ST_OVERLOADED, out);
+		return;
+	}
+	node_count(n, NODE_CTR_accepted);
+}
+
+/* Datagrams per recvmmsg(): fewer system calls under load, no added wait when idle. */
+#define RX_BATCH 32
+
+static void *rx_main(void *arg)
+{
+	struct node *n = arg;
+	uint8_t *bufs = malloc((size_t)RX_BATCH * (WIRE_MAX_DATAGRAM + 1));
+	uint8_t *out = malloc(WIRE_HDR_LEN + WIRE_MAX_KEY);
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_in from[RX_BATCH];
+
+	if (!bufs || !out) {
+		nlog_error("receive thread: out of memory");
+		free(bufs);
+		free(out);
+		return NULL;
+	}
+	while (!atomic_load(&n->stop_rx)) {
+		for (int i = 0; i < RX_BATCH; i++) {
+			iov[i].iov_base = bufs + (size_t)i * (WIRE_MAX_DATAGRAM + 1);
+			iov[i].iov_len = WIRE_MAX_DATAGRAM + 1;
+			memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &from[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		}
+		int got = recvmmsg(n->fd, msgs, RX_BATCH, MSG_WAITFORONE, NULL);
+
+		if (got < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				nlog_warn("recvmmsg: %s", strerror(errno));
+			continue;
+		}
+		uint64_t now = mono_ns();
+
+		for (int i = 0; i < got; i++)
+			rx_one(n, &from[i], iov[i].iov_base, msgs[i].msg_len, now, out);
+	}
+	free(bufs);
+	free(out);
+	return NULL;
+}
+
+/* ---- workers ---- */
+
+static int is_home(struct node *n, uint64_t hash)
+{
+	return ring_home(&n->ring, hash) == n->self->id;
+}
+
+/* Fill rep for a request that failed in the store. */
+static void store_failed(struct node *n, struct wire_msg *rep, int rc)
+{
+	node_count(n, NODE_CTR_store_errors);
+	nlog_warn("store error on %s: %s", wire_op_name(rep->op), strerror(-rc));
+	rep->status = WIRE_ST_INTERNAL;
+	rep->val_len = 0;
+}
+
+/*
+ * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
+ * node. The value is read straight into the reply buffer after the key.
+ */
+static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
+		      size_t cap)
+{
+	int home = is_home(n, m->keyhash);
+	enum store_cf cf = home ? STORE_OWNED : STORE_REPLICA;
+	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
+	struct store_record rec;
+	int rc;
+
+	if (!home && !(m->flags & WIRE_F_REPLICA_READ)) {
+		node_count(n, NODE_CTR_moved);
+		rep->status = WIRE_ST_MOVED;
+		rep->node = ring_home(&n->ring, m->keyhash);
+		return;
+	}
+	node_count(n, NODE_CTR_get);
+	if (cf == STORE_REPLICA) {
+		node_count(n, NODE_CTR_get_replica);
+		rep->flags |= WIRE_F_REPLICATED;
+	}
+	rc =
+	    store_get(n->store, cf, m->key, m->key_len, &rec, val, cap - WIRE_HDR_LEN - m->key_len);
+	if (rc < 0) {
+		store_failed(n, rep, rc);
+		return;
+	}
+	if (rc == 0) {
+		rep->status = WIRE_ST_NOT_FOUND;
+		return;
+	}
+	rep->version = rec.version;
+	if (!store_record_live(&rec, store_now_ms())) {
+		rep->status = WIRE_ST_NOT_FOUND;
+		return;
+	}
+	rep->status = WIRE_ST_OK;
+	rep->value = val;
+	rep->val_len = rec.value_len;
+}
+
+static void serve_put(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	uint64_t version;
+	int rc = store_put(n->store, m->keyhash, m->key, m->key_len, m->value, m->val_len,
+			   m->version, store_now_ms(), &version);
+
+	if (rc < 0) {
+		store_failed(n, rep, rc);
+		return;
+	}
+	node_count(n, NODE_CTR_put);
+	rep->status = WIRE_ST_OK;
+	rep->version = version;
+}
+
+static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	uint64_t version;
+	int rc = store_del(n->store, m->keyhash, m->key, m->key_len, store_now_ms(), &version);
+
+	if (rc < 0) {
+		store_failed(n, rep, rc);
+		return;
+	}
+	node_count(n, NODE_CTR_del);
+	rep->status = rc ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
+	rep->version = version;
+}
+
+/* PROBE: the highest version held, owned or replica copy; no value. */
+static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	struct store_record own, rep_copy;
+	uint64_t now = store_now_ms();
+	int ro = store_get(n->store, STORE_OWNED, m->key, m->key_len, &own, NULL, 0);
+	int rr = store_get(n->store, STORE_REPLICA, m->key, m->key_len, &rep_copy, NULL, 0);
+	const struct store_record *best = NULL;
+
+	if (ro < 0 || rr < 0) {
+		store_failed(n, rep, ro < 0 ? ro : rr);
+		return;
+	}
+	node_count(n, NODE_CTR_probe);
+	if (ro > 0)
+		best = &own;
+	if (rr > 0 && (!best || rep_copy.version > best->version)) {
+		best = &rep_copy;
+		rep->flags |= WIRE_F_REPLICATED;
+	}
+	rep->status = best && store_record_live(best, now) ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
+	rep->version = best ? best->version : 0;
+}
+
+/*
+ * Serve one request; the reply is encoded into out and its length returned
+ * (0: no reply; RC_REQ is answered by the RC_ACK it sends to the switch).
+ */
+static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap)
+{
+	struct wire_msg m, rep;
+
+	if (wire_decode(r->buf, r->len, &m) != WIRE_OK)
+		return 0; /* validated by the receive thread; cannot happen */
+	reply_init(n, &m, &rep);
+	switch (m.op) {
+	case WIRE_OP_GET:
+		serve_get(n, &m, &rep, out, cap);
+		break;
+	case WIRE_OP_PUT:
+	case WIRE_OP_DEL:
+		/* Writes go to the home only, REPLICA_READ or not: a replica never takes a write.
+		 */
+		if (!is_home(n, m.keyhash)) {
+			node_count(n, NODE_CTR_moved);
+			rep.status = WIRE_ST_MOVED;
+			rep.node = ring_home(&n->ring, m.keyhash);
+		} else if (m.op == WIRE_OP_PUT) {
+			serve_put(n, &m, &rep);
+		} else {
+			serve_del(n, &m, &rep);
+		}
+		break;
+	case WIRE_OP_PROBE:
+		serve_probe(n, &m, &rep);
+		break;
+	case WIRE_OP_REPLICATE:
+		repl_replicate(n, &m, &rep);
+		break;
+	case WIRE_OP_UNREPLICATE:
+		repl_unreplicate(n, &m, &rep);
+		break;
+	case WIRE_OP_RC_REQ:
+		repl_rc_req(n, &m);
+		return 0;
+	default:
+		return 0;
+	}
+	return reply_encode(n, &rep, out, cap);
+}
+
+/*
+ * Requests a worker takes per visit to the queue. Taking several amortises
+ * the lock and the wake-up, and their replies leave in one sendmmsg(); the
+ * per-request work is a few microseconds, so hand-off cost would dominate.
+ */
+#define WORKER_BATCH 8
+
+/* Hold the worker until start + service time (capacity emulation, no spinning). */
+static void emulate_service_time(struct node *n, uint64_t start)
+{
+	uint64_t until = start + (uint64_t)n->service_time_us * 1000;
+	struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+			      .tv_nsec = (long)(until % 1000000000u)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void *worker_main(void *arg)
+{
+	struct node *n = arg;
+	const size_t cap = NODE_MAX_DGRAM + WIRE_MAX_KEY;
+	/* With emulated service time each request holds the worker on its own. */
+	const uint32_t batch = n->service_time_us ? 1 : WORKER_BATCH;
+	struct node_req reqs[WORKER_BATCH] = {0};
+	struct mmsghdr msgs[WORKER_BATCH];
+	struct iovec iov[WORKER_BATCH];
+	uint8_t *outs = malloc(cap * WORKER_BATCH);
+	uint32_t k;
+	int ok = outs != NULL;
+
+	for (int i = 0; i < WORKER_BATCH; i++) {
+		reqs[i].buf = malloc(n->slot_cap);
+		ok = ok && reqs[i].buf;
+	}
+	if (!ok) {
+		nlog_error("worker: out of memory");
+		goto out;
+	}
+	while ((k = queue_pop(n, reqs, batch)) > 0) {
+		unsigned nmsg = 0;
+
+		for (uint32_t i = 0; i < k; i++) {
+			uint64_t start = mono_ns();
+			uint8_t *out = outs + cap * i;
+			size_t len = serve(n, &reqs[i], out, cap);
+
+			if (n->service_time_us)
+				emulate_service_time(n, start);
+			if (len == 0)
+				continue;
+			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
+			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
+			msgs[nmsg].msg_hdr.msg_iov = &iov[nmsg];
+			msgs[nmsg].msg_hdr.msg_iovlen = 1;
+			msgs[nmsg].msg_hdr.msg_name = &reqs[i].from;
+			msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
+			nmsg++;
+		}
+		for (unsigned sent = 0; sent < nmsg;) {
+			int r = sendmmsg(n->fd, msgs + sent, nmsg - sent, 0);
+
+			if (r <= 0) {
+				/* Count the one that failed and go on with the rest. */
+				node_count(n, NODE_CTR_send_errors);
+				sent++;
+				continue;
+			}
+			sent += (unsigned)r;
+		}
+		uint64_t now = mono_ns();
+
+		for (uint32_t i = 0; i < k; i++)
+			report_latency(now - reqs[i].rx_ns);
+		atomic_fetch_sub(&n->inflight, k);
+	}
+out:
+	for (int i = 0; i < WORKER_BATCH; i++)
+		free(reqs[i].buf);
+	free(outs);
+	return NULL;
+}
+
+int server_start(struct node *n, uint32_t workers)
+{
+	int rc;
+
+	n->slot_cap = NODE_MAX_DGRAM;
+	rc = queue_init(&n->queue, n->cfg->node.queue_depth, n->slot_cap);
+	if (rc)
+		return rc;
+	n->workers = calloc(workers, sizeof(*n->workers));
+	if (!n->workers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < workers; i++) {
+		char name[16];
+
+		rc = pthread_create(&n->workers[i], NULL, worker_main, n);
+		if (rc)
+			return -rc;
+		snprintf(name, sizeof(name), "skl-worker%u", i);
+		pthread_setname_np(n->workers[i], name);
+	}
+	rc = pthread_create(&n->rx_thread, NULL, rx_main, n);
+	if (rc == 0)
+		pthread_setname_np(n->rx_thread, "skl-rx");
+	return -rc;
+}
+
+void server_stop(struct node *n, uint32_t workers)
+{
+	atomic_store(&n->stop_rx, true);
+	pthread_join(n->rx_thread, NULL);
+	/* Workers serve what is queued, then see the closed, empty queue and leave. */
+	queue_close(&n->queue);
+	for (uint32_t i = 0; i < workers; i++)
+		pthread_join(n->workers[i], NULL);
+	free(n->workers);
+	n->workers = NULL;
+	queue_free(&n->queue);
+	close(n->fd);
+	n->fd = -1;
+}

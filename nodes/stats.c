@@ -1,0 +1,51 @@
+/*
+ * stats.c - the node's counters, dumped on SIGUSR1 and at exit.
+ *
+ * The dump goes to <data-dir>/counters as "name value" lines (written to a
+ * temporary file, then renamed, so a reader never sees half a file) and to
+ * the log as one line.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "node.h"
+
+static const char *const counter_names[] = {
+#define X(name) #name,
+    NODE_COUNTERS(X)
+#undef X
+};
+
+const char *node_counter_name(enum node_counter c)
+{
+	return (unsigned)c < NODE_CTR_COUNT ? counter_names[c] : "?";
+}
+
+void node_dump_counters(struct node *n)
+{
+	char path[CFG_MAX_PATH + 16], tmp[CFG_MAX_PATH + 32], line[4096];
+	size_t used = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/counters", n->data_dir);
+	snprintf(tmp, sizeof(tmp), "%s/counters.tmp", n->data_dir);
+	f = fopen(tmp, "w");
+	for (int c = 0; c < NODE_CTR_COUNT; c++) {
+		unsigned long long v = atomic_load_explicit(&n->ctr[c], memory_order_relaxed);
+
+		if (f)
+			fprintf(f, "%s %llu\n", counter_names[c], v);
+		if (v && used < sizeof(line))
+			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%llu",
+						 counter_names[c], v);
+	}
+	if (f) {
+		fprintf(f, "load %u\n", node_load(n));
+		if (fclose(f) != 0 || rename(tmp, path) != 0)
+			nlog_warn("%s: cannot write counters", path);
+	} else {
+		nlog_warn("%s: cannot write counters", tmp);
+	}
+	nlog_info("counters:%s", used ? line : " (all zero)");
+}

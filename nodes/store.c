@@ -1,0 +1,527 @@
+/*
+ * store.c - RocksDB-backed records with versions, tombstones and TTL (see store.h).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rocksdb/c.h>
+
+#include "keyhash.h"
+#include "wire.h"
+
+/* Power of two; 1024 stripes keep two workers and the TTL thread from colliding. */
+#define STORE_STRIPES	1024
+#define CF_TIMERS	2
+#define CF_META		3
+#define CF_COUNT	4
+#define TIMER_EXPIRY	'e'
+#define TIMER_TOMBSTONE 't'
+/* Timer key: type (1), due time (8, big-endian so keys sort by time), cf (1), key. */
+#define TIMER_HDR 10
+
+static const char *const cf_names[CF_COUNT] = {"default", "replica", "timers", "meta"};
+static const char floor_key[] = "version_floor";
+
+struct store {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_column_family_handle_t *cf[CF_COUNT];
+	rocksdb_readoptions_t *ropts;
+	rocksdb_writeoptions_t *wopts;
+	/* Written only by the TTL thread under a stripe lock; read by every writer. */
+	_Atomic uint64_t floor;
+	pthread_mutex_t stripes[STORE_STRIPES];
+};
+
+uint64_t store_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void store_record_header(const struct store_record *rec, uint8_t out[STORE_REC_HDR])
+{
+	out[0] = STORE_REC_FORMAT;
+	out[1] = rec->kind;
+	wire_put64(out + 2, rec->version);
+	wire_put64(out + 10, rec->time_ms);
+}
+
+int store_record_decode(const uint8_t *buf, size_t len, struct store_record *rec)
+{
+	if (len < STORE_REC_HDR || buf[0] != STORE_REC_FORMAT || buf[1] > STORE_TOMBSTONE)
+		return -EINVAL;
+	rec->kind = buf[1];
+	rec->version = wire_get64(buf + 2);
+	rec->time_ms = wire_get64(buf + 10);
+	rec->value = buf + STORE_REC_HDR;
+	rec->value_len = (uint32_t)(len - STORE_REC_HDR);
+	if (rec->kind == STORE_TOMBSTONE && rec->value_len)
+		return -EINVAL;
+	return 0;
+}
+
+int store_record_live(const struct store_record *rec, uint64_t now_ms)
+{
+	return rec->kind == STORE_VALUE && (rec->time_ms == 0 || rec->time_ms > now_ms);
+}
+
+/* Whether rec has an entry in the timers family, and its due time. */
+static int record_timer(const struct store_record *rec, uint8_t *type)
+{
+	if (rec->kind == STORE_TOMBSTONE) {
+		*type = TIMER_TOMBSTONE;
+		return 1;
+	}
+	if (rec->time_ms) {
+		*type = TIMER_EXPIRY;
+		return 1;
+	}
+	return 0;
+}
+
+static size_t timer_key(uint8_t *out, uint8_t type, uint64_t due, enum store_cf cf, const void *key,
+			size_t klen)
+{
+	out[0] = type;
+	wire_put64(out + 1, due);
+	out[9] = (uint8_t)cf;
+	memcpy(out + TIMER_HDR, key, klen);
+	return TIMER_HDR + klen;
+}
+
+void *store_make_options(uint32_t block_cache_mb)
+{
+	rocksdb_options_t *o = rocksdb_options_create();
+
+	rocksdb_options_set_create_if_missing(o, 1);
+	rocksdb_options_set_create_missing_column_families(o, 1);
+	/* Bloom filter (10 bits/key), hash index in data blocks, an LRU block cache. */
+	rocksdb_options_optimize_for_point_lookup(o, block_cache_mb);
+	/* Background flush and compaction threads: the machine has few cores. */
+	rocksdb_options_increase_parallelism(o, 2);
+	return o;
+}
+
+struct store *store_open(const char *dir, const struct store_options *opt, char *err, size_t errlen)
+{
+	struct store *st = calloc(1, sizeof(*st));
+	const rocksdb_options_t *cf_opts[CF_COUNT];
+	char *rerr = NULL;
+
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	st->opts = store_make_options(opt->block_cache_mb);
+	for (int i = 0; i < CF_COUNT; i++)
+		cf_opts[i] = st->opts;
+	st->db =
+	    rocksdb_open_column_families(st->opts, dir, CF_COUNT, cf_names, cf_opts, st->cf, &rerr);
+	if (rerr) {
+		snprintf(err, errlen, "%s: cannot open RocksDB: %s", dir, rerr);
+		free(rerr);
+		rocksdb_options_destroy(st->opts);
+		free(st);
+		return NULL;
+	}
+	st->ropts = rocksdb_readoptions_create();
+	st->wopts = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wopts, opt->sync ? 1 : 0);
+	for (int i = 0; i < STORE_STRIPES; i++)
+		pthread_mutex_init(&st->stripes[i], NULL);
+
+	size_t len = 0;
+	char *v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], floor_key,
+				 sizeof(floor_key) - 1, &len, &rerr);
+	if (rerr) {
+		snprintf(err, errlen, "%s: cannot read the version floor: %s", dir, rerr);
+		free(rerr);
+		store_close(st);
+		return NULL;
+	}
+	atomic_store(&st->floor, v && len == 8 ? wire_get64((uint8_t *)v) : 0);
+	free(v);
+	return st;
+}
+
+void store_close(struct store *st)
+{
+	rocksdb_flushoptions_t *fo;
+	char *rerr = NULL;
+
+	if (!st)
+		return;
+	fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(fo, 1);
+	for (int i = 0; i < CF_COUNT; i++) {
+		rocksdb_flush_cf(st->db, fo, st->cf[i], &rerr);
+		if (rerr) {
+			free(rerr);
+			rerr = NULL;
+		}
+	}
+	rocksdb_flushoptions_destroy(fo);
+	for (int i = 0; i < CF_COUNT; i++)
+		rocksdb_column_family_handle_destroy(st->cf[i]);
+	rocksdb_close(st->db);
+	rocksdb_readoptions_destroy(st->ropts);
+	rocksdb_writeoptions_destroy(st->wopts);
+	rocksdb_options_destroy(st->opts);
+	for (int i = 0; i < STORE_STRIPES; i++)
+		pthread_mutex_destroy(&st->stripes[i]);
+	free(st);
+}
+
+uint64_t store_floor(struct store *st)
+{
+	return atomic_load(&st->floor);
+}
+
+static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
+{
+	return &st->stripes[hash & (STORE_STRIPES - 1)];
+}
+
+int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
+	      struct store_record *rec, void *valbuf, size_t cap)
+{
+	rocksdb_pinnableslice_t *ps;
+	const char *data;
+	size_t len = 0;
+	char *rerr = NULL;
+	int rc = 1;
+
+	ps = rocksdb_get_pinned_cf(st->db, st->ropts, st->cf[cf], key, klen, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	if (!ps)
+		return 0;
+	data = rocksdb_pinnableslice_value(ps, &len);
+	if (store_record_decode((const uint8_t *)data, len, rec) != 0) {
+		rc = -EIO;
+	} else if (valbuf) {
+		if (rec->value_len > cap) {
+			rc = -EMSGSIZE;
+		} else {
+			memcpy(valbuf, rec->value, rec->value_len);
+			rec->value = valbuf;
+		}
+	} else {
+		rec->value = NULL;
+	}
+	rocksdb_pinnableslice_destroy(ps);
+	return rc;
+}
+
+static int write_batch(struct store *st, rocksdb_writebatch_t *b)
+{
+	char *rerr = NULL;
+
+	rocksdb_write(st->db, st->wopts, b, &rerr);
+	rocksdb_writebatch_destroy(b);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Add to b: the record itself, removal of old's timer entry, and rec's timer entry. */
+static void batch_record(rocksdb_writebatch_t *b, struct store *st, enum store_cf cf,
+			 const void *key, size_t klen, const struct store_record *old,
+			 const struct store_record *rec)
+{
+	uint8_t hdr[STORE_REC_HDR], tk[TIMER_HDR + WIRE_MAX_KEY], vbuf[8], type;
+	const char *parts[2] = {(const char *)hdr, (const char *)rec->value};
+	size_t sizes[2] = {STORE_REC_HDR, rec->value_len};
+	const char *kp = key;
+	size_t tlen;
+
+	store_record_header(rec, hdr);
+	rocksdb_writebatch_putv_cf(b, st->cf[cf], 1, &kp, &klen, rec->value_len ? 2 : 1, parts,
+				   sizes);
+	if (old && record_timer(old, &type)) {
+		tlen = timer_key(tk, type, old->time_ms, cf, key, klen);
+		rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS], (char *)tk, tlen);
+	}
+	if (record_timer(rec, &type)) {
+		tlen = timer_key(tk, type, rec->time_ms, cf, key, klen);
+		wire_put64(vbuf, rec->version);
+		rocksdb_writebatch_put_cf(b, st->cf[CF_TIMERS], (char *)tk, tlen, (char *)vbuf, 8);
+	}
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, const void *val,
+	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, uint64_t *version)
+{
+	struct store_record old,
+	    rec = {.kind = STORE_VALUE, .value = val, .value_len = (uint32_t)vlen};
+	pthread_mutex_t *lock = stripe(st, hash);
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_OWNED, key, klen, &old, NULL, 0);
+	if (found < 0) {
+		pthread_mutex_unlock(lock);
+		return -EIO;
+	}
+	rec.version = max_u64(found ? old.version : 0, atomic_load(&st->floor)) + 1;
+	rec.time_ms = ttl_ms ? now_ms + ttl_ms : 0;
+	b = rocksdb_writebatch_create();
+	batch_record(b, st, STORE_OWNED, key, klen, found ? &old : NULL, &rec);
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	if (rc == 0)
+		*version = rec.version;
+	return rc;
+}
+
+int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t now_ms,
+	      uint64_t *version)
+{
+	struct store_record old, rec = {.kind = STORE_TOMBSTONE, .time_ms = now_ms};
+	pthread_mutex_t *lock = stripe(st, hash);
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_OWNED, key, klen, &old, NULL, 0);
+	if (found <= 0 || old.kind == STORE_TOMBSTONE) {
+		pthread_mutex_unlock(lock);
+		if (found < 0)
+			return -EIO;
+		*version = found ? old.version : 0;
+		return 0;
+	}
+	rec.version = max_u64(old.version, atomic_load(&st->floor)) + 1;
+	b = rocksdb_writebatch_create();
+	batch_record(b, st, STORE_OWNED, key, klen, &old, &rec);
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	if (rc)
+		return rc;
+	*version = rec.version;
+	return 1;
+}
+
+int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t klen,
+		      uint64_t version, uint8_t kind, uint64_t expiry_ms, const void *val,
+		      size_t vlen, uint64_t now_ms, uint64_t *held)
+{
+	struct store_record old,
+	    rec = {.kind = kind, .version = version, .value = val, .value_len = (uint32_t)vlen};
+	pthread_mutex_t *lock = stripe(st, hash);
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	rec.time_ms = kind == STORE_TOMBSTONE ? now_ms : expiry_ms;
+	if (kind == STORE_TOMBSTONE)
+		rec.value_len = 0;
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_REPLICA, key, klen, &old, NULL, 0);
+	if (found < 0 || (found && old.version >= version)) {
+		pthread_mutex_unlock(lock);
+		if (found < 0)
+			return -EIO;
+		*held = old.version;
+		return old.version == version;
+	}
+	b = rocksdb_writebatch_create();
+	batch_record(b, st, STORE_REPLICA, key, klen, found ? &old : NULL, &rec);
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	if (rc)
+		return rc;
+	*held = version;
+	return 1;
+}
+
+int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen)
+{
+	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], type;
+	pthread_mutex_t *lock = stripe(st, hash);
+	struct store_record old;
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_REPLICA, key, klen, &old, NULL, 0);
+	if (found <= 0) {
+		pthread_mutex_unlock(lock);
+		return found;
+	}
+	b = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_cf(b, st->cf[STORE_REPLICA], key, klen);
+	if (record_timer(&old, &type))
+		rocksdb_writebatch_delete_cf(
+		    b, st->cf[CF_TIMERS], (char *)tk,
+		    timer_key(tk, type, old.time_ms, STORE_REPLICA, key, klen));
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	return rc ? rc : 1;
+}
+
+/* One timers-family entry copied out of an iterator. */
+struct timer_entry {
+	uint64_t due;
+	uint64_t version;
+	uint8_t cf;
+	uint16_t klen;
+	uint8_t raw[TIMER_HDR + WIRE_MAX_KEY];
+	size_t raw_len;
+};
+
+/*
+ * Copy up to max timer entries of type with due <= until into out (sorted by
+ * due time). Returns how many, or -EIO.
+ */
+static int timers_scan(struct store *st, uint8_t type, uint64_t until, uint32_t max,
+		       struct timer_entry *out)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_TIMERS]);
+	char *rerr = NULL;
+	uint32_t n = 0;
+
+	rocksdb_iter_seek(it, (const char *)&type, 1);
+	while (n < max && rocksdb_iter_valid(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+
+		if (klen < TIMER_HDR + 1 || klen > TIMER_HDR + WIRE_MAX_KEY || k[0] != type)
+			break;
+		if (wire_get64(k + 1) > until)
+			break;
+		struct timer_entry *e = &out[n];
+
+		e->due = wire_get64(k + 1);
+		e->cf = k[9];
+		e->klen = (uint16_t)(klen - TIMER_HDR);
+		e->version = vlen == 8 ? wire_get64(v) : 0;
+		memcpy(e->raw, k, klen);
+		e->raw_len = klen;
+		n++;
+		rocksdb_iter_next(it);
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return (int)n;
+}
+
+/*
+ * Remove the record a timer entry points at, if it still is the record the
+ * entry was written for and is due; always remove the entry. Raises the
+ * floor when an owned record goes. Returns 1 removed, 0 not, -EIO.
+ */
+static int timer_fire(struct store *st, const struct timer_entry *e, uint8_t type)
+{
+	const uint8_t *key = e->raw + TIMER_HDR;
+	pthread_mutex_t *lock = stripe(st, keyhash(key, e->klen));
+	struct store_record rec;
+	rocksdb_writebatch_t *b;
+	uint64_t new_floor = 0;
+	int found, remove = 0, rc;
+
+	if (e->cf > STORE_REPLICA)
+		return 0;
+	pthread_mutex_lock(lock);
+	found = store_get(st, e->cf, key, e->klen, &rec, NULL, 0);
+	if (found < 0) {
+		pthread_mutex_unlock(lock);
+		return -EIO;
+	}
+	if (found && rec.version == e->version && rec.time_ms == e->due &&
+	    rec.kind == (type == TIMER_TOMBSTONE ? STORE_TOMBSTONE : STORE_VALUE))
+		remove = 1;
+	b = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS], (const char *)e->raw, e->raw_len);
+	if (remove) {
+		rocksdb_writebatch_delete_cf(b, st->cf[e->cf], (const char *)key, e->klen);
+		if (e->cf == STORE_OWNED && rec.version > atomic_load(&st->floor)) {
+			uint8_t fb[8];
+
+			new_floor = rec.version;
+			wire_put64(fb, new_floor);
+			rocksdb_writebatch_put_cf(b, st->cf[CF_META], floor_key,
+						  sizeof(floor_key) - 1, (char *)fb, 8);
+		}
+	}
+	rc = write_batch(st, b);
+	/* Publish the floor before the stripe opens: the next writer of this key sees it. */
+	if (rc == 0 && new_floor)
+		atomic_store(&st->floor, new_floor);
+	pthread_mutex_unlock(lock);
+	return rc ? rc : remove;
+}
+
+static int timers_round(struct store *st, uint8_t type, uint64_t until, uint32_t max,
+			uint32_t *visited, uint32_t *removed)
+{
+	struct timer_entry *entries;
+	int n, rc = 0;
+
+	*removed = 0;
+	*visited = 0;
+	if (max > 4096)
+		max = 4096;
+	entries = malloc(sizeof(*entries) * max);
+	if (!entries)
+		return -ENOMEM;
+	n = timers_scan(st, type, until, max, entries);
+	if (n < 0) {
+		free(entries);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		int r = timer_fire(st, &entries[i], type);
+
+		if (r < 0) {
+			rc = r;
+			break;
+		}
+		*removed += (uint32_t)r;
+	}
+	*visited = (uint32_t)n;
+	free(entries);
+	return rc;
+}
+
+int store_expire_round(struct store *st, uint64_t now_ms, uint32_t max, uint32_t *visited,
+		       uint32_t *removed)
+{
+	/*
+	 * The sample is the max entries that expire first; the index is sorted by
+	 * expiry, so the expired part of the sample is exactly the due entries.
+	 */
+	return timers_round(st, TIMER_EXPIRY, now_ms, max, visited, removed);
+}
+
+int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t *removed)
+{
+	uint32_t visited;
+
+	return timers_round(st, TIMER_TOMBSTONE, cutoff_ms, max, &visited, removed);
+}

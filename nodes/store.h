@@ -1,0 +1,120 @@
+/*
+ * store.h - the node's RocksDB storage: records, versions, tombstones, TTL.
+ *
+ * One RocksDB database with four column families:
+ *   "default"  owned data: keys whose ring home is this node;
+ *   "replica"  replica copies pushed by a home node with RC_REQ;
+ *   "timers"   an index of records that need a later visit: values with an
+ *              expiry ('e') and tombstones waiting for GC ('t'), ordered by time;
+ *   "meta"     node-wide state (the version floor).
+ *
+ * A record is one RocksDB value: an 18-byte header (format, kind, version,
+ * time) and the value bytes, so a value and its version are always written
+ * together. Every read-modify-write takes the key's stripe lock (striped by
+ * keyhash), so two writes of one key never race; reads take no lock.
+ *
+ * Versions: a new owned version is max(stored version, floor) + 1. The floor
+ * is the highest version ever removed from the owned family (tombstone GC or
+ * TTL expiry) and is persisted in the same write batch as the removal, so a
+ * key re-created after its tombstone was collected still gets a higher
+ * version, also after a restart.
+ */
+#ifndef SKL_NODE_STORE_H
+#define SKL_NODE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_cf { STORE_OWNED = 0, STORE_REPLICA = 1 };
+enum store_kind { STORE_VALUE = 0, STORE_TOMBSTONE = 1 };
+
+#define STORE_REC_FORMAT 1
+#define STORE_REC_HDR	 18
+
+struct store_record {
+	uint8_t kind; /* enum store_kind */
+	uint64_t version;
+	uint64_t time_ms; /* value: expiry (unix ms, 0 = none); tombstone: time of deletion */
+	const uint8_t *value;
+	uint32_t value_len;
+};
+
+struct store_options {
+	uint32_t block_cache_mb;
+	int sync; /* fsync the WAL before a write returns */
+};
+
+struct store;
+
+/* Encode rec's 18-byte header into out. */
+void store_record_header(const struct store_record *rec, uint8_t out[STORE_REC_HDR]);
+/* Decode a stored record (value points into buf). Returns 0 or -EINVAL. */
+int store_record_decode(const uint8_t *buf, size_t len, struct store_record *rec);
+/* A value that has not expired at now_ms. */
+int store_record_live(const struct store_record *rec, uint64_t now_ms);
+
+/*
+ * The RocksDB options every store (and the raw benchmark) uses: point-lookup
+ * tuning (bloom filter, block cache of block_cache_mb), create if missing.
+ * The caller destroys them.
+ */
+void *store_make_options(uint32_t block_cache_mb);
+
+/* Open (creating if needed) the store in dir. Returns NULL with a message in err. */
+struct store *store_open(const char *dir, const struct store_options *opt, char *err,
+			 size_t errlen);
+/* Flush the memtables and close. */
+void store_close(struct store *st);
+
+/*
+ * Read key from cf. Returns 1 (found, *rec filled, value copied to valbuf when
+ * valbuf is not NULL), 0 (absent), -EMSGSIZE (value larger than cap) or -EIO.
+ */
+int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
+	      struct store_record *rec, void *valbuf, size_t cap);
+
+/*
+ * Write a new owned value (ttl_ms 0: no expiry). The new version goes to
+ * *version. Returns 0 or -EIO.
+ */
+int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, const void *val,
+	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, uint64_t *version);
+
+/*
+ * Delete an owned key by writing a tombstone. Returns 1 when a value (live or
+ * expired) was replaced by a tombstone (*version = the tombstone's version),
+ * 0 when there was nothing to delete (*version = the existing tombstone's
+ * version or 0), or -EIO.
+ */
+int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t now_ms,
+	      uint64_t *version);
+
+/*
+ * Store a replica copy if version >= the stored replica version. Returns 1
+ * (stored or already held), 0 (stale: *held is the newer stored version) or
+ * -EIO. expiry_ms is absolute (0: none).
+ */
+int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t klen,
+		      uint64_t version, uint8_t kind, uint64_t expiry_ms, const void *val,
+		      size_t vlen, uint64_t now_ms, uint64_t *held);
+
+/* Drop the replica copy of key. Returns 1 dropped, 0 none held, -EIO. */
+int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen);
+
+/*
+ * TTL round: visit up to max of the earliest expiry entries; delete those
+ * expired at now_ms. *visited and *removed report the sample.
+ */
+int store_expire_round(struct store *st, uint64_t now_ms, uint32_t max, uint32_t *visited,
+		       uint32_t *removed);
+
+/* Tombstone GC: remove up to max tombstones written at or before cutoff_ms. */
+int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t *removed);
+
+/* The current version floor (for tests and logs). */
+uint64_t store_floor(struct store *st);
+
+/* Unix time in milliseconds. */
+uint64_t store_now_ms(void);
+
+#endif

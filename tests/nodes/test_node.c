@@ -1,0 +1,844 @@
+/*
+ * test_node.c - integration tests of skewless-node: real processes on
+ * 127.0.0.1, a raw-datagram client, and the test itself standing in for the
+ * switch (it binds the config's vip:service.port to receive RC_ACK and DIGEST).
+ *
+ * Every node this file starts is killed when the test process exits (atexit)
+ * or dies (PR_SET_PDEATHSIG), also when an assertion fails.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "digest.h"
+#include "keyhash.h"
+#include "ring.h"
+#include "wire.h"
+
+#define MAX_NODES	3
+#define NODE_PREFIX_LEN 8
+
+/* base: made by main() and removed by it, so a test that fails (and exits early) leaves nothing. */
+static char base[128], dir[256], conf_path[300];
+static uint16_t base_port;
+static pid_t pids[MAX_NODES + 1];
+static struct cfg cfg;
+static struct ring ring;
+static int cl_fd = -1, sw_fd = -1;
+static uint32_t seq;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static void kill_all(void)
+{
+	for (int i = 1; i <= MAX_NODES; i++)
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			pids[i] = 0;
+		}
+}
+
+static struct sockaddr_in addr_of(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static struct sockaddr_in node_addr(int id)
+{
+	return addr_of((uint16_t)(base_port + id));
+}
+
+/* Write a config of n nodes on 127.0.0.1 with extra "node" parameters, and load it. */
+static void write_config(int n, const char *node_params)
+{
+	char err[CFG_ERR_LEN];
+	FILE *f = fopen(conf_path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u},\n", base_port);
+	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
+		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
+	for (int i = 1; i <= n; i++)
+		fprintf(f,
+			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
+			"\"data_dir\":\"%s/n%d\"}",
+			i > 1 ? "," : "", i, i, base_port + i, dir, i);
+	fprintf(f, "],\n\"node\":{%s}}\n", node_params);
+	fclose(f);
+	ring_free(&ring);
+	ck_assert_msg(cfg_load(conf_path, &cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg_build_ring(&cfg, &ring), 0);
+}
+
+/* Send req to node id and wait for the reply with its req_id. Returns 0 or -1 on timeout. */
+static int rpc_to(int id, struct wire_msg *req, struct wire_msg *rep, uint8_t *buf, size_t cap,
+		  int timeout_ms)
+{
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[12000];
+	int len;
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+	req->req_id = ((uint64_t)7 << 32) | ++seq;
+	if (req->key && !req->keyhash)
+		req->keyhash = keyhash(req->key, req->key_len);
+	len = wire_encode(req, out, sizeof(out));
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+	while (now_ms() < deadline) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t r = recv(cl_fd, buf, cap, 0);
+
+		if (r > 0 && wire_decode_header(buf, (size_t)r, rep) == WIRE_OK &&
+		    rep->req_id == req->req_id) {
+			if (wire_decode(buf, (size_t)r, rep) != WIRE_OK)
+				rep->key = rep->value = NULL;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static uint8_t rbuf[12000];
+
+/* One keyed request to node id; asserts that a reply came. */
+static struct wire_msg req(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
+			   uint64_t version, uint16_t flags)
+{
+	struct wire_msg m = {.op = op,
+			     .flags = flags,
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen};
+	struct wire_msg rep;
+
+	ck_assert_msg(rpc_to(id, &m, &rep, rbuf, sizeof(rbuf), 2000) == 0, "no reply to %s %s",
+		      wire_op_name(op), key);
+	ck_assert_uint_eq(rep.op, op | WIRE_REPLY);
+	return rep;
+}
+
+static void start_node(int id, const char *extra_arg)
+{
+	char bin_path[512], name[8];
+	const char *bin = getenv("SKL_NODE_BIN");
+	pid_t pid;
+
+	ck_assert_msg(bin != NULL, "SKL_NODE_BIN not set");
+	snprintf(bin_path, sizeof(bin_path), "%s", bin);
+	snprintf(name, sizeof(name), "%d", id);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(bin_path, bin_path, "--config", conf_path, "--node", name, "--log-level",
+		      "warn", extra_arg ? extra_arg : (char *)NULL, (char *)NULL);
+		_exit(127);
+	}
+	pids[id] = pid;
+	/* Ready when it answers a PROBE; at most 10 s. */
+	for (int i = 0; i < 100; i++) {
+		struct wire_msg m = {
+		    .op = WIRE_OP_PROBE, .key = (const void *)"ready", .key_len = 5};
+		struct wire_msg rep;
+
+		if (rpc_to(id, &m, &rep, rbuf, sizeof(rbuf), 100) == 0)
+			return;
+		ck_assert_msg(waitpid(pid, NULL, WNOHANG) == 0, "node %d exited at start-up", id);
+	}
+	ck_abort_msg("node %d did not come up", id);
+}
+
+/* SIGTERM and wait (5 s at most); asserts a clean exit. */
+static void stop_node(int id)
+{
+	int status = 0;
+
+	ck_assert_int_eq(kill(pids[id], SIGTERM), 0);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(pids[id], &status, WNOHANG) == pids[id]) {
+			pids[id] = 0;
+			ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			return;
+		}
+		sleep_ms(10);
+	}
+	ck_abort_msg("node %d did not stop on SIGTERM", id);
+}
+
+/* Read counter name of node id (after SIGUSR1 rewrites DIR/counters). */
+static uint64_t counter(int id, const char *name)
+{
+	char path[400], k[64];
+	unsigned long long v;
+	uint64_t result = UINT64_MAX;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/n%d/counters", dir, id);
+	unlink(path);
+	kill(pids[id], SIGUSR1);
+	for (int i = 0; i < 500 && access(path, R_OK) != 0; i++)
+		sleep_ms(10);
+	f = fopen(path, "r");
+	if (!f) {
+		int status = 0;
+		pid_t w = waitpid(pids[id], &status, WNOHANG);
+
+		ck_abort_msg("node %d wrote no counters (%s, status 0x%x)", id,
+			     w == pids[id] ? "exited" : "running", status);
+	}
+	while (fscanf(f, "%63s %llu", k, &v) == 2)
+		if (strcmp(k, name) == 0)
+			result = v;
+	fclose(f);
+	ck_assert_msg(result != UINT64_MAX, "no counter %s", name);
+	return result;
+}
+
+/* A key whose ring home is node id. */
+static const char *key_homed_at(int id, char *buf, const char *prefix)
+{
+	for (int i = 0; i < 100000; i++) {
+		snprintf(buf, 64, "%s-%d", prefix, i);
+		if (ring_home(&ring, keyhash(buf, strlen(buf))) == id)
+			return buf;
+	}
+	ck_abort_msg("no key homed at %d", id);
+	return NULL;
+}
+
+/* Wait for one datagram of op on the switch socket (skipping others), 2 s at most. */
+static int switch_recv(uint8_t op, struct wire_msg *m, uint8_t *buf, size_t cap)
+{
+	uint64_t deadline = now_ms() + 2000;
+
+	while (now_ms() < deadline) {
+		struct pollfd p = {.fd = sw_fd, .events = POLLIN};
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t r = recv(sw_fd, buf, cap, 0);
+
+		if (r > 0 && wire_decode(buf, (size_t)r, m) == WIRE_OK && m->op == op)
+			return 0;
+	}
+	return -1;
+}
+
+static void setup(void)
+{
+	struct sockaddr_in sw;
+
+	snprintf(dir, sizeof(dir), "%s/XXXXXX", base);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(conf_path, sizeof(conf_path), "%s/cluster.json", dir);
+	/* A port range per test process, away from the usual 7447. */
+	base_port = (uint16_t)(20000 + (getpid() % 4000) * 10);
+	atexit(kill_all);
+	cl_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	sw_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	sw = addr_of(base_port);
+	ck_assert_int_eq(bind(sw_fd, (struct sockaddr *)&sw, sizeof(sw)), 0);
+	int big = 4 << 20;
+
+	setsockopt(cl_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+}
+
+static void teardown(void)
+{
+	char cmd[512];
+
+	kill_all();
+	close(cl_fd);
+	close(sw_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+START_TEST(data_ops_and_moved)
+{
+	char k1[64], k2[64];
+	struct wire_msg r;
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k1, "data");
+	key_homed_at(2, k2, "data");
+
+	r = req(1, WIRE_OP_GET, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	r = req(1, WIRE_OP_PUT, k1, "hello", 5, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.node, 1);
+	uint64_t v1 = r.version;
+
+	ck_assert_uint_gt(v1, 0);
+	r = req(1, WIRE_OP_GET, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1);
+	ck_assert_uint_eq(r.val_len, 5);
+	ck_assert_int_eq(memcmp(r.value, "hello", 5), 0);
+	ck_assert_uint_eq(r.node, 1);
+	r = req(1, WIRE_OP_PUT, k1, "world", 5, 0, 0);
+	ck_assert_uint_gt(r.version, v1);
+	r = req(1, WIRE_OP_PROBE, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1 + 1);
+	ck_assert_uint_eq(r.val_len, 0);
+	r = req(1, WIRE_OP_DEL, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1 + 2);
+	r = req(1, WIRE_OP_GET, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.version, v1 + 2);
+
+	/* A key homed at n2: MOVED with the owner, for reads and writes. */
+	r = req(1, WIRE_OP_GET, k2, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(r.node, 2);
+	r = req(1, WIRE_OP_PUT, k2, "x", 1, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(r.node, 2);
+	/* With REPLICA_READ it is served from the (empty) replica family instead. */
+	r = req(1, WIRE_OP_GET, k2, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+
+	/* TOO_LARGE: a value over max_value. */
+	static uint8_t big[2000];
+
+	r = req(1, WIRE_OP_PUT, k1, big, cfg.service.max_value + 1, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
+	/* Ops a node does not serve get BAD_REQUEST. */
+	r = req(1, WIRE_OP_HINT, k1, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_BAD_REQUEST);
+	/* Wrong keyhash: BAD_REQUEST. */
+	struct wire_msg m = {.op = WIRE_OP_GET,
+			     .keyhash = 12345,
+			     .key = (const void *)k1,
+			     .key_len = (uint16_t)strlen(k1)};
+
+	ck_assert_int_eq(rpc_to(1, &m, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_BAD_REQUEST);
+	ck_assert_uint_eq(counter(1, "moved"), 2);
+	/* Digests arrive at the switch every 100 ms. */
+	ck_assert_int_eq(switch_recv(WIRE_OP_DIGEST, &m, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(m.node, 1);
+	ck_assert_uint_eq(m.val_len, 40);
+	{
+		uint16_t from;
+		struct dig_digest dg;
+
+		ck_assert_int_eq(dig_msg_decode(&m, &from, &dg), DIG_OK);
+		ck_assert_uint_eq(from, 1);
+		ck_assert_uint_gt(dg.seq, 0);
+	}
+	/*
+	 * Regression: SIGUSR1 once killed the node when it landed on a RocksDB
+	 * background thread (signals were blocked only after store_open).
+	 */
+	for (int i = 0; i < 50; i++)
+		kill(pids[1], SIGUSR1);
+	sleep_ms(200);
+	ck_assert_int_eq(waitpid(pids[1], NULL, WNOHANG), 0);
+	stop_node(1);
+}
+END_TEST
+
+/* Send an RC_REQ (as the home would) straight to node id. */
+static void send_rc_req(int id, const char *key, uint64_t version, uint8_t kind, const char *val)
+{
+	uint8_t v[256] = {0, 1, kind, 0, 0, 0, 0, 0}, out[512];
+	size_t vl = val ? strlen(val) : 0;
+	struct wire_msg m = {.op = WIRE_OP_RC_REQ,
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .keyhash = keyhash(key, strlen(key)),
+			     .value = v,
+			     .val_len = (uint32_t)(NODE_PREFIX_LEN + vl)};
+	struct sockaddr_in to = node_addr(id);
+
+	if (vl)
+		memcpy(v + NODE_PREFIX_LEN, val, vl);
+	int len = wire_encode(&m, out, sizeof(out));
+
+	ck_assert_int_gt(len, 0);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+}
+
+START_TEST(replication)
+{
+	char k[64];
+	uint8_t payload[6];
+	struct wire_msg r, ack;
+	static uint8_t sbuf[12000];
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "hot");
+	req(1, WIRE_OP_PUT, k, "old1", 4, 0, 0);
+	req(1, WIRE_OP_PUT, k, "old2", 4, 0, 0);
+	uint64_t v = req(1, WIRE_OP_PUT, k, "hotval", 6, 0, 0).version;
+
+	ck_assert_uint_eq(v, 3);
+
+	/* REPLICATE at a version that is not the local one: nothing pushed. */
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v + 5, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_int_ne(
+	    switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)) == 0 && ack.node == 2, 1);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+
+	/* REPLICATE(v): n1 pushes RC_REQ to n2, n2 acks the switch. */
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.node, 2);
+	ck_assert_uint_eq(ack.version, v);
+	ck_assert_uint_eq(ack.key_len, strlen(k));
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_int_eq(memcmp(r.value, "hotval", 6), 0);
+	ck_assert(r.flags & WIRE_F_REPLICATED);
+	/* PROBE on the replica reports the copy. */
+	r = req(2, WIRE_OP_PROBE, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert(r.flags & WIRE_F_REPLICATED);
+	/* REPLICATE with v = 0 means "current": pushes too. */
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, 0, 0);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+
+	/* A stale RC_REQ is ignored: the copy stays at v. */
+	send_rc_req(2, k, v - 1, 0, "stale");
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_int_eq(memcmp(r.value, "hotval", 6), 0);
+	ck_assert_uint_ge(counter(2, "rc_req_stale"), 1);
+
+	/* A tombstone beats a late replica copy of an older version. */
+	send_rc_req(2, k, v + 10, 1, NULL);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	send_rc_req(2, k, v + 9, 0, "late");
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.version, v + 10);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.version, v + 10);
+
+	/* UNREPLICATE drops the copy. */
+	send_rc_req(2, k, v + 11, 0, "again");
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	r = req(2, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.version, 0);
+	/* The owned copy at the home was never touched. */
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	/* A malformed REPLICATE payload gets BAD_REQUEST. */
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 3, v, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_BAD_REQUEST);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
+START_TEST(versions_across_restart_and_gc)
+{
+	char k[64];
+	struct wire_msg r;
+
+	write_config(1, "\"durability\":\"sync\",\"tombstone_gc_s\":1,\"ttl_sample_ms\":50");
+	start_node(1, NULL);
+	key_homed_at(1, k, "mono");
+	uint64_t v1 = req(1, WIRE_OP_PUT, k, "a", 1, 0, 0).version;
+
+	stop_node(1);
+	start_node(1, NULL);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v1);
+	uint64_t v2 = req(1, WIRE_OP_PUT, k, "b", 1, 0, 0).version;
+
+	ck_assert_uint_gt(v2, v1);
+	uint64_t dv = req(1, WIRE_OP_DEL, k, NULL, 0, 0, 0).version;
+
+	ck_assert_uint_gt(dv, v2);
+	/* Wait for the tombstone to be collected (gc after 1 s), then restart. */
+	for (int i = 0; i < 60 && counter(1, "tombstones_gc") == 0; i++)
+		sleep_ms(100);
+	ck_assert_uint_eq(counter(1, "tombstones_gc"), 1);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.version, 0);
+	stop_node(1);
+	start_node(1, NULL);
+	r = req(1, WIRE_OP_PUT, k, "c", 1, 0, 0);
+	ck_assert_uint_gt(r.version, dv);
+	stop_node(1);
+}
+END_TEST
+
+START_TEST(ttl_expiry)
+{
+	char k[64], k2[64];
+	struct wire_msg r;
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "ttl");
+	key_homed_at(1, k2, "keep");
+	r = req(1, WIRE_OP_PUT, k, "soon", 4, 200, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	req(1, WIRE_OP_PUT, k2, "stay", 4, 0, 0);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	sleep_ms(300);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	/* The sampler removes it in the background. */
+	for (int i = 0; i < 30 && counter(1, "ttl_expired") == 0; i++)
+		sleep_ms(100);
+	ck_assert_uint_eq(counter(1, "ttl_expired"), 1);
+	r = req(1, WIRE_OP_GET, k2, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	stop_node(1);
+}
+END_TEST
+
+START_TEST(overloaded_burst)
+{
+	char k[64];
+	uint8_t out[256], in[2048];
+	int ok = 0, overloaded = 0, replies = 0;
+	const int burst = 60;
+
+	/* One worker, 20 ms per request, 4 queue slots: a burst of 60 must overflow. */
+	write_config(1, "\"durability\":\"async\",\"workers\":1,\"queue_depth\":4");
+	start_node(1, "--service-time-us=20000");
+	key_homed_at(1, k, "burst");
+	struct sockaddr_in to = node_addr(1);
+
+	for (int i = 0; i < burst; i++) {
+		struct wire_msg m = {.op = WIRE_OP_GET,
+				     .req_id = 1000 + (uint64_t)i,
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
+				     .keyhash = keyhash(k, strlen(k))};
+		int len = wire_encode(&m, out, sizeof(out));
+
+		sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	}
+	/* Every request is answered: OVERLOADED at once, the rest within ~5 x 20 ms. */
+	uint64_t deadline = now_ms() + 3000;
+
+	while (replies < burst && now_ms() < deadline) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		struct wire_msg r;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n = recv(cl_fd, in, sizeof(in), 0);
+
+		if (n <= 0 || wire_decode_header(in, (size_t)n, &r) != WIRE_OK || r.req_id < 1000 ||
+		    r.req_id >= 1000 + (uint64_t)burst)
+			continue;
+		replies++;
+		if (r.status == WIRE_ST_OVERLOADED)
+			overloaded++;
+		else if (r.status == WIRE_ST_NOT_FOUND)
+			ok++;
+		if (r.status == WIRE_ST_OVERLOADED)
+			ck_assert_uint_ge(r.load, 4);
+	}
+	ck_assert_int_eq(replies, burst);
+	ck_assert_int_gt(overloaded, 0);
+	ck_assert_int_gt(ok, 0);
+	ck_assert_int_eq(ok + overloaded, burst);
+	ck_assert_uint_eq(counter(1, "overloaded"), (uint64_t)overloaded);
+	stop_node(1);
+}
+END_TEST
+
+static uint32_t rnd_state = 12345;
+
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+static const char *const classes[] = {
+    "accepted",	    "rx_replies",  "drop_short",     "drop_bad_magic", "drop_bad_version",
+    "drop_bad_op",  "bad_flags",   "bad_status",     "bad_key_len",    "bad_truncated",
+    "bad_trailing", "bad_keyhash", "unsupported_op", "too_large",      "overloaded",
+};
+
+START_TEST(malformed_flood)
+{
+	static uint8_t d[1600], drain[2048];
+	const int count = 10000;
+	char k[64];
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "fuzz");
+	struct sockaddr_in to = node_addr(1);
+	/* Baseline: start-up PROBEs were counted too. */
+	uint64_t rx0 = counter(1, "rx_datagrams"), sum0 = 0;
+
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum0 += counter(1, classes[i]);
+	ck_assert_uint_eq(sum0, rx0);
+
+	for (int i = 0; i < count; i++) {
+		size_t len = rnd() % 200;
+		struct wire_msg m = {
+		    .op = WIRE_OP_GET, .key = (const void *)k, .key_len = (uint16_t)strlen(k)};
+
+		for (size_t j = 0; j < sizeof(d); j++)
+			d[j] = (uint8_t)rnd();
+		/* Mostly a valid header with one field broken, so every path is hit. */
+		if (i % 4 != 0) {
+			static const uint8_t ops[] = {0x01, 0x02, 0x03, 0x10, 0x12, 0x13,
+						      0x21, 0x11, 0x20, 0x22, 0x30, 0x99};
+
+			m.op = ops[rnd() % sizeof(ops)];
+			m.keyhash = (rnd() % 2) ? keyhash(k, strlen(k)) : rnd();
+			m.val_len = rnd() % 40;
+			m.value = d + 800;
+			m.flags = (rnd() % 8 == 0) ? 0x80 : 0;
+			m.op = wire_op_valid(m.op) ? m.op : 0x01;
+			if (rnd() % 10 == 0)
+				m.op |= WIRE_REPLY;
+			int n = wire_encode(&m, d, sizeof(d));
+
+			len = (size_t)n;
+			switch (rnd() % 6) {
+			case 0:
+				len = len > 5 ? len - 1 - rnd() % 5 : len;
+				break;
+			case 1:
+				len += 1 + rnd() % 5;
+				break;
+			case 2:
+				wire_put16(d + WIRE_OFF_KEY_LEN, (uint16_t)rnd());
+				break;
+			case 3:
+				wire_put32(d + WIRE_OFF_VAL_LEN, rnd());
+				break;
+			case 4:
+				d[WIRE_OFF_VER] = (uint8_t)rnd();
+				break;
+			default:
+				break;
+			}
+		}
+		sendto(cl_fd, d, len, 0, (struct sockaddr *)&to, sizeof(to));
+		/* Pace: let the node keep up so the kernel drops nothing. */
+		if (i % 200 == 199) {
+			sleep_ms(5);
+			while (recv(cl_fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+				;
+		}
+	}
+	sleep_ms(300);
+	uint64_t rx = counter(1, "rx_datagrams") - rx0, sum = 0;
+
+	/* Every datagram was received and landed in exactly one class. */
+	ck_assert_uint_eq(rx, (uint64_t)count);
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum += counter(1, classes[i]);
+	ck_assert_uint_eq(sum - sum0, rx);
+	ck_assert_uint_gt(counter(1, "drop_short"), 0);
+	ck_assert_uint_gt(counter(1, "bad_truncated"), 0);
+	/* Still alive and correct. */
+	struct wire_msg r = req(1, WIRE_OP_PUT, k, "alive", 5, 0, 0);
+
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	stop_node(1);
+}
+END_TEST
+
+START_TEST(kill9_keeps_acked_puts)
+{
+	enum { MAXK = 4000, WINDOW = 8 };
+	static uint64_t acked[MAXK];
+	static char keys[MAXK][24];
+	uint8_t out[256], in[2048];
+	int sent = 0, nacked = 0, killed = 0;
+	struct sockaddr_in to;
+
+	write_config(1, "\"durability\":\"sync\"");
+	start_node(1, NULL);
+	to = node_addr(1);
+	/* PUTs with WINDOW outstanding; SIGKILL after 300 acks while more are in flight. */
+	uint64_t deadline = now_ms() + 20000;
+
+	while (!killed && now_ms() < deadline) {
+		while (sent < MAXK && sent - nacked < WINDOW) {
+			snprintf(keys[sent], sizeof(keys[0]), "k9-%d", sent);
+			struct wire_msg m = {.op = WIRE_OP_PUT,
+					     .req_id = 5000 + (uint64_t)sent,
+					     .key = (const void *)keys[sent],
+					     .key_len = (uint16_t)strlen(keys[sent]),
+					     .keyhash = keyhash(keys[sent], strlen(keys[sent])),
+					     .value = (const void *)keys[sent],
+					     .val_len = (uint32_t)strlen(keys[sent])};
+			int len = wire_encode(&m, out, sizeof(out));
+
+			sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+			sent++;
+		}
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+
+		if (poll(&p, 1, 200) <= 0)
+			break;
+		struct wire_msg r;
+		ssize_t n = recv(cl_fd, in, sizeof(in), 0);
+
+		if (n > 0 && wire_decode_header(in, (size_t)n, &r) == WIRE_OK && r.req_id >= 5000 &&
+		    r.status == WIRE_ST_OK) {
+			acked[r.req_id - 5000] = r.version;
+			nacked++;
+		}
+		if (nacked == 300) {
+			kill(pids[1], SIGKILL);
+			killed = 1;
+		}
+	}
+	ck_assert_int_eq(killed, 1);
+	waitpid(pids[1], NULL, 0);
+	pids[1] = 0;
+	/* Replies that raced the kill still count as acknowledged. */
+	while (recv(cl_fd, in, sizeof(in), MSG_DONTWAIT) > 0) {
+		struct wire_msg r;
+
+		if (wire_decode_header(in, sizeof(in), &r) == WIRE_OK && r.req_id >= 5000 &&
+		    r.req_id < 5000 + MAXK && r.status == WIRE_ST_OK)
+			acked[r.req_id - 5000] = r.version;
+	}
+	start_node(1, NULL);
+	int checked = 0;
+
+	for (int i = 0; i < sent; i++) {
+		if (!acked[i])
+			continue;
+		struct wire_msg r = req(1, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
+
+		ck_assert_msg(r.status == WIRE_ST_OK, "acked PUT %s lost", keys[i]);
+		ck_assert_uint_eq(r.version, acked[i]);
+		ck_assert_int_eq(memcmp(r.value, keys[i], strlen(keys[i])), 0);
+		checked++;
+	}
+	ck_assert_int_ge(checked, 300);
+	stop_node(1);
+}
+END_TEST
+
+START_TEST(startup_errors)
+{
+	char cmd[1024];
+	const char *bin = getenv("SKL_NODE_BIN");
+
+	write_config(1, "");
+	/* Unknown node, bad config, unwritable data dir, port in use: exit 1, one line. */
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node n7 2>%s/err; echo $? >%s/rc", bin,
+		 conf_path, dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "grep -qx 1 %s/rc && [ $(wc -l <%s/err) = 1 ] && grep -q n7 %s/err", dir, dir,
+		 dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s --config /nonexistent.json --node 1 2>/dev/null", bin);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir /proc/nope 2>/dev/null", bin,
+		 conf_path);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	start_node(1, NULL);
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir %s/other 2>%s/err", bin,
+		 conf_path, dir, dir);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "grep -q 'in use' %s/err", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	stop_node(1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("node_integration");
+	TCase *tc = tcase_create("node");
+	SRunner *sr;
+	int failed;
+	char cmd[256];
+
+	snprintf(base, sizeof(base), "/tmp/skl-test-node-XXXXXX");
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, data_ops_and_moved);
+	tcase_add_test(tc, replication);
+	tcase_add_test(tc, versions_across_restart_and_gc);
+	tcase_add_test(tc, ttl_expiry);
+	tcase_add_test(tc, overloaded_burst);
+	tcase_add_test(tc, malformed_flood);
+	tcase_add_test(tc, kill9_keeps_acked_puts);
+	tcase_add_test(tc, startup_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", base);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,231 @@
+/*
+ * test_store.c - unit tests of nodes/store.c against a RocksDB in a temp dir:
+ * record encoding, version rules (per key, across reopen, across tombstone
+ * GC and TTL expiry), tombstones against late replica copies, TTL index.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keyhash.h"
+#include "store.h"
+
+static char dir[256];
+
+static void rm_rf(const char *d)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", d);
+}
+
+static struct store *open_store(void)
+{
+	struct store_options o = {.block_cache_mb = 8, .sync = 0};
+	char err[512] = "";
+	struct store *st = store_open(dir, &o, err, sizeof(err));
+
+	ck_assert_msg(st != NULL, "%s", err);
+	return st;
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/skl-test-store-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	rm_rf(dir);
+}
+
+static uint64_t put(struct store *st, const char *k, const char *v, uint64_t ttl, uint64_t now)
+{
+	uint64_t ver = 0;
+
+	ck_assert_int_eq(
+	    store_put(st, keyhash(k, strlen(k)), k, strlen(k), v, strlen(v), ttl, now, &ver), 0);
+	return ver;
+}
+
+START_TEST(record_roundtrip)
+{
+	struct store_record r = {.kind = STORE_VALUE,
+				 .version = 0x0102030405060708ull,
+				 .time_ms = 42},
+			    d;
+	uint8_t buf[STORE_REC_HDR + 3];
+
+	store_record_header(&r, buf);
+	memcpy(buf + STORE_REC_HDR, "abc", 3);
+	ck_assert_int_eq(store_record_decode(buf, sizeof(buf), &d), 0);
+	ck_assert_uint_eq(d.version, r.version);
+	ck_assert_uint_eq(d.time_ms, 42);
+	ck_assert_uint_eq(d.value_len, 3);
+	ck_assert_int_eq(memcmp(d.value, "abc", 3), 0);
+	/* Short, wrong format, unknown kind, tombstone with bytes: all rejected. */
+	ck_assert_int_ne(store_record_decode(buf, STORE_REC_HDR - 1, &d), 0);
+	buf[0] = 9;
+	ck_assert_int_ne(store_record_decode(buf, sizeof(buf), &d), 0);
+	buf[0] = STORE_REC_FORMAT;
+	buf[1] = 7;
+	ck_assert_int_ne(store_record_decode(buf, sizeof(buf), &d), 0);
+	buf[1] = STORE_TOMBSTONE;
+	ck_assert_int_ne(store_record_decode(buf, sizeof(buf), &d), 0);
+	ck_assert_int_eq(store_record_decode(buf, STORE_REC_HDR, &d), 0);
+	/* Liveness: expiry in the past or a tombstone is not live. */
+	r.time_ms = 100;
+	ck_assert(store_record_live(&r, 99));
+	ck_assert(!store_record_live(&r, 100));
+}
+END_TEST
+
+START_TEST(versions_per_key_and_reopen)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint8_t val[64];
+	uint64_t now = store_now_ms(), v1, v2, v3, dv;
+
+	v1 = put(st, "a", "one", 0, now);
+	v2 = put(st, "a", "two", 0, now);
+	ck_assert_uint_gt(v2, v1);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "a", 1, &rec, val, sizeof(val)), 1);
+	ck_assert_uint_eq(rec.version, v2);
+	ck_assert_int_eq(memcmp(rec.value, "two", 3), 0);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "zz", 2, &rec, val, sizeof(val)), 0);
+	/* A value larger than the caller's buffer is an error, not an overflow. */
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "a", 1, &rec, val, 2), -EMSGSIZE);
+	ck_assert_int_eq(store_del(st, keyhash("a", 1), "a", 1, now, &dv), 1);
+	ck_assert_uint_gt(dv, v2);
+	/* Deleting a tombstone writes nothing and reports its version. */
+	ck_assert_int_eq(store_del(st, keyhash("a", 1), "a", 1, now, &v3), 0);
+	ck_assert_uint_eq(v3, dv);
+	store_close(st);
+
+	st = open_store();
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "a", 1, &rec, val, sizeof(val)), 1);
+	ck_assert_uint_eq(rec.kind, STORE_TOMBSTONE);
+	ck_assert_uint_eq(put(st, "a", "three", 0, now), dv + 1);
+	store_close(st);
+}
+END_TEST
+
+START_TEST(gc_keeps_versions_increasing)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint64_t now = store_now_ms(), dv, v;
+	uint32_t removed = 0, visited;
+
+	for (int i = 0; i < 5; i++)
+		put(st, "k", "x", 0, now);
+	ck_assert_int_eq(store_del(st, keyhash("k", 1), "k", 1, now, &dv), 1);
+	ck_assert_uint_eq(dv, 6);
+	/* Not old enough yet. */
+	ck_assert_int_eq(store_gc_round(st, now - 1, 100, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(store_gc_round(st, now, 100, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "k", 1, &rec, NULL, 0), 0);
+	ck_assert_uint_eq(store_floor(st), dv);
+	store_close(st);
+
+	/* The floor survives a restart: the re-created key still goes above the tombstone. */
+	st = open_store();
+	v = put(st, "k", "again", 0, now);
+	ck_assert_uint_gt(v, dv);
+
+	/* TTL expiry removes the value and raises the floor the same way. */
+	uint64_t tv = put(st, "t", "ttl", 50, now);
+
+	ck_assert_int_eq(store_expire_round(st, now + 10, 20, &visited, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "t", 1, &rec, NULL, 0), 1);
+	ck_assert(!store_record_live(&rec, now + 60));
+	ck_assert_int_eq(store_expire_round(st, now + 60, 20, &visited, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "t", 1, &rec, NULL, 0), 0);
+	ck_assert_uint_gt(put(st, "t", "new", 0, now), tv);
+	store_close(st);
+}
+END_TEST
+
+START_TEST(overwrite_clears_old_expiry)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint64_t now = store_now_ms();
+	uint32_t removed, visited;
+
+	put(st, "e", "short", 10, now);
+	put(st, "e", "forever", 0, now);
+	/* The old expiry entry must not delete the new value. */
+	ck_assert_int_eq(store_expire_round(st, now + 1000, 20, &visited, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "e", 1, &rec, NULL, 0), 1);
+	ck_assert(store_record_live(&rec, now + 1000));
+	store_close(st);
+}
+END_TEST
+
+START_TEST(replica_rules)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint8_t val[64];
+	uint64_t h = keyhash("r", 1), now = store_now_ms(), held;
+
+	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 5, STORE_VALUE, 0, "v5", 2, now, &held),
+			 1);
+	/* Stale copy: ignored, reports the held version. */
+	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 3, STORE_VALUE, 0, "v3", 2, now, &held),
+			 0);
+	ck_assert_uint_eq(held, 5);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, val, sizeof(val)), 1);
+	ck_assert_uint_eq(rec.version, 5);
+	ck_assert_int_eq(memcmp(rec.value, "v5", 2), 0);
+	/* Replica copies never show up as owned data. */
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "r", 1, &rec, NULL, 0), 0);
+	/* A tombstone beats a later-arriving older value. */
+	ck_assert_int_eq(
+	    store_replica_put(st, h, "r", 1, 7, STORE_TOMBSTONE, 0, NULL, 0, now, &held), 1);
+	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 6, STORE_VALUE, 0, "v6", 2, now, &held),
+			 0);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, STORE_TOMBSTONE);
+	ck_assert_uint_eq(rec.version, 7);
+	ck_assert_int_eq(store_replica_drop(st, h, "r", 1), 1);
+	ck_assert_int_eq(store_replica_drop(st, h, "r", 1), 0);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 0);
+	store_close(st);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("node_store");
+	TCase *tc = tcase_create("store");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, record_roundtrip);
+	tcase_add_test(tc, versions_per_key_and_reopen);
+	tcase_add_test(tc, gc_keeps_versions_increasing);
+	tcase_add_test(tc, overwrite_clears_old_expiry);
+	tcase_add_test(tc, replica_rules);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
