@@ -599,7 +599,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	int opt;
 	char *end;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc re-initialises its scanner */
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		errno = 0;
 		switch (opt) {

@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 		int sub_argc = argc - optind;
 		char **sub_argv = argv + optind;
 
-		optind = 1;
+		optind = 0; /* 0, not 1: glibc re-initialises its scanner */
 		while ((opt = getopt_long(sub_argc, sub_argv, "c:m:jh", common_opts, NULL)) !=
 		       -1) {
 			if (opt == 'h') {

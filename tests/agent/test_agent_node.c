@@ -1,0 +1,557 @@
+/*
+ * test_agent_node.c - libskewless and the `skewless` CLI against real
+ * skewless-node processes on 127.0.0.1. The service VIP is a UDP socket this
+ * test binds and never answers: "a switch that is down". Covers every CLI
+ * command and exit code, 10,000 requests in flight, the fallback chain in both
+ * consistency levels with a stopped node, MOVED with a ring reload, and bench.
+ *
+ * Nodes are killed when the test exits (atexit) or dies (PR_SET_PDEATHSIG).
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "keyhash.h"
+#include "skewless.h"
+#include "wire.h"
+
+#define MAX_NODES 3
+
+static char base[128], dir[256], conf_path[300];
+static uint16_t base_port;
+static pid_t pids[MAX_NODES + 1];
+static int sw_fd = -1;
+static struct cfg cfg;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void kill_all(void)
+{
+	for (int i = 0; i <= MAX_NODES; i++)
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			pids[i] = 0;
+		}
+}
+
+/* n nodes; weights[i] (NULL: all 1); agent params appended verbatim. */
+static void write_config_to(const char *path, int n, const int *weights, const char *agent)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u},\n", base_port);
+	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
+		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
+	for (int i = 1; i <= n; i++)
+		fprintf(f,
+			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
+			"\"weight\":%d,\"data_dir\":\"%s/n%d\"}",
+			i > 1 ? "," : "", i, i, base_port + i, weights ? weights[i - 1] : 1, dir, i);
+	fprintf(f,
+		"],\n\"node\":{\"durability\":\"async\",\"queue_depth\":16384},\n"
+		"\"agent\":{%s}}\n",
+		agent ? agent : "");
+	fclose(f);
+}
+
+static void write_config(int n, const char *agent)
+{
+	char err[CFG_ERR_LEN];
+
+	write_config_to(conf_path, n, NULL, agent);
+	ck_assert_msg(cfg_load(conf_path, &cfg, err, sizeof(err)) == 0, "%s", err);
+}
+
+static struct skl_agent *agent_with(const struct skl_options *o)
+{
+	struct skl_agent *a;
+
+	ck_assert_int_eq(skl_create(&cfg, o, &a), 0);
+	return a;
+}
+
+/* Start node id; ready when a direct GET through the library gets an answer. */
+static void start_node(int id)
+{
+	const char *bin = getenv("SKL_NODE_BIN");
+	char name[8];
+	struct skl_options o = {.mode = SKL_MODE_DIRECT, .timeout_ms = 100, .retries_set = 1};
+	pid_t pid;
+
+	ck_assert_msg(bin != NULL, "SKL_NODE_BIN not set");
+	snprintf(name, sizeof(name), "%d", id);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(bin, bin, "--config", conf_path, "--node", name, "--log-level", "warn",
+		      (char *)NULL);
+		_exit(127);
+	}
+	pids[id] = pid;
+	for (int i = 0; i < 100; i++) {
+		/* A fresh agent per try: one that saw the node silent fails fast. */
+		struct skl_agent *a = agent_with(&o);
+		struct skl_result res;
+		char key[32], buf[64];
+
+		/* A key homed at this node, so that the answer is not MOVED. */
+		for (int k = 0;; k++) {
+			snprintf(key, sizeof(key), "ready:%d", k);
+			if (skl_home(a, key, strlen(key)) == id)
+				break;
+		}
+		ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+		skl_close(a);
+		if (res.status == SKL_OK || res.status == SKL_NOT_FOUND)
+			return;
+		ck_assert_msg(waitpid(pid, NULL, WNOHANG) == 0, "node %d exited at start-up", id);
+	}
+	ck_abort_msg("node %d did not come up", id);
+}
+
+static void stop_node(int id)
+{
+	kill(pids[id], SIGKILL);
+	waitpid(pids[id], NULL, 0);
+	pids[id] = 0;
+}
+
+static void setup(void)
+{
+	struct sockaddr_in sw = {.sin_family = AF_INET};
+
+	snprintf(dir, sizeof(dir), "%s/XXXXXX", base);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(conf_path, sizeof(conf_path), "%s/cluster.json", dir);
+	base_port = (uint16_t)(30000 + (getpid() % 3000) * 10);
+	atexit(kill_all);
+	/* The switch that never answers: bound, never read. */
+	sw.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sw.sin_port = htons(base_port);
+	sw_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_eq(bind(sw_fd, (struct sockaddr *)&sw, sizeof(sw)), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[512];
+
+	kill_all();
+	close(sw_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* Run the CLI with args; returns its exit code, output in dir/out and dir/err. */
+static int cli(const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "timeout 30 %s --config %s %s >%s/out 2>%s/err",
+		 getenv("SKL_CLI_BIN"), conf_path, args, dir, dir);
+	rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static bool out_is(const char *want)
+{
+	char path[320], buf[4096] = {0};
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/out", dir);
+	f = fopen(path, "r");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	if (strcmp(buf, want))
+		fprintf(stderr, "output: \"%s\", expected \"%s\"\n", buf, want);
+	return !strcmp(buf, want);
+}
+
+static bool file_has(const char *name, const char *needle)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "grep -q -- '%s' %s/%s", needle, dir, name);
+	return system(cmd) == 0;
+}
+
+static const char *key_homed_at(struct skl_agent *a, uint16_t home, const char *prefix,
+				char *buf, size_t cap)
+{
+	for (int i = 0; i < 100000; i++) {
+		snprintf(buf, cap, "%s:%d", prefix, i);
+		if (skl_home(a, buf, strlen(buf)) == home)
+			return buf;
+	}
+	ck_abort_msg("no key homed at %u", home);
+	return NULL;
+}
+
+/* Ask node `home` to push its copy of key to node `target` (as a switch would). */
+static void replicate(uint16_t home, uint16_t target, const char *key)
+{
+	uint8_t val[4] = {0, 1, (uint8_t)(target >> 8), (uint8_t)target}, out[256], in[2048];
+	struct wire_msg m = {.op = WIRE_OP_REPLICATE,
+			     .req_id = 99,
+			     .keyhash = keyhash(key, strlen(key)),
+			     .key = (const uint8_t *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = 4};
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), len = wire_encode(&m, out, sizeof(out));
+	struct timeval tv = {.tv_sec = 2};
+
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	to.sin_port = htons((uint16_t)(base_port + home));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_eq(sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)), len);
+	ck_assert_int_gt(recv(fd, in, sizeof(in), 0), 0);
+	close(fd);
+}
+
+/* ---- tests ---- */
+
+START_TEST(cli_commands)
+{
+	char key[32];
+	struct skl_agent *a;
+
+	write_config(2, "\"timeout_ms\":50");
+	start_node(1);
+	start_node(2);
+	a = agent_with(NULL);
+	/* put/get/del in direct mode, text and JSON. */
+	ck_assert_int_eq(cli("--mode direct put user:1 hello"), 0);
+	ck_assert(file_has("out", "^OK version=[0-9]* node=n[12]$"));
+	ck_assert_int_eq(cli("--mode direct get user:1"), 0);
+	ck_assert(out_is("hello\n"));
+	ck_assert_int_eq(cli("--mode direct --json get user:1"), 0);
+	ck_assert(file_has("out", "\"value\": \"hello\""));
+	ck_assert(file_has("out", "\"stale\": false"));
+	ck_assert_int_eq(cli("get user:1 --mode direct --json"), 0); /* options after too */
+	ck_assert_int_eq(cli("--mode direct del user:1"), 0);
+	ck_assert_int_eq(cli("--mode direct get user:1"), 1);
+	ck_assert(file_has("err", "NOT_FOUND"));
+	/* TTL. */
+	ck_assert_int_eq(cli("--mode direct put user:ttl v --ttl 300"), 0);
+	ck_assert_int_eq(cli("--mode direct get user:ttl"), 0);
+	usleep(500000);
+	ck_assert_int_eq(cli("--mode direct get user:ttl"), 1);
+	/* inpath (the config's mode) with the switch down: falls back to the home. */
+	ck_assert_int_eq(cli("put user:2 world"), 0);
+	ck_assert_int_eq(cli("get user:2"), 0);
+	ck_assert(out_is("world\n"));
+	/* where. */
+	ck_assert_int_eq(cli("where user:2"), 0);
+	ck_assert(file_has("out", "home=n"));
+	/* Exit codes: usage, config, UNAVAILABLE, relaxed stale read. */
+	ck_assert_int_eq(cli("frobnicate"), 64);
+	ck_assert_int_eq(cli("get"), 64);
+	ck_assert_int_eq(cli("--mode sideways get k"), 64);
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "%s --config /nonexistent.json get k 2>/dev/null",
+			 getenv("SKL_CLI_BIN"));
+		ck_assert_int_eq(WEXITSTATUS(system(cmd)), 78);
+	}
+	key_homed_at(a, 1, "cli", key, sizeof(key));
+	ck_assert_int_eq(cli("--mode direct put %s precious", key), 0);
+	replicate(1, 2, key);
+	usleep(100000);
+	stop_node(1);
+	ck_assert_int_eq(cli("--mode direct get %s", key), 5);
+	ck_assert(file_has("err", "UNAVAILABLE"));
+	ck_assert_int_eq(cli("--mode direct --consistency relaxed get %s", key), 0);
+	ck_assert(out_is("precious\n"));
+	ck_assert(file_has("err", "possibly stale"));
+	ck_assert_int_eq(cli("--mode direct --consistency relaxed --json get %s", key), 0);
+	ck_assert(file_has("out", "\"stale\": true"));
+	ck_assert_int_eq(cli("--mode direct put %s v", key), 5);
+	skl_close(a);
+}
+END_TEST
+
+static int done_ok, done_other;
+
+static void count(void *arg, const struct skl_result *res)
+{
+	const char *want = arg;
+
+	if (res->status == SKL_OK &&
+	    (!want || (res->value_len == strlen(want) && !memcmp(res->value, want, res->value_len))))
+		done_ok++;
+	else
+		done_other++;
+}
+
+START_TEST(ten_thousand_in_flight)
+{
+	struct skl_options o = {.mode = SKL_MODE_DIRECT, .timeout_ms = 3000};
+	struct skl_agent *a;
+	char key[32];
+	uint64_t end;
+	struct skl_stats st;
+
+	write_config(2, "");
+	start_node(1);
+	start_node(2);
+	a = agent_with(&o);
+	for (int round = 0; round < 2; round++) {
+		done_ok = done_other = 0;
+		for (int i = 0; i < 10000; i++) {
+			int klen = snprintf(key, sizeof(key), "bulk:%d", i);
+
+			ck_assert_int_eq(round == 0 ? skl_put(a, key, (size_t)klen, "v", 1, NULL,
+							      count, NULL)
+						    : skl_get(a, key, (size_t)klen, NULL, count,
+							      (void *)"v"),
+					 0);
+		}
+		ck_assert_uint_eq(skl_inflight(a), 10000);
+		end = now_ms() + 30000;
+		while (skl_inflight(a) && now_ms() < end)
+			skl_poll(a, 10);
+		ck_assert_int_eq(done_ok, 10000);
+		ck_assert_int_eq(done_other, 0);
+	}
+	skl_get_stats(a, &st);
+	ck_assert_uint_eq(st.completed, 20000);
+	skl_close(a);
+}
+END_TEST
+
+START_TEST(fallback_chain)
+{
+	struct skl_options o = {.timeout_ms = 30, .switch_failures = 2, .recheck_ms = 300};
+	struct skl_call_opts relaxed = {.consistency = SKL_RELAXED};
+	struct skl_agent *a;
+	struct skl_result res;
+	struct skl_stats st;
+	char key[32], buf[64];
+	uint64_t t0;
+
+	write_config(2, "");
+	start_node(1);
+	start_node(2);
+	a = agent_with(&o);
+	key_homed_at(a, 1, "fb", key, sizeof(key));
+	/* The switch never answers: attempt + retry time out, the switch is given up. */
+	ck_assert_int_eq(skl_put_sync(a, key, strlen(key), "one", 3, NULL, &res), 0);
+	ck_assert_int_eq(res.status, SKL_TIMEOUT);
+	ck_assert_uint_eq(res.sends, 2);
+	ck_assert_int_eq(skl_using_switch(a), 0);
+	/* Then the ring home answers, directly. */
+	ck_assert_int_eq(skl_put_sync(a, key, strlen(key), "two", 3, NULL, &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.node, 1);
+	ck_assert(res.flags & SKL_R_DIRECT);
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert(res.value_len == 3 && !memcmp(buf, "two", 3));
+	/* A copy on n2, then the home stops. */
+	replicate(1, 2, key);
+	usleep(100000);
+	stop_node(1);
+	/* Linearizable: UNAVAILABLE after the retry, then at once. */
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_eq(res.sends, 2);
+	t0 = now_ms();
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_eq(res.sends, 0);
+	ck_assert_uint_lt(now_ms() - t0, 20);
+	/* Relaxed: PROBE the others, read the copy, flagged possibly stale. */
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), &relaxed, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert(res.flags & SKL_R_STALE);
+	ck_assert_uint_eq(res.node, 2);
+	ck_assert(res.value_len == 3 && !memcmp(buf, "two", 3));
+	/* The home returns; after recheck_ms the agent tries it again. */
+	start_node(1);
+	usleep(350000);
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.node, 1);
+	skl_get_stats(a, &st);
+	ck_assert_uint_eq(st.switch_down, 1);
+	ck_assert_uint_ge(st.rechecks, 1); /* the silent switch keeps being re-checked */
+	ck_assert_uint_eq(st.switch_back, 0);
+	ck_assert_uint_eq(st.stale_reads, 1);
+	skl_close(a);
+}
+END_TEST
+
+START_TEST(moved_reloads_ring)
+{
+	int skewed[2] = {3, 1}; /* n1 owns more of the stale ring */
+	char err[CFG_ERR_LEN], key[32], buf[64];
+	struct skl_options o = {.mode = SKL_MODE_DIRECT, .timeout_ms = 200};
+	struct skl_agent *a;
+	struct skl_result res;
+	struct skl_stats st;
+	struct ring node_ring = {0};
+	int found = 0;
+
+	write_config(2, "");
+	start_node(1);
+	start_node(2);
+	ck_assert_int_eq(cfg_build_ring(&cfg, &node_ring), 0);
+	/* The agent starts from a stale config with other weights... */
+	write_config_to(conf_path, 2, skewed, "");
+	ck_assert_msg(cfg_load(conf_path, &cfg, err, sizeof(err)) == 0, "%s", err);
+	a = agent_with(&o);
+	/* ...which the operator then fixes on disk. */
+	write_config_to(conf_path, 2, NULL, "");
+	for (int i = 0; i < 100000 && !found; i++) {
+		snprintf(key, sizeof(key), "mv:%d", i);
+		found = skl_home(a, key, strlen(key)) == 1 &&
+			ring_home(&node_ring, keyhash(key, strlen(key))) == 2;
+	}
+	ck_assert(found);
+	ck_assert_int_eq(skl_put_sync(a, key, strlen(key), "moved", 5, NULL, &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.node, 2);
+	ck_assert_uint_eq(res.sends, 2);
+	skl_get_stats(a, &st);
+	ck_assert_uint_eq(st.moved, 1);
+	ck_assert_uint_eq(st.ring_reloads, 1);
+	/* The agent's ring now agrees with the nodes'. */
+	ck_assert_uint_eq(skl_home(a, key, strlen(key)), 2);
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.sends, 1);
+	ring_free(&node_ring);
+	skl_close(a);
+}
+END_TEST
+
+START_TEST(bench_runs)
+{
+	char path[320];
+	json_t *sum;
+	json_error_t jerr;
+	FILE *f;
+	int lines = 0;
+	char line[4096];
+
+	write_config(2, "");
+	start_node(1);
+	start_node(2);
+	ck_assert_int_eq(cli("--mode direct bench --keys 500 --dist zipf:0.99 --read-ratio 0.9 "
+			     "--concurrency 8 --duration 2 --preload --json %s/sum.json "
+			     "--history %s/hist.jsonl --seed 1",
+			     dir, dir),
+			 0);
+	ck_assert(file_has("out", "^latency us: p50"));
+	ck_assert(file_has("out", "^per node: n1 [0-9]* n2 [0-9]*"));
+	snprintf(path, sizeof(path), "%s/sum.json", dir);
+	sum = json_load_file(path, 0, &jerr);
+	ck_assert_ptr_nonnull(sum);
+	ck_assert(json_real_value(json_object_get(sum, "throughput_ops")) > 100);
+	ck_assert_int_eq(json_integer_value(json_object_get(sum, "errors")), 0);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(sum, "per_node"), "n1"));
+	ck_assert(json_real_value(json_object_get(json_object_get(sum, "load"), "max_over_mean")) >=
+		  1.0);
+	ck_assert_int_ge(json_array_size(json_object_get(sum, "timeline")), 2);
+	ck_assert(json_real_value(json_object_get(json_object_get(sum, "latency_us"), "p99")) > 0);
+	/* One history line per operation, in the documented format. */
+	snprintf(path, sizeof(path), "%s/hist.jsonl", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		json_t *h = json_loads(line, 0, &jerr);
+
+		ck_assert_ptr_nonnull(h);
+		if (lines == 0) {
+			const char *fields[] = {"client", "op", "key", "value", "version", "status",
+						"invoke_ns", "complete_ns", "node"};
+
+			for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+				ck_assert_ptr_nonnull(json_object_get(h, fields[i]));
+		}
+		json_decref(h);
+		lines++;
+	}
+	fclose(f);
+	ck_assert_int_eq(lines, json_integer_value(json_object_get(sum, "ops")));
+	json_decref(sum);
+	/* Open loop, YCSB F, hot-in changes, JSON on stdout. */
+	ck_assert_int_eq(cli("--mode direct bench --keys 500 --ycsb F --rate 2000 --duration 2 "
+			     "--dynamic hot-in:1 --json -"),
+			 0);
+	ck_assert(file_has("out", "\"loop\": \"open\""));
+	/* Flag errors are usage errors. */
+	ck_assert_int_eq(cli("bench --dist zipf"), 64);
+	ck_assert_int_eq(cli("bench --rate 10 --concurrency 2"), 64);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("agent_node");
+	TCase *tc = tcase_create("agent_node");
+	SRunner *sr;
+	int failed;
+	char cmd[256];
+
+	if (!getenv("SKL_NODE_BIN") || !getenv("SKL_CLI_BIN")) {
+		fprintf(stderr, "SKL_NODE_BIN and SKL_CLI_BIN must be set\n");
+		return 1;
+	}
+	snprintf(base, sizeof(base), "/tmp/skl-test-agent-XXXXXX");
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, cli_commands);
+	tcase_add_test(tc, ten_thousand_in_flight);
+	tcase_add_test(tc, fallback_chain);
+	tcase_add_test(tc, moved_reloads_ring);
+	tcase_add_test(tc, bench_runs);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", base);
+	return failed ? 1 : 0;
+}
