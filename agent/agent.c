@@ -41,13 +41,13 @@
 
 #define NODE_IDS 256
 #define RX_BATCH 16
-#define RX_BUF (WIRE_MAX_DATAGRAM + 1)
+#define RX_BUF	 (WIRE_MAX_DATAGRAM + 1)
 /* Replies drained per skl_poll() before timers get a turn again. */
 #define RX_MAX_PER_POLL 4096
 /* MOVED reloads the config at most this often, so that a MOVED storm does not
  * turn into a storm of file reads. */
 #define RELOAD_MIN_NS 100000000ull
-#define RECHECK_KEY "skewless:recheck"
+#define RECHECK_KEY   "skewless:recheck"
 
 enum phase {
 	PH_SWITCH,     /* data request sent to switch r->sw */
@@ -137,13 +137,13 @@ struct skl_agent {
 
 static const char *const status_names[SKL_STATUS_COUNT] = {
 #define X(name, value, str) [value] = str,
-	SKL_STATUSES(X)
+    SKL_STATUSES(X)
 #undef X
 };
 
 static const char *const counter_names[] = {
 #define X(field, desc) #field,
-	SKL_COUNTERS(X)
+    SKL_COUNTERS(X)
 #undef X
 };
 
@@ -335,15 +335,15 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 	cfg->service.max_value = 1500 - (20 + 8 + 48 + 8 + 64);
 	cfg->ring_version = 1;
 	cfg->agent = (struct cfg_agent){
-		.mode = nswitches ? CFG_MODE_INPATH : CFG_MODE_DIRECT,
-		.consistency = CFG_LINEARIZABLE,
-		.timeout_ms = 50,
-		.retries = 1,
-		.switch_failures = 3,
-		.recheck_ms = 1000,
-		.max_inflight = 16384,
-		.route_cache_entries = 1000,
-		.route_cache_ttl_ms = 5000,
+	    .mode = nswitches ? CFG_MODE_INPATH : CFG_MODE_DIRECT,
+	    .consistency = CFG_LINEARIZABLE,
+	    .timeout_ms = 50,
+	    .retries = 1,
+	    .switch_failures = 3,
+	    .recheck_ms = 1000,
+	    .max_inflight = 16384,
+	    .route_cache_entries = 1000,
+	    .route_cache_ttl_ms = 5000,
 	};
 	for (size_t i = 0; i < nnodes; i++) {
 		struct cfg_node *n = &cfg->nodes[i];
@@ -372,31 +372,31 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 		     bool with_value, const struct sockaddr_in *to)
 {
 	struct wire_msg m = {
-		.op = op,
-		.flags = flags,
-		.req_id = r->req_id,
-		.keyhash = r->keyhash,
-		.version = op == WIRE_OP_PUT ? r->ttl_ms : 0,
-		.node = node,
-		.key_len = r->key_len,
-		.val_len = with_value ? r->val_len : 0,
-		.key = r->data,
-		.value = with_value ? r->data + r->key_len : NULL,
+	    .op = op,
+	    .flags = flags,
+	    .req_id = r->req_id,
+	    .keyhash = r->keyhash,
+	    .version = op == WIRE_OP_PUT ? r->ttl_ms : 0,
+	    .node = node,
+	    .key_len = r->key_len,
+	    .val_len = with_value ? r->val_len : 0,
+	    .key = r->data,
+	    .value = with_value ? r->data + r->key_len : NULL,
 	};
 	int len = wire_encode(&m, a->tx, RX_BUF);
 
 	a->st.sent++;
 	r->sends++;
-	if (len < 0 || sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to,
-			      sizeof(*to)) < 0)
+	if (len < 0 ||
+	    sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
 		a->st.send_errors++; /* the timer treats it as lost */
 }
 
 static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_in *to,
 		      uint16_t node)
 {
-	send_msg(a, r, r->op, r->replica_read ? WIRE_F_REPLICA_READ : 0, node,
-		 r->op == WIRE_OP_PUT, to);
+	send_msg(a, r, r->op, r->replica_read ? WIRE_F_REPLICA_READ : 0, node, r->op == WIRE_OP_PUT,
+		 to);
 }
 
 static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
@@ -545,14 +545,16 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 		     const struct wire_msg *reply, bool from_switch)
 {
 	struct skl_result res = {
-		.op = r->op == WIRE_OP_GET ? SKL_OP_GET : r->op == WIRE_OP_PUT ? SKL_OP_PUT : SKL_OP_DEL,
-		.status = st,
-		.req_id = r->req_id,
-		.key = r->data,
-		.key_len = r->key_len,
-		.sends = r->sends,
-		.invoke_ns = r->invoke_ns,
-		.complete_ns = a->now,
+	    .op = r->op == WIRE_OP_GET	 ? SKL_OP_GET
+		  : r->op == WIRE_OP_PUT ? SKL_OP_PUT
+					 : SKL_OP_DEL,
+	    .status = st,
+	    .req_id = r->req_id,
+	    .key = r->data,
+	    .key_len = r->key_len,
+	    .sends = r->sends,
+	    .invoke_ns = r->invoke_ns,
+	    .complete_ns = a->now,
 	};
 
 	tw_cancel(&a->tw, &r->timer);
@@ -802,8 +804,7 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 	}
 	r = &a->slots[(uint32_t)m.req_id & a->slot_mask];
 	op = m.op & (uint8_t)~WIRE_REPLY;
-	if (!r->in_use || r->req_id != m.req_id || r->phase == PH_DONE ||
-	    r->keyhash != m.keyhash) {
+	if (!r->in_use || r->req_id != m.req_id || r->phase == PH_DONE || r->keyhash != m.keyhash) {
 		a->st.rx_unmatched++; /* re-check answers land here too */
 		return;
 	}
@@ -861,7 +862,8 @@ static int receive(struct skl_agent *a)
 		}
 		n = recvmmsg(a->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0
+											 : -errno;
 		a->now = now_ns();
 		for (int i = 0; i < n; i++)
 			on_datagram(a, iov[i].iov_base, msgs[i].msg_len, &from[i]);
@@ -977,8 +979,8 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	return 0;
 }
 
-int skl_get(struct skl_agent *a, const void *key, size_t key_len,
-	    const struct skl_call_opts *o, skl_callback cb, void *arg)
+int skl_get(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
+	    skl_callback cb, void *arg)
 {
 	return submit(a, WIRE_OP_GET, key, key_len, NULL, 0, o, cb, arg);
 }
@@ -989,8 +991,8 @@ int skl_put(struct skl_agent *a, const void *key, size_t key_len, const void *va
 	return submit(a, WIRE_OP_PUT, key, key_len, value, value_len, o, cb, arg);
 }
 
-int skl_del(struct skl_agent *a, const void *key, size_t key_len,
-	    const struct skl_call_opts *o, skl_callback cb, void *arg)
+int skl_del(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
+	    skl_callback cb, void *arg)
 {
 	return submit(a, WIRE_OP_DEL, key, key_len, NULL, 0, o, cb, arg);
 }

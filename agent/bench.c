@@ -30,7 +30,7 @@
 #include "rng.h"
 #include "workload.h"
 
-#define NODE_IDS 256
+#define NODE_IDS       256
 #define PRELOAD_WINDOW 512
 /* After the run, in-flight operations get this long to finish (they are
  * bounded by their own timeouts anyway). */
@@ -110,28 +110,29 @@ static uint64_t mono_ns(void)
 
 static void bench_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: skewless --config FILE bench [flags]\n"
-		"\n"
-		"  --keys N                 key space key:0..key:N-1 (default 10000)\n"
-		"  --dist D                 uniform | zipf:S | scrambled-zipf:S | hotspot:DATA:OPS\n"
-		"                           (default zipf:0.99)\n"
-		"  --read-ratio R           fraction of GETs, the rest PUTs (default 0.95)\n"
-		"  --ycsb A..F              YCSB core mix (E's scans are issued as reads)\n"
-		"  --value-size B           PUT value bytes (default 64)\n"
-		"  --rate OPS               open loop: Poisson arrivals at OPS per second\n"
-		"  --concurrency N          closed loop: N operations in flight (default 16)\n"
-		"  --duration S             seconds of measured load (default 10)\n"
-		"  --preload                PUT every key first (not measured)\n"
-		"  --dynamic hot-in:T|random:T  move the hot set every T seconds\n"
-		"  --hot-keys K             keys moved per change (default 128)\n"
-		"  --mode M, --consistency C, --timeout MS   agent settings\n"
-		"  --seed N                 workload seed (default: from the clock)\n"
-		"  --json FILE              write the summary as JSON ('-': stdout)\n"
-		"  --history FILE           one JSON line per operation\n"
-		"\n"
-		"Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
-		"error, 78 config error.\n");
+	fprintf(
+	    out,
+	    "usage: skewless --config FILE bench [flags]\n"
+	    "\n"
+	    "  --keys N                 key space key:0..key:N-1 (default 10000)\n"
+	    "  --dist D                 uniform | zipf:S | scrambled-zipf:S | hotspot:DATA:OPS\n"
+	    "                           (default zipf:0.99)\n"
+	    "  --read-ratio R           fraction of GETs, the rest PUTs (default 0.95)\n"
+	    "  --ycsb A..F              YCSB core mix (E's scans are issued as reads)\n"
+	    "  --value-size B           PUT value bytes (default 64)\n"
+	    "  --rate OPS               open loop: Poisson arrivals at OPS per second\n"
+	    "  --concurrency N          closed loop: N operations in flight (default 16)\n"
+	    "  --duration S             seconds of measured load (default 10)\n"
+	    "  --preload                PUT every key first (not measured)\n"
+	    "  --dynamic hot-in:T|random:T  move the hot set every T seconds\n"
+	    "  --hot-keys K             keys moved per change (default 128)\n"
+	    "  --mode M, --consistency C, --timeout MS   agent settings\n"
+	    "  --seed N                 workload seed (default: from the clock)\n"
+	    "  --json FILE              write the summary as JSON ('-': stdout)\n"
+	    "  --history FILE           one JSON line per operation\n"
+	    "\n"
+	    "Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
+	    "error, 78 config error.\n");
 }
 
 /* ---- per-operation bookkeeping ---- */
@@ -283,7 +284,8 @@ static int issue(struct bench *b, struct op_ctx *c)
 		rc = skl_get(b->agent, key, (size_t)klen, NULL, on_done, c);
 	} else {
 		fill_value(b, c->value, c->client);
-		rc = skl_put(b->agent, key, (size_t)klen, c->value, b->value_size, NULL, on_done, c);
+		rc =
+		    skl_put(b->agent, key, (size_t)klen, c->value, b->value_size, NULL, on_done, c);
 	}
 	if (rc)
 		b->submit_errors++;
@@ -359,9 +361,8 @@ static void run_load(struct bench *b)
 	b->t0 = mono_ns();
 	b->end_ns = b->t0 + (uint64_t)(b->duration_s * 1e9);
 	next_arrival = (double)b->t0;
-	next_shift = b->wl.dynamic != WL_STATIC
-			     ? b->t0 + (uint64_t)(b->wl.dynamic_period_s * 1e9)
-			     : UINT64_MAX;
+	next_shift = b->wl.dynamic != WL_STATIC ? b->t0 + (uint64_t)(b->wl.dynamic_period_s * 1e9)
+						: UINT64_MAX;
 	b->measuring = true;
 	for (;;) {
 		uint64_t now = mono_ns();
@@ -418,11 +419,11 @@ static void run_load(struct bench *b)
 
 static json_t *latency_json(const struct hist *h)
 {
-	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "count",
-			 (json_int_t)h->count, "mean", hist_mean(h) / 1e3, "p50",
-			 hist_percentile(h, 50) / 1e3, "p90", hist_percentile(h, 90) / 1e3, "p99",
-			 hist_percentile(h, 99) / 1e3, "p999", hist_percentile(h, 99.9) / 1e3,
-			 "min", h->count ? h->min / 1e3 : 0.0, "max", h->max / 1e3);
+	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "count", (json_int_t)h->count,
+			 "mean", hist_mean(h) / 1e3, "p50", hist_percentile(h, 50) / 1e3, "p90",
+			 hist_percentile(h, 90) / 1e3, "p99", hist_percentile(h, 99) / 1e3, "p999",
+			 hist_percentile(h, 99.9) / 1e3, "min", h->count ? h->min / 1e3 : 0.0,
+			 "max", h->max / 1e3);
 }
 
 /* Load balance over the config's nodes: the busiest node against the mean. */
@@ -473,12 +474,11 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 
 		load_stats(b, s->per_node, &smax, &smean);
 		json_array_append_new(
-			timeline,
-			json_pack("{s:i, s:I, s:I, s:f, s:f, s:o, s:f}", "t", (int)i, "ops",
-				  (json_int_t)s->ops, "errors", (json_int_t)s->errors, "p50_us",
-				  s->p50 / 1e3, "p99_us", s->p99 / 1e3, "per_node",
-				  per_node_json(b, s->per_node), "load_max_over_mean",
-				  smean > 0 ? smax / smean : 0.0));
+		    timeline, json_pack("{s:i, s:I, s:I, s:f, s:f, s:o, s:f}", "t", (int)i, "ops",
+					(json_int_t)s->ops, "errors", (json_int_t)s->errors,
+					"p50_us", s->p50 / 1e3, "p99_us", s->p99 / 1e3, "per_node",
+					per_node_json(b, s->per_node), "load_max_over_mean",
+					smean > 0 ? smax / smean : 0.0));
 	}
 	skl_get_stats(b->agent, &st);
 	for (size_t i = 0; i < skl_counter_count(); i++)
@@ -486,17 +486,18 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 				    json_integer((json_int_t)skl_counter_value(&st, i)));
 	load_stats(b, b->per_node, &max, &mean);
 	root = json_pack(
-		"{s:s, s:s, s:s, s:f, s:I, s:f, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I,"
-		" s:o, s:{s:f, s:f, s:f}, s:o, s:o}",
-		"config", b->config_path, "workload", b->wl.name, "loop",
-		b->rate > 0 ? "open" : "closed", "duration_s", elapsed_s, "ops",
-		(json_int_t)b->completed, "throughput_ops", elapsed_s > 0 ? b->completed / elapsed_s : 0.0,
-		"dist", dist_names[b->wl.dist], "keys", (json_int_t)b->wl.nkeys, "value_size",
-		(json_int_t)b->value_size, "latency_us", latency_json(&b->all), "read_latency_us",
-		latency_json(&b->reads), "write_latency_us", latency_json(&b->writes), "status",
-		statuses, "errors", (json_int_t)errors, "stale_reads", (json_int_t)b->stale,
-		"per_node", per_node_json(b, b->per_node), "load", "max", max, "mean", mean,
-		"max_over_mean", mean > 0 ? max / mean : 0.0, "timeline", timeline, "agent", agent);
+	    "{s:s, s:s, s:s, s:f, s:I, s:f, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I,"
+	    " s:o, s:{s:f, s:f, s:f}, s:o, s:o}",
+	    "config", b->config_path, "workload", b->wl.name, "loop",
+	    b->rate > 0 ? "open" : "closed", "duration_s", elapsed_s, "ops",
+	    (json_int_t)b->completed, "throughput_ops",
+	    elapsed_s > 0 ? b->completed / elapsed_s : 0.0, "dist", dist_names[b->wl.dist], "keys",
+	    (json_int_t)b->wl.nkeys, "value_size", (json_int_t)b->value_size, "latency_us",
+	    latency_json(&b->all), "read_latency_us", latency_json(&b->reads), "write_latency_us",
+	    latency_json(&b->writes), "status", statuses, "errors", (json_int_t)errors,
+	    "stale_reads", (json_int_t)b->stale, "per_node", per_node_json(b, b->per_node), "load",
+	    "max", max, "mean", mean, "max_over_mean", mean > 0 ? max / mean : 0.0, "timeline",
+	    timeline, "agent", agent);
 	json_object_set_new(root, "target_rate", json_real(b->rate));
 	json_object_set_new(root, "concurrency", json_integer(b->rate > 0 ? 0 : b->concurrency));
 	json_object_set_new(root, "zipf_s", json_real(b->wl.zipf_s));
@@ -511,9 +512,9 @@ static void print_text(struct bench *b, json_t *sum)
 	json_t *lat = json_object_get(sum, "latency_us"), *load = json_object_get(sum, "load");
 	double elapsed = json_real_value(json_object_get(sum, "duration_s"));
 
-	printf("skewless bench: %s, %s loop, %.1f s: %llu ops, %.0f ops/s",
-	       b->wl.name, b->rate > 0 ? "open" : "closed", elapsed,
-	       (unsigned long long)b->completed, json_real_value(json_object_get(sum, "throughput_ops")));
+	printf("skewless bench: %s, %s loop, %.1f s: %llu ops, %.0f ops/s", b->wl.name,
+	       b->rate > 0 ? "open" : "closed", elapsed, (unsigned long long)b->completed,
+	       json_real_value(json_object_get(sum, "throughput_ops")));
 	if (b->rate > 0)
 		printf(" (target %.0f/s)", b->rate);
 	printf("\nlatency us: p50 %.1f  p90 %.1f  p99 %.1f  p999 %.1f  max %.1f  mean %.1f\n",
@@ -573,26 +574,26 @@ static int bad(const char *flag, const char *expected, const char *got)
 static int parse_flags(struct bench *b, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"keys", required_argument, NULL, B_KEYS},
-		{"dist", required_argument, NULL, B_DIST},
-		{"read-ratio", required_argument, NULL, B_READ_RATIO},
-		{"ycsb", required_argument, NULL, B_YCSB},
-		{"value-size", required_argument, NULL, B_VALUE_SIZE},
-		{"rate", required_argument, NULL, B_RATE},
-		{"concurrency", required_argument, NULL, B_CONCURRENCY},
-		{"duration", required_argument, NULL, B_DURATION},
-		{"preload", no_argument, NULL, B_PRELOAD},
-		{"dynamic", required_argument, NULL, B_DYNAMIC},
-		{"hot-keys", required_argument, NULL, B_HOT_KEYS},
-		{"mode", required_argument, NULL, B_MODE},
-		{"consistency", required_argument, NULL, B_CONSISTENCY},
-		{"timeout", required_argument, NULL, B_TIMEOUT},
-		{"seed", required_argument, NULL, B_SEED},
-		{"json", required_argument, NULL, B_JSON},
-		{"history", required_argument, NULL, B_HISTORY},
-		{"config", required_argument, NULL, B_CONFIG},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"keys", required_argument, NULL, B_KEYS},
+	    {"dist", required_argument, NULL, B_DIST},
+	    {"read-ratio", required_argument, NULL, B_READ_RATIO},
+	    {"ycsb", required_argument, NULL, B_YCSB},
+	    {"value-size", required_argument, NULL, B_VALUE_SIZE},
+	    {"rate", required_argument, NULL, B_RATE},
+	    {"concurrency", required_argument, NULL, B_CONCURRENCY},
+	    {"duration", required_argument, NULL, B_DURATION},
+	    {"preload", no_argument, NULL, B_PRELOAD},
+	    {"dynamic", required_argument, NULL, B_DYNAMIC},
+	    {"hot-keys", required_argument, NULL, B_HOT_KEYS},
+	    {"mode", required_argument, NULL, B_MODE},
+	    {"consistency", required_argument, NULL, B_CONSISTENCY},
+	    {"timeout", required_argument, NULL, B_TIMEOUT},
+	    {"seed", required_argument, NULL, B_SEED},
+	    {"json", required_argument, NULL, B_JSON},
+	    {"history", required_argument, NULL, B_HISTORY},
+	    {"config", required_argument, NULL, B_CONFIG},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *ycsb = NULL, *dist = NULL;
 	double read_ratio = -1;
@@ -811,9 +812,9 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	}
 	rc = CLI_EXIT_OK;
 	if (b->json_path) {
-		int wrc = !strcmp(b->json_path, "-") ? json_dumpf(sum, stdout, JSON_INDENT(2))
-						     : json_dump_file(sum, b->json_path,
-								      JSON_INDENT(2));
+		int wrc = !strcmp(b->json_path, "-")
+			      ? json_dumpf(sum, stdout, JSON_INDENT(2))
+			      : json_dump_file(sum, b->json_path, JSON_INDENT(2));
 		if (wrc) {
 			fprintf(stderr, "skewless bench: cannot write %s\n", b->json_path);
 			rc = CLI_EXIT_SOFTWARE;

@@ -67,14 +67,14 @@ static void usage(FILE *out)
 enum { OPT_CONSISTENCY = 256, OPT_TIMEOUT, OPT_TTL };
 
 static const struct option common_opts[] = {
-	{"config", required_argument, NULL, 'c'},
-	{"mode", required_argument, NULL, 'm'},
-	{"consistency", required_argument, NULL, OPT_CONSISTENCY},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"json", no_argument, NULL, 'j'},
-	{"help", no_argument, NULL, 'h'},
-	{"ttl", required_argument, NULL, OPT_TTL},
-	{NULL, 0, NULL, 0},
+    {"config", required_argument, NULL, 'c'},
+    {"mode", required_argument, NULL, 'm'},
+    {"consistency", required_argument, NULL, OPT_CONSISTENCY},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {"ttl", required_argument, NULL, OPT_TTL},
+    {NULL, 0, NULL, 0},
 };
 
 static int parse_u32(const char *s, uint32_t max, uint32_t *out)
@@ -98,7 +98,8 @@ static int common_opt(struct cli *cli, int opt, const char *arg)
 		return 1;
 	case 'm':
 		if (skl_mode_parse(arg, &cli->mode)) {
-			fprintf(stderr, "skewless: --mode: expected inpath, hint or direct, got \"%s\"\n",
+			fprintf(stderr,
+				"skewless: --mode: expected inpath, hint or direct, got \"%s\"\n",
 				arg);
 			return -1;
 		}
@@ -106,7 +107,8 @@ static int common_opt(struct cli *cli, int opt, const char *arg)
 	case OPT_CONSISTENCY:
 		if (skl_consistency_parse(arg, &cli->consistency)) {
 			fprintf(stderr,
-				"skewless: --consistency: expected linearizable or relaxed, got \"%s\"\n",
+				"skewless: --consistency: expected linearizable or relaxed, got "
+				"\"%s\"\n",
 				arg);
 			return -1;
 		}
@@ -136,7 +138,8 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		uint64_t hash = keyhash(argv[i], strlen(argv[i]));
 		uint32_t point = keyhash_point(hash);
-		const struct cfg_node *home = cfg_node_by_id(&cli->cfg, ring_home(&cli->ring, hash));
+		const struct cfg_node *home =
+		    cfg_node_by_id(&cli->cfg, ring_home(&cli->ring, hash));
 		char hex[24];
 
 		snprintf(hex, sizeof(hex), "0x%016llx", (unsigned long long)hash);
@@ -144,10 +147,10 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 			char pt[16];
 
 			snprintf(pt, sizeof(pt), "0x%08x", point);
-			json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:i}", "key",
-							     argv[i], "keyhash", hex, "point", pt,
-							     "home", home->name, "home_id",
-							     (int)home->id));
+			json_array_append_new(out,
+					      json_pack("{s:s, s:s, s:s, s:s, s:i}", "key", argv[i],
+							"keyhash", hex, "point", pt, "home",
+							home->name, "home_id", (int)home->id));
 		} else {
 			printf("%s keyhash=%s point=0x%08x home=%s\n", argv[i], hex, point,
 			       home->name);
@@ -169,11 +172,11 @@ static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, c
 	int stale = !!(res->flags & SKL_R_STALE);
 
 	if (cli->json) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "key",
-				      key, "status", skl_status_name(res->status), "version",
-				      (json_int_t)res->version, "node", node, "stale", stale,
-				      "replicated", !!(res->flags & SKL_R_REPLICATED), "sends",
-				      (int)res->sends);
+		json_t *o =
+		    json_pack("{s:s, s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "key", key,
+			      "status", skl_status_name(res->status), "version",
+			      (json_int_t)res->version, "node", node, "stale", stale, "replicated",
+			      !!(res->flags & SKL_R_REPLICATED), "sends", (int)res->sends);
 
 		if (res->op == SKL_OP_GET && (res->status == SKL_OK))
 			json_object_set_new(o, "value", json_stringn_nocheck(res->value, shown));
@@ -229,8 +232,7 @@ static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int a
 		free(buf);
 		return CLI_EXIT_SOFTWARE;
 	}
-	rc = print_result(cli, a, cmd, argv[0], &res,
-			  res.value_len < cap ? res.value_len : cap);
+	rc = print_result(cli, a, cmd, argv[0], &res, res.value_len < cap ? res.value_len : cap);
 	free(buf);
 	return rc;
 }
@@ -280,8 +282,7 @@ int main(int argc, char **argv)
 		char **sub_argv = argv + optind;
 
 		optind = 0; /* 0, not 1: glibc re-initialises its scanner */
-		while ((opt = getopt_long(sub_argc, sub_argv, "c:m:jh", common_opts, NULL)) !=
-		       -1) {
+		while ((opt = getopt_long(sub_argc, sub_argv, "c:m:jh", common_opts, NULL)) != -1) {
 			if (opt == 'h') {
 				usage(stdout);
 				return CLI_EXIT_OK;
@@ -289,7 +290,8 @@ int main(int argc, char **argv)
 			if (opt == OPT_TTL && !strcmp(cmd, "put")) {
 				if (parse_u32(optarg, UINT32_MAX, &ttl_ms)) {
 					fprintf(stderr,
-						"skewless put: --ttl: expected milliseconds, got \"%s\"\n",
+						"skewless put: --ttl: expected milliseconds, got "
+						"\"%s\"\n",
 						optarg);
 					return CLI_EXIT_USAGE;
 				}

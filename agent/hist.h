@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #define HIST_SUB_BITS 7
-#define HIST_SUB (1u << HIST_SUB_BITS)
-#define HIST_HALF (HIST_SUB / 2)
-#define HIST_BUCKETS (HIST_SUB + (64 - HIST_SUB_BITS) * HIST_HALF)
+#define HIST_SUB      (1u << HIST_SUB_BITS)
+#define HIST_HALF     (HIST_SUB / 2)
+#define HIST_BUCKETS  (HIST_SUB + (64 - HIST_SUB_BITS) * HIST_HALF)
 
 struct hist {
 	uint64_t count;

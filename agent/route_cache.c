@@ -7,8 +7,8 @@
 
 #include "route_cache.h"
 
-#define RC_NIL UINT32_MAX
-#define RC_ROWS 4
+#define RC_NIL	       UINT32_MAX
+#define RC_ROWS	       4
 #define RC_COUNTER_MAX 15
 
 /* Row r's column for keyhash: four independent multiplicative hashes. */
@@ -76,8 +76,8 @@ void rc_record(struct route_cache *rc, uint64_t keyhash)
 	if (!rc->sketch)
 		return;
 	for (int r = 0; r < RC_ROWS; r++) {
-		uint8_t *c = &rc->sketch[(size_t)r * (rc->sketch_mask + 1) +
-					 sketch_index(rc, keyhash, r)];
+		uint8_t *c =
+		    &rc->sketch[(size_t)r * (rc->sketch_mask + 1) + sketch_index(rc, keyhash, r)];
 		if (*c < RC_COUNTER_MAX)
 			(*c)++;
 	}
@@ -98,8 +98,8 @@ uint32_t rc_frequency(const struct route_cache *rc, uint64_t keyhash)
 	if (!rc->sketch)
 		return 0;
 	for (int r = 0; r < RC_ROWS; r++) {
-		uint8_t c = rc->sketch[(size_t)r * (rc->sketch_mask + 1) +
-				       sketch_index(rc, keyhash, r)];
+		uint8_t c =
+		    rc->sketch[(size_t)r * (rc->sketch_mask + 1) + sketch_index(rc, keyhash, r)];
 		if (c < best)
 			best = c;
 	}

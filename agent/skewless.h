@@ -45,23 +45,23 @@ struct skl_agent;
  * Final status of a request. 0..7 are the wire status codes the cluster
  * answers with (docs/protocol.md); the rest are decided by the agent.
  */
-#define SKL_STATUSES(X)                                                                    \
-	X(SKL_OK, 0, "OK")                                                                 \
-	X(SKL_NOT_FOUND, 1, "NOT_FOUND")                                                   \
-	X(SKL_MOVED, 2, "MOVED")             /* still MOVED after the one resend */          \
-	X(SKL_TOO_LARGE, 3, "TOO_LARGE")                                                   \
-	X(SKL_BAD_REQUEST, 4, "BAD_REQUEST")                                               \
-	X(SKL_UNAVAILABLE, 5, "UNAVAILABLE") /* no node able to serve it answered */         \
-	X(SKL_OVERLOADED, 6, "OVERLOADED")                                                 \
-	X(SKL_INTERNAL, 7, "INTERNAL")                                                     \
-	X(SKL_TIMEOUT, 8, "TIMEOUT")     /* the switch did not answer, retries used up */    \
+#define SKL_STATUSES(X)                                                                            \
+	X(SKL_OK, 0, "OK")                                                                         \
+	X(SKL_NOT_FOUND, 1, "NOT_FOUND")                                                           \
+	X(SKL_MOVED, 2, "MOVED") /* still MOVED after the one resend */                            \
+	X(SKL_TOO_LARGE, 3, "TOO_LARGE")                                                           \
+	X(SKL_BAD_REQUEST, 4, "BAD_REQUEST")                                                       \
+	X(SKL_UNAVAILABLE, 5, "UNAVAILABLE") /* no node able to serve it answered */               \
+	X(SKL_OVERLOADED, 6, "OVERLOADED")                                                         \
+	X(SKL_INTERNAL, 7, "INTERNAL")                                                             \
+	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* the switch did not answer, retries used up */          \
 	X(SKL_CANCELLED, 9, "CANCELLED") /* the agent was closed first */
 
 enum skl_status {
 #define X(name, value, str) name = value,
 	SKL_STATUSES(X)
 #undef X
-	SKL_STATUS_COUNT
+	    SKL_STATUS_COUNT
 };
 
 enum skl_op { SKL_OP_GET, SKL_OP_PUT, SKL_OP_DEL };
@@ -71,20 +71,20 @@ enum skl_mode { SKL_MODE_CONFIG, SKL_MODE_INPATH, SKL_MODE_HINT, SKL_MODE_DIRECT
 enum skl_consistency { SKL_CONSISTENCY_CONFIG, SKL_LINEARIZABLE, SKL_RELAXED };
 
 /* skl_result.flags */
-#define SKL_R_STALE 0x1	     /* relaxed read from a probed copy: possibly stale */
+#define SKL_R_STALE	 0x1 /* relaxed read from a probed copy: possibly stale */
 #define SKL_R_REPLICATED 0x2 /* the key is in the switch's directory */
-#define SKL_R_REPLICA 0x4    /* served from a replica copy (REPLICA_READ) */
-#define SKL_R_DIRECT 0x8     /* answered by a node directly, not through the switch */
+#define SKL_R_REPLICA	 0x4 /* served from a replica copy (REPLICA_READ) */
+#define SKL_R_DIRECT	 0x8 /* answered by a node directly, not through the switch */
 
 /* What a callback gets. Pointers are valid only during the callback. */
 struct skl_result {
 	enum skl_op op;
 	enum skl_status status;
-	uint32_t flags;	 /* SKL_R_* */
-	uint64_t req_id; /* agent id << 32 | sequence */
+	uint32_t flags;	  /* SKL_R_* */
+	uint64_t req_id;  /* agent id << 32 | sequence */
 	uint64_t version; /* the object's version (GET), or the one written (PUT/DEL) */
-	uint16_t node;	 /* served-by node id; 0 when no node answered */
-	uint16_t load;	 /* that node's load, piggybacked on the reply */
+	uint16_t node;	  /* served-by node id; 0 when no node answered */
+	uint16_t load;	  /* that node's load, piggybacked on the reply */
 	const void *key;
 	size_t key_len;
 	const void *value; /* GET: the value read; PUT: the value written; else NULL */
@@ -104,11 +104,11 @@ struct skl_call_opts {
 
 /* Creation options; a zeroed struct (or NULL) takes everything from the config. */
 struct skl_options {
-	uint32_t agent_id;	  /* upper 32 bits of every req_id; 0: random */
+	uint32_t agent_id; /* upper 32 bits of every req_id; 0: random */
 	enum skl_mode mode;
 	enum skl_consistency consistency;
-	uint32_t timeout_ms;	  /* 0: config */
-	uint32_t retries;	  /* used only when retries_set: 0 is a valid count */
+	uint32_t timeout_ms; /* 0: config */
+	uint32_t retries;    /* used only when retries_set: 0 is a valid count */
 	int retries_set;
 	uint32_t switch_failures; /* 0: config */
 	uint32_t recheck_ms;	  /* 0: config */
@@ -153,12 +153,12 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
  * skl_poll() (never from inside the submit call). Returns 0, -EINVAL (bad key
  * or value length), -EBUSY (max_inflight requests already in flight) or -ENOMEM.
  */
-int skl_get(struct skl_agent *a, const void *key, size_t key_len,
-	    const struct skl_call_opts *o, skl_callback cb, void *arg);
+int skl_get(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
+	    skl_callback cb, void *arg);
 int skl_put(struct skl_agent *a, const void *key, size_t key_len, const void *value,
 	    size_t value_len, const struct skl_call_opts *o, skl_callback cb, void *arg);
-int skl_del(struct skl_agent *a, const void *key, size_t key_len,
-	    const struct skl_call_opts *o, skl_callback cb, void *arg);
+int skl_del(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
+	    skl_callback cb, void *arg);
 
 /*
  * Receive replies, fire expired timers and due re-checks, and call callbacks.
@@ -190,26 +190,26 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 		 const struct skl_call_opts *o, struct skl_result *res);
 
 /* Counters, VPP-style: X(field, description). */
-#define SKL_COUNTERS(X)                                                                    \
-	X(submitted, "requests submitted")                                                \
-	X(completed, "requests completed")                                                \
-	X(sent, "datagrams sent (requests, HINTs, PROBEs, re-checks)")                    \
-	X(send_errors, "sendto() failures (counted as lost)")                             \
-	X(retries, "requests resent after a timeout")                                     \
-	X(timeouts, "attempts that timed out")                                            \
-	X(replies, "replies matched to a request")                                        \
-	X(rx_bad, "datagrams that failed validation")                                     \
-	X(rx_unmatched, "replies for no request in flight (late or foreign)")             \
-	X(moved, "MOVED replies")                                                         \
-	X(ring_reloads, "ring views rebuilt after MOVED")                                 \
-	X(switch_down, "times a switch was given up after consecutive timeouts")          \
-	X(switch_back, "times a re-checked switch answered and took traffic again")       \
-	X(rechecks, "re-check datagrams sent to switches that were given up")             \
-	X(node_down, "times a node was marked unresponsive")                              \
-	X(fail_fast, "linearizable requests failed at once: home marked unresponsive")    \
-	X(hints, "HINT requests sent")                                                    \
-	X(cache_hits, "reads routed from the route cache")                                \
-	X(probes, "PROBE datagrams sent")                                                 \
+#define SKL_COUNTERS(X)                                                                            \
+	X(submitted, "requests submitted")                                                         \
+	X(completed, "requests completed")                                                         \
+	X(sent, "datagrams sent (requests, HINTs, PROBEs, re-checks)")                             \
+	X(send_errors, "sendto() failures (counted as lost)")                                      \
+	X(retries, "requests resent after a timeout")                                              \
+	X(timeouts, "attempts that timed out")                                                     \
+	X(replies, "replies matched to a request")                                                 \
+	X(rx_bad, "datagrams that failed validation")                                              \
+	X(rx_unmatched, "replies for no request in flight (late or foreign)")                      \
+	X(moved, "MOVED replies")                                                                  \
+	X(ring_reloads, "ring views rebuilt after MOVED")                                          \
+	X(switch_down, "times a switch was given up after consecutive timeouts")                   \
+	X(switch_back, "times a re-checked switch answered and took traffic again")                \
+	X(rechecks, "re-check datagrams sent to switches that were given up")                      \
+	X(node_down, "times a node was marked unresponsive")                                       \
+	X(fail_fast, "linearizable requests failed at once: home marked unresponsive")             \
+	X(hints, "HINT requests sent")                                                             \
+	X(cache_hits, "reads routed from the route cache")                                         \
+	X(probes, "PROBE datagrams sent")                                                          \
 	X(stale_reads, "relaxed reads answered from a probed copy")
 
 struct skl_stats {

@@ -24,7 +24,7 @@ struct workload {
 	uint64_t inserted; /* keys inserted since (YCSB D/E) */
 	enum wl_dist dist;
 	double zipf_s;
-	double hot_data, hot_ops; /* hotspot: fraction of keys, fraction of ops */
+	double hot_data, hot_ops;	  /* hotspot: fraction of keys, fraction of ops */
 	double read, update, insert, rmw; /* op mix, summing to 1 */
 	enum wl_dynamic dynamic;
 	double dynamic_period_s;

@@ -248,7 +248,8 @@ static struct skl_agent *make_agent(struct fake *sw, struct fake **nodes, int nn
 
 	for (int i = 0; i < nn; i++) {
 		snprintf(names[i], sizeof(names[i]), "n%u", nodes[i]->id);
-		na[i] = (struct skl_node_addr){nodes[i]->id, names[i], LOCALHOST, nodes[i]->port, 1};
+		na[i] =
+		    (struct skl_node_addr){nodes[i]->id, names[i], LOCALHOST, nodes[i]->port, 1};
 	}
 	ck_assert_int_eq(skl_create_addrs(sw ? &swaddr : NULL, sw ? 1 : 0, na, (size_t)nn, opt, &a),
 			 0);
@@ -289,8 +290,10 @@ static void count_ok(void *arg, const struct skl_result *res)
 START_TEST(ten_thousand_in_flight_unique_req_ids)
 {
 	struct fake *n1 = fake_new(1, FAKE_HOLD);
-	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .timeout_ms = 10000,
-				  .max_inflight = 10000, .agent_id = 0xabcd};
+	struct skl_options opt = {.mode = SKL_MODE_DIRECT,
+				  .timeout_ms = 10000,
+				  .max_inflight = 10000,
+				  .agent_id = 0xabcd};
 	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
 	char key[32];
 	uint64_t end;
@@ -408,8 +411,11 @@ START_TEST(timeout_and_retry_counts)
 {
 	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_ANSWER);
 	struct fake *all[] = {sw, n1};
-	struct skl_options opt = {.mode = SKL_MODE_INPATH, .timeout_ms = 20, .retries = 2,
-				  .retries_set = 1, .switch_failures = 100};
+	struct skl_options opt = {.mode = SKL_MODE_INPATH,
+				  .timeout_ms = 20,
+				  .retries = 2,
+				  .retries_set = 1,
+				  .switch_failures = 100};
 	struct skl_agent *a = make_agent(sw, &n1, 1, &opt);
 	struct outcome o;
 	uint64_t t0 = mono_ms();
@@ -444,8 +450,8 @@ START_TEST(fallback_linearizable_and_recheck)
 {
 	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_ANSWER);
 	struct fake *all[] = {sw, n1};
-	struct skl_options opt = {.mode = SKL_MODE_INPATH, .timeout_ms = 20, .switch_failures = 2,
-				  .recheck_ms = 100};
+	struct skl_options opt = {
+	    .mode = SKL_MODE_INPATH, .timeout_ms = 20, .switch_failures = 2, .recheck_ms = 100};
 	struct skl_agent *a = make_agent(sw, &n1, 1, &opt);
 	struct outcome o;
 	uint64_t t0, end;
@@ -518,8 +524,8 @@ START_TEST(relaxed_probe_reads_highest_version)
 	struct fake *n1 = fake_new(1, FAKE_SILENT), *n2 = fake_new(2, FAKE_ANSWER),
 		    *n3 = fake_new(3, FAKE_ANSWER);
 	struct fake *nodes[] = {n1, n2, n3};
-	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .consistency = SKL_RELAXED,
-				  .timeout_ms = 20};
+	struct skl_options opt = {
+	    .mode = SKL_MODE_DIRECT, .consistency = SKL_RELAXED, .timeout_ms = 20};
 	struct skl_agent *a = make_agent(NULL, nodes, 3, &opt);
 	struct skl_call_opts lin = {.consistency = SKL_LINEARIZABLE};
 	struct outcome o;

@@ -68,7 +68,8 @@ static void write_config_to(const char *path, int n, const int *weights, const c
 		fprintf(f,
 			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
 			"\"weight\":%d,\"data_dir\":\"%s/n%d\"}",
-			i > 1 ? "," : "", i, i, base_port + i, weights ? weights[i - 1] : 1, dir, i);
+			i > 1 ? "," : "", i, i, base_port + i, weights ? weights[i - 1] : 1, dir,
+			i);
 	fprintf(f,
 		"],\n\"node\":{\"durability\":\"async\",\"queue_depth\":16384},\n"
 		"\"agent\":{%s}}\n",
@@ -123,7 +124,8 @@ static void start_node(int id)
 			if (skl_home(a, key, strlen(key)) == id)
 				break;
 		}
-		ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
+		ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res),
+				 0);
 		skl_close(a);
 		if (res.status == SKL_OK || res.status == SKL_NOT_FOUND)
 			return;
@@ -207,8 +209,8 @@ static bool file_has(const char *name, const char *needle)
 	return system(cmd) == 0;
 }
 
-static const char *key_homed_at(struct skl_agent *a, uint16_t home, const char *prefix,
-				char *buf, size_t cap)
+static const char *key_homed_at(struct skl_agent *a, uint16_t home, const char *prefix, char *buf,
+				size_t cap)
 {
 	for (int i = 0; i < 100000; i++) {
 		snprintf(buf, cap, "%s:%d", prefix, i);
@@ -311,8 +313,8 @@ static void count(void *arg, const struct skl_result *res)
 {
 	const char *want = arg;
 
-	if (res->status == SKL_OK &&
-	    (!want || (res->value_len == strlen(want) && !memcmp(res->value, want, res->value_len))))
+	if (res->status == SKL_OK && (!want || (res->value_len == strlen(want) &&
+						!memcmp(res->value, want, res->value_len))))
 		done_ok++;
 	else
 		done_other++;
@@ -335,11 +337,10 @@ START_TEST(ten_thousand_in_flight)
 		for (int i = 0; i < 10000; i++) {
 			int klen = snprintf(key, sizeof(key), "bulk:%d", i);
 
-			ck_assert_int_eq(round == 0 ? skl_put(a, key, (size_t)klen, "v", 1, NULL,
-							      count, NULL)
-						    : skl_get(a, key, (size_t)klen, NULL, count,
-							      (void *)"v"),
-					 0);
+			ck_assert_int_eq(
+			    round == 0 ? skl_put(a, key, (size_t)klen, "v", 1, NULL, count, NULL)
+				       : skl_get(a, key, (size_t)klen, NULL, count, (void *)"v"),
+			    0);
 		}
 		ck_assert_uint_eq(skl_inflight(a), 10000);
 		end = now_ms() + 30000;
@@ -498,7 +499,8 @@ START_TEST(bench_runs)
 
 		ck_assert_ptr_nonnull(h);
 		if (lines == 0) {
-			const char *fields[] = {"client", "op", "key", "value", "version", "status",
+			const char *fields[] = {"client",    "op",	    "key",
+						"value",     "version",	    "status",
 						"invoke_ns", "complete_ns", "node"};
 
 			for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)

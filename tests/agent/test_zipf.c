@@ -80,8 +80,8 @@ static void check_zipf(uint64_t nkeys, double s, uint64_t seed)
 	int df;
 	double top, chi2 = chi_square(nkeys, s, 1000000, seed, &df, &top);
 
-	ck_assert_msg(top < 5, "zipf(%lu, %g): a top-10 rank is %.1f sigma off", (unsigned long)nkeys,
-		      s, top);
+	ck_assert_msg(top < 5, "zipf(%lu, %g): a top-10 rank is %.1f sigma off",
+		      (unsigned long)nkeys, s, top);
 	ck_assert_msg(chi2 < chi2_critical(df), "zipf(%lu, %g): chi2 %.1f with %d df (crit %.1f)",
 		      (unsigned long)nkeys, s, chi2, df, chi2_critical(df));
 }
