@@ -47,6 +47,7 @@
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
+	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
 	X(put)		     /* PUTs applied */                                                    \
 	X(del)		     /* DELs served */                                                     \
 	X(probe)	     /* PROBEs served */                                                   \

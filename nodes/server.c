@@ -421,6 +421,17 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		store_failed(n, rep, rc);
 		return;
 	}
+	if (rc == 0 && cf == STORE_REPLICA) {
+		/*
+		 * No copy here (never replicated, or dropped by UNREPLICATE): "not
+		 * found" would be a lie about a key that may well exist. Send the
+		 * reader to the home, which always holds the latest version.
+		 */
+		node_count(n, NODE_CTR_replica_miss);
+		rep->status = WIRE_ST_MOVED;
+		rep->node = ring_home(&n->ring, m->keyhash);
+		return;
+	}
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
 		return;

@@ -333,9 +333,10 @@ START_TEST(data_ops_and_moved)
 	r = req(1, WIRE_OP_PUT, k2, "x", 1, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(r.node, 2);
-	/* With REPLICA_READ it is served from the (empty) replica family instead. */
+	/* With REPLICA_READ it is served from the replica family; with no copy there, MOVED. */
 	r = req(1, WIRE_OP_GET, k2, NULL, 0, 0, WIRE_F_REPLICA_READ);
-	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(r.node, 2);
 
 	/* TOO_LARGE: a value over max_value. */
 	static uint8_t big[2000];
@@ -426,7 +427,7 @@ START_TEST(replication)
 	ck_assert_int_ne(
 	    switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)) == 0 && ack.node == 2, 1);
 	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
-	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED); /* no copy at n2: go to the home */
 
 	/* REPLICATE(v): n1 pushes RC_REQ to n2, n2 acks the switch. */
 	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
@@ -472,8 +473,8 @@ START_TEST(replication)
 	r = req(2, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
-	ck_assert_uint_eq(r.status, WIRE_ST_NOT_FOUND);
-	ck_assert_uint_eq(r.version, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(r.node, 1);
 	/* The owned copy at the home was never touched. */
 	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
