@@ -127,9 +127,8 @@ static const char *node_name(const struct sw *sw, uint16_t id)
 
 static json_t *cmd_stats(struct sw *sw)
 {
-	json_t *o = json_pack("{s:b, s:s, s:I, s:s, s:I}", "ok", 1, "switch", sw->self->name,
-			      (json_int_t)sw->self->id, "role", sw->inline_mode ? "inline" : "one-arm",
-			      (json_int_t)sw->tsc_hz);
+	json_t *o = json_pack("{s:b, s:s, s:I, s:s}", "ok", 1, "switch", sw->self->name, "id",
+			      (json_int_t)sw->self->id, "role", sw->inline_mode ? "inline" : "one-arm");
 	json_t *cnt = json_object(), *drops = json_object(), *ports = json_array();
 	json_t *workers = json_array();
 

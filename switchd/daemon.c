@@ -99,6 +99,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	memcpy(sw->mac, self->mac, 6);
 	sw->svc_port = cfg->service.port;
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;
+	sw->close_ports = opts && opts->close_ports;
 	sw->idle_sleep_us = opts && opts->idle_sleep_us >= 0 ? (uint32_t)opts->idle_sleep_us
 							     : self->idle_sleep_us;
 	sw->idle_polls = self->idle_polls ? self->idle_polls : 256;
@@ -184,11 +185,13 @@ void sw_fini(struct sw *sw)
 	rte_ring_free(sw->arp_ring);
 	rte_ring_free(sw->log_ring);
 	cdt_free(sw->cdt);
+	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */
+	rte_mempool_free(sw->pool);
+	sw->pool = NULL;
 	rte_free(sw->l2);
 	rte_free(sw->qsbr);
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		rte_free(sw->workers[i]);
-	/* The mbuf pool stays: ports that are not closed may still refer to it. */
 	ring_free(&sw->ring);
 	pthread_mutex_destroy(&sw->tel_lock);
 }
@@ -216,10 +219,12 @@ uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counte
 void sw_send_arp_request(struct sw *sw, uint32_t ip)
 {
 	for (uint16_t p = 0; p < sw->nports; p++) {
-		struct rte_mbuf *m = rte_pktmbuf_alloc(sw->pool);
+		struct rte_mbuf *m = sw->ports[p].ctl_tx ? rte_pktmbuf_alloc(sw->pool) : NULL;
 		struct rte_ether_hdr *eth;
 		struct rte_arp_hdr *arp;
 
+		if (!sw->ports[p].ctl_tx)
+			continue;
 		if (!m) {
 			sw->ctl_counters[SW_CNT_DROP_NO_MBUF]++;
 			return;

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *switch_name = NULL;
-	struct sw_opts so = {.idle_sleep_us = -1};
+	struct sw_opts so = {.idle_sleep_us = -1, .close_ports = true};
 	static struct cfg cfg;
 	static struct sw sw;
 	const struct cfg_switch *self;
@@ -143,13 +143,7 @@ int main(int argc, char **argv)
 	while (!stop_requested)
 		sw_control_poll(&sw, 10);
 	fprintf(stderr, "skewless-switchd: stopping\n");
-	uint16_t port_ids[CFG_MAX_PORTS], nports = sw.nports;
-
-	for (uint16_t p = 0; p < nports; p++)
-		port_ids[p] = sw.ports[p].port_id;
 	sw_fini(&sw);
-	for (uint16_t p = 0; p < nports; p++)
-		rte_eth_dev_close(port_ids[p]);
 	rte_eal_cleanup();
 	return 0;
 }

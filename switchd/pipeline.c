@@ -436,9 +436,12 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 	return e;
 }
 
-/* The node a read of this key goes to now; home when not in the directory. */
+/*
+ * The node a read of this key goes to now; home when not in the directory or
+ * no replica is alive. *completed gets the version of the same state snapshot.
+ */
 static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *e,
-				   uint16_t home, struct sel_trace *trace)
+				   uint16_t home, struct sel_trace *trace, uint64_t *completed)
 {
 	const struct cdt_state *st;
 	uint16_t t;
@@ -446,6 +449,8 @@ static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *
 	if (!e)
 		return home;
 	st = cdt_entry_state(e);
+	if (completed)
+		*completed = st->completed;
 	t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng, trace);
 	return t == SEL_NONE ? home : t;
 }
@@ -491,7 +496,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 
 	CNT(w, SW_CNT_REQUESTS);
 	e = entry_for(w, e, msg);
-	target = is_read ? read_target(w, e, home, tr) : home;
+	target = is_read ? read_target(w, e, home, tr, NULL) : home;
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, is_read && e ? tr : NULL);
 	if (!scores_alive(&sw->scores, target)) {
@@ -647,9 +652,7 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
-	target = read_target(w, e, home, NULL);
-	if (e)
-		version = cdt_entry_state(e)->completed;
+	target = read_target(w, e, home, NULL, &version);
 	CNT(w, SW_CNT_HINTS);
 	answer(w, p, in_port,
 	       scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE, target,

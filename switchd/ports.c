@@ -78,12 +78,18 @@ static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err,
 		return -1;
 	}
 	sp->nrxq = (uint16_t)RTE_MIN(sw->nworkers, info.max_rx_queues);
-	sp->ntxq = (uint16_t)(sw->nworkers + 1);
-	if (sp->nrxq == 0 || info.max_tx_queues < sp->ntxq) {
+	/*
+	 * One TX queue per worker, plus one for the control thread where the
+	 * device has it (net_pcap has one per tx_pcap): without it the control
+	 * thread sends nothing on that port (it never shares a worker's queue).
+	 */
+	sp->ntxq = (uint16_t)RTE_MIN(sw->nworkers + 1u, info.max_tx_queues);
+	sp->ctl_tx = sp->ntxq > sw->nworkers;
+	if (sp->nrxq == 0 || sp->ntxq < sw->nworkers) {
 		snprintf(err, errlen,
-			 "port %s: needs %u TX queues (one per lcore) and 1 RX queue; %s has %u TX, "
-			 "%u RX",
-			 cp->name, sp->ntxq, sp->dev, info.max_tx_queues, info.max_rx_queues);
+			 "port %s: needs %u TX queues (one per worker lcore) and 1 RX queue; %s "
+			 "has %u TX, %u RX",
+			 cp->name, sw->nworkers, sp->dev, info.max_tx_queues, info.max_rx_queues);
 		return -1;
 	}
 	memset(&conf, 0, sizeof(conf));
@@ -177,6 +183,8 @@ void ports_fini(struct sw *sw)
 {
 	for (uint16_t i = 0; i < sw->nports; i++) {
 		rte_eth_dev_stop(sw->ports[i].port_id);
+		if (sw->close_ports)
+			rte_eth_dev_close(sw->ports[i].port_id);
 	}
 	for (uint16_t wi = 0; wi < sw->nworkers; wi++)
 		for (uint16_t p = 0; p < sw->nports; p++) {

@@ -73,6 +73,7 @@ struct sw_port {
 	uint16_t nrxq, ntxq;
 	uint16_t mtu;
 	bool promiscuous;
+	bool ctl_tx; /* the control thread has TX queue nworkers here */
 	struct rte_ether_addr mac; /* the device's own MAC */
 };
 
@@ -94,6 +95,7 @@ struct sw_opts {
 	const char *socket_path; /* NULL: from the config; "" : no control socket */
 	bool no_telemetry;
 	uint32_t mac_age_s; /* 0: 300 */
+	bool close_ports;   /* sw_fini closes the ports (the daemon); tests reuse theirs */
 };
 
 struct ctl;
@@ -107,6 +109,7 @@ struct sw {
 	uint16_t svc_port; /* host order */
 	uint8_t mac[6];	   /* the VIP's MAC: source of everything the switch sends */
 	bool inline_mode;
+	bool close_ports;
 
 	uint16_t nports;
 	struct sw_port ports[CFG_MAX_PORTS];
