@@ -32,8 +32,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 		"${missing[@]}" >/dev/null
 fi
 
-[ -f build/build.ninja ] || meson setup build --buildtype=release
-[ -f build-asan/build.ninja ] ||
-	meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+# --reconfigure picks up components that appeared since the last setup.
+if [ -f build/build.ninja ]; then meson setup --reconfigure build >/dev/null; else meson setup build --buildtype=release; fi
+if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan >/dev/null; else
+	meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false; fi
 ninja -C build
 ninja -C build-asan
