@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -22,6 +23,7 @@
 #include <rte_udp.h>
 
 #include "ctl.h"
+#include "health.h"
 #include "keyhash.h"
 #include "switchd.h"
 
@@ -30,6 +32,14 @@
 #define SW_ARP_RETRY_MS 100   /* at most one ARP per address bucket per 100 ms */
 #define SW_NODE_ARP_MS 1000   /* re-ARP nodes the switch cannot reach, every second */
 #define SW_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static unsigned sw_seq; /* distinguishes DPDK object names of successive switches */
 
@@ -130,6 +140,11 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
 	scores_init(&sw->scores, cfg);
+	sw->no_digest_timeout = opts && opts->no_digest_timeout;
+	sw->dig = calloc(1, sizeof(*sw->dig));
+	if (!sw->dig || dig_table_init(sw->dig, &cfg->digest) != 0 ||
+	    dig_table_track_all(sw->dig, cfg, now_us()) != 0)
+		return fail(err, errlen, "cannot create the health table%s", "");
 	sw->l2 = rte_zmalloc("l2", sizeof(*sw->l2), RTE_CACHE_LINE_SIZE);
 	if (!sw->l2)
 		return fail(err, errlen, "out of memory for the L2 tables%s", "");
@@ -189,6 +204,8 @@ void sw_fini(struct sw *sw)
 	rte_mempool_free(sw->pool);
 	sw->pool = NULL;
 	rte_free(sw->l2);
+	free(sw->dig);
+	sw->dig = NULL;
 	rte_free(sw->qsbr);
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		rte_free(sw->workers[i]);
@@ -267,47 +284,50 @@ static void arp_for(struct sw *sw, uint32_t ip, uint64_t now)
 
 /* ---- Digests and failure detection. --------------------------------------------------- */
 
-/* The wire payload of a DIGEST frame the fast path validated; NULL if it is not there. */
-static int digest_msg(struct rte_mbuf *m, struct wire_msg *msg)
+/* The UDP payload of a DIGEST frame the fast path already validated. */
+static const uint8_t *digest_payload(struct rte_mbuf *m, size_t *len)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((uint8_t *)ip + rte_ipv4_hdr_len(ip));
 
-	return wire_decode(udp + 1, rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp), msg) ==
-			       WIRE_OK
-		       ? 0
-		       : -1;
+	*len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp);
+	return (const uint8_t *)(udp + 1);
 }
 
-static void take_digests(struct sw *sw, uint64_t now)
+/*
+ * Digests (from the workers' ring) into the health table, failure detection,
+ * then the fast path's view: health and alive per node. The control thread is
+ * the only writer of both tables.
+ */
+static void take_digests(struct sw *sw)
 {
+	uint64_t now = now_us();
 	struct rte_mbuf *m;
-	struct wire_msg msg;
 
 	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
-		if (digest_msg(m, &msg) == 0 && msg.node && msg.node <= CFG_MAX_NODES &&
-		    sw->scores.state[msg.node] != SCORES_UNTRACKED) {
-			/* In-flight-only scores until digest/ lands: a digest says "alive". */
-			sw->digest_last_tsc[msg.node] = now;
-			if (sw->scores.state[msg.node] != SCORES_UP)
-				scores_set(&sw->scores, msg.node, sw->scores.health[msg.node]
-									  ? sw->scores.health[msg.node]
-									  : 100,
-					   SCORES_UP);
+		size_t len;
+		const uint8_t *p = digest_payload(m, &len);
+
+		if (dig_table_receive_datagram(sw->dig, p, len, now) == 0)
 			sw->digests_received++;
-		}
 		rte_pktmbuf_free(m);
 	}
-	/* A node heard from, then silent for down_after_intervals intervals, is down. */
-	uint64_t silent = sw->tsc_hz / 1000 * sw->cfg->digest.interval_ms *
-			  sw->cfg->digest.down_after_intervals;
-
+	if (!sw->no_digest_timeout)
+		dig_table_tick(sw->dig, now);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
+		enum scores_state st;
+		uint8_t health = dig_health(sw->dig, id);
 
-		if (sw->scores.state[id] == SCORES_UP && now - sw->digest_last_tsc[id] > silent)
-			scores_set(&sw->scores, id, 0, SCORES_DOWN);
+		if (!dig_alive(sw->dig, id))
+			st = SCORES_DOWN;
+		else if (sw->dig->node[id].received == 0)
+			st = SCORES_UNKNOWN; /* tracked, no digest yet: routed to, health 100 */
+		else
+			st = SCORES_UP;
+		if (sw->scores.state[id] != st || sw->scores.health[id] != health)
+			scores_set(&sw->scores, id, health, st);
 	}
 }
 
@@ -377,7 +397,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 	uint32_t ip;
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
-	take_digests(sw, now);
+	take_digests(sw);
 	take_logs(sw);
 	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)
 		arp_for(sw, ip, now);

@@ -35,7 +35,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: skewless-switchd [EAL args] -- --config FILE --switch ID|NAME "
-		   "[--idle-sleep-us N] [--socket PATH]\n");
+		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout]\n");
 }
 
 static int die(const char *msg)
@@ -52,6 +52,7 @@ int main(int argc, char **argv)
 		{"switch", required_argument, NULL, 's'},
 		{"idle-sleep-us", required_argument, NULL, 'i'},
 		{"socket", required_argument, NULL, 'S'},
+		{"no-digest-timeout", no_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -90,6 +91,9 @@ int main(int argc, char **argv)
 		}
 		case 'S':
 			so.socket_path = optarg;
+			break;
+		case 'D':
+			so.no_digest_timeout = true;
 			break;
 		case 'h':
 			usage(stdout);

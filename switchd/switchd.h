@@ -96,9 +96,11 @@ struct sw_opts {
 	bool no_telemetry;
 	uint32_t mac_age_s; /* 0: 300 */
 	bool close_ports;   /* sw_fini closes the ports (the daemon); tests reuse theirs */
+	bool no_digest_timeout; /* never mark a silent node down (benchmarks without nodes) */
 };
 
 struct ctl;
+struct dig_table;
 
 struct sw {
 	const struct cfg *cfg;
@@ -139,7 +141,8 @@ struct sw {
 
 	/* Control thread only. */
 	struct ctl *ctl;
-	uint64_t digest_last_tsc[CFG_MAX_NODES + 1];
+	struct dig_table *dig; /* digest/health.h: windows and failure detection */
+	bool no_digest_timeout;
 	uint64_t last_tick_tsc;
 	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
 	char log_lines[SW_LOG_KEEP][384];

@@ -27,6 +27,7 @@
 
 #include "cdt.h"
 #include "ctl.h"
+#include "digest.h"
 #include "keyhash.h"
 #include "switchd.h"
 #include "wire.h"
@@ -680,6 +681,60 @@ START_TEST(debug_logs_decisions)
 }
 END_TEST
 
+/* Node id's DIGEST with the given queue metric (0..100). */
+static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
+{
+	struct dig_digest d = {.interval_ms = 100, .seq = seq, .boot_id = 42, .ts_us = seq,
+			       .m = {.queue = queue}, .health = 100};
+	uint8_t buf[256], mac[6];
+	int n = dig_datagram_build(id, &d, buf, sizeof(buf));
+
+	ck_assert_int_gt(n, 0);
+	node_mac(id, mac);
+	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, (size_t)n);
+}
+
+START_TEST(digests_drive_health_and_liveness)
+{
+	struct rte_mbuf *out[4];
+	struct parsed p;
+	const char *key = NULL;
+	char buf[32];
+
+	/* A loaded n2: its health drops below 100, and it is up. */
+	inject(2, 0, digest_from(2, 1, 100));
+	run();
+	ck_assert_uint_eq(drain_all(), 0); /* consumed, never forwarded */
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
+	ck_assert_uint_lt(scores_health(&sw.scores, 2), 100);
+	ck_assert_uint_eq(sw.scores.state[1], SCORES_UNKNOWN);
+	/* 3 silent intervals (300 ms): nodes that said nothing are down; n2 keeps talking. */
+	for (uint32_t seq = 2; seq < 8; seq++) {
+		usleep(70 * 1000);
+		inject(2, 0, digest_from(2, seq, 0));
+		run();
+		sw_control_poll(&sw, 0);
+	}
+	ck_assert(scores_alive(&sw.scores, 2));
+	ck_assert(!scores_alive(&sw.scores, 1));
+	ck_assert_uint_eq(sw.scores.state[1], SCORES_DOWN);
+	/* A read whose home is down is answered UNAVAILABLE by the switch. */
+	for (int i = 0; !key && i < 1000; i++) {
+		snprintf(buf, sizeof(buf), "k%d", i);
+		if (home_of(buf) == 1)
+			key = buf;
+	}
+	inject(0, 0, request(WIRE_OP_GET, key, NULL));
+	run();
+	ck_assert_uint_eq(collect(0, out, 4), 1);
+	parse_out(out[0], &p);
+	ck_assert_uint_eq(p.msg.status, WIRE_ST_UNAVAILABLE);
+	free_all(out, 1);
+	ck_assert_uint_eq(drain_all(), 0);
+}
+END_TEST
+
 /* ---- Two workers under concurrent CDT updates. ------------------------------------------ */
 
 START_TEST(two_workers_concurrent_updates)
@@ -851,6 +906,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, keyhash_collision_goes_home);
+	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("state");
