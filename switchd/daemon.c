@@ -139,7 +139,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 			     sw->qsbr, sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
-	scores_init(&sw->scores, cfg);
+	scores_init(&sw->scores, cfg, sw->nworkers);
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));
 	if (!sw->dig || dig_table_init(sw->dig, &cfg->digest) != 0 ||

@@ -354,8 +354,11 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	}
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	p->eth = eth;
-	if (sw->inline_mode)
+	/* Bursts mostly come from one host: learn each source once per burst. */
+	if (sw->inline_mode && memcmp(eth->src_addr.addr_bytes, w->burst_src, 6) != 0) {
 		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
+		memcpy(w->burst_src, eth->src_addr.addr_bytes, 6);
+	}
 
 	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
 		do_arp(w, m, eth, in_port, now_s);
@@ -481,6 +484,23 @@ static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chos
 		CNT(w, SW_CNT_DEBUG_LOGS);
 }
 
+/* The reply will go to this client: remember where it lives (cheaply, see switchd.h). */
+static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16_t in_port,
+				uint32_t now_s)
+{
+	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
+	const uint8_t *mac = p->eth->src_addr.addr_bytes;
+	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
+
+	if (c->ip == ip && c->seen_s == now_s && c->port == in_port && !memcmp(c->mac, mac, 6))
+		return;
+	l2_nb_learn(w->sw->l2, ip, mac, (uint8_t)in_port, now_s, false);
+	c->ip = ip;
+	c->seen_s = now_s;
+	c->port = (uint8_t)in_port;
+	memcpy(c->mac, mac, 6);
+}
+
 /* GET/PUT/DEL from a client: choose the node, stamp the return address, forward. */
 static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
 		       uint32_t now_s)
@@ -509,16 +529,14 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	/* The reply will go to this client: remember where it lives. */
-	l2_nb_learn(sw->l2, rte_be_to_cpu_32(p->ip->src_addr), p->eth->src_addr.addr_bytes,
-		    (uint8_t)in_port, now_s, false);
+	learn_client(w, p, in_port, now_s);
 
 	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
 	rewrite(sw, p, mac, sw->vip, sw->node_ip[target], sw->svc_port, sw->node_port[target],
 		flags, target, rte_be_to_cpu_32(p->ip->src_addr), rte_be_to_cpu_16(p->udp->src_port));
-	scores_inflight_inc(&sw->scores, target);
+	scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
 
@@ -586,7 +604,7 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	l2_nb_learn(sw->l2, sw->node_ip[msg->node], p->eth->src_addr.addr_bytes, (uint8_t)in_port,
 		    now_s, false);
 	if (p->kind == K_REPLY)
-		scores_inflight_dec(&sw->scores, msg->node, now_tsc);
+		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
 	/* Published (release) here, before the reply is buffered for TX below. */
 	in_dir = learn_version(w, p, e);
 	if (p->kind == K_CTL_REPLY) {
@@ -671,6 +689,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	uint64_t hits = 0;
 	unsigned nk = 0;
 
+	memset(w->burst_src, 0, sizeof(w->burst_src));
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
 	for (uint16_t i = 0; i < n; i++) {

@@ -5,9 +5,10 @@
 
 #include "scores.h"
 
-void scores_init(struct scores *s, const struct cfg *cfg)
+void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers)
 {
 	memset(s, 0, sizeof(*s));
+	s->nworkers = nworkers;
 	for (unsigned i = 0; i < SCORES_NODES; i++)
 		s->state[i] = SCORES_UNTRACKED;
 	for (unsigned i = 0; i < cfg->nnodes; i++) {
@@ -38,9 +39,14 @@ unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_ts
 	for (unsigned id = 1; id < SCORES_NODES; id++) {
 		uint64_t last = __atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED);
 
-		if (__atomic_load_n(&s->inflight[id], __ATOMIC_RELAXED) != 0 &&
-		    now_tsc - last > idle_tsc) {
-			__atomic_store_n(&s->inflight[id], 0, __ATOMIC_RELAXED);
+		int32_t raw = scores_inflight_raw(s, id);
+
+		if (raw < 0) /* late replies: written off too much */
+			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
+					 __ATOMIC_RELAXED);
+		else if (raw > 0 && now_tsc - last > idle_tsc) {
+			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
+					 __ATOMIC_RELAXED);
 			/* Restart the clock so a quiet node is not reset again at once. */
 			__atomic_store_n(&s->last_reply_tsc[id], now_tsc, __ATOMIC_RELAXED);
 			reset++;

@@ -39,14 +39,18 @@ static inline uint64_t sel_rand(uint64_t *state)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
+/* 2^20 / (health + 1), health 0..100: a multiply instead of a divide per candidate. */
+extern const uint32_t sel_recip[101];
+
 /*
- * Expected delay of node id in fixed point: (inflight + 1) * 1024 / (health + 1).
+ * Expected delay of node id in fixed point: (inflight + 1) * 2^20 / (health + 1).
  * Health 0 (alive but saturated) gives the largest delay for its load.
  */
-static inline uint32_t sel_cost(const struct scores *s, uint16_t id)
+static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 {
-	return (uint32_t)(((uint64_t)scores_inflight(s, id) + 1) * 1024u /
-			  ((uint32_t)scores_health(s, id) + 1));
+	uint8_t h = scores_health(s, id);
+
+	return ((uint64_t)scores_inflight(s, id) + 1) * sel_recip[h > 100 ? 100 : h];
 }
 
 /* Least expected delay among cand[0..n) that are alive; SEL_NONE when none is. */

@@ -35,6 +35,7 @@
 
 #define SW_BURST 32
 #define SW_MAX_WORKERS CFG_MAX_LCORES
+_Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per worker");
 #define SW_DRAIN_US 100 /* TX buffers are flushed at least this often */
 #define SW_NB_RXD 1024
 #define SW_NB_TXD 1024
@@ -58,7 +59,19 @@ struct sw_worker {
 	struct rte_eth_dev_tx_buffer *txb[CFG_MAX_PORTS];
 	uint64_t rng;
 	uint64_t last_drain_tsc;
+	/*
+	 * Clients this worker learnt recently (direct-mapped by address): a
+	 * request from a client already learnt this second skips the shared
+	 * neighbour table, whose slots cost a locked cmpxchg16b to read.
+	 */
+	struct {
+		uint32_t ip;
+		uint32_t seen_s;
+		uint8_t mac[6];
+		uint8_t port;
+	} learnt[64];
 	uint32_t idle_polls;
+	uint8_t burst_src[6]; /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
