@@ -124,7 +124,7 @@ static inline uint16_t csum_apply(uint16_t hc, uint32_t acc)
  * return address. IPv4 checksum updated incrementally; the UDP checksum too
  * (RFC 1624) unless it is 0 (none, allowed in IPv4), and never left as 0.
  */
-static void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6], uint32_t src_ip,
+static inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6], uint32_t src_ip,
 		    uint32_t dst_ip, uint16_t sport, uint16_t dport, uint16_t flags, uint16_t node,
 		    uint32_t ret_ip, uint16_t ret_port)
 {
@@ -507,7 +507,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
-	uint16_t home = ring_home(&sw->ring, msg->keyhash);
+	uint16_t home;
 	bool debug = __atomic_load_n(&sw->debug, __ATOMIC_RELAXED) || (msg->flags & WIRE_F_DEBUG);
 	struct sel_trace trace, *tr = debug ? &trace : NULL;
 	bool is_read = msg->op == WIRE_OP_GET;
@@ -516,6 +516,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 
 	CNT(w, SW_CNT_REQUESTS);
 	e = entry_for(w, e, msg);
+	/* A directory entry knows its home: no ring lookup for hot keys. */
+	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
 	target = is_read ? read_target(w, e, home, tr, NULL) : home;
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, is_read && e ? tr : NULL);
@@ -665,11 +667,11 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port)
 {
 	struct sw *sw = w->sw;
-	uint16_t home = ring_home(&sw->ring, p->msg.keyhash);
-	uint16_t target;
+	uint16_t home, target;
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
+	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
 	target = read_target(w, e, home, NULL, &version);
 	CNT(w, SW_CNT_HINTS);
 	answer(w, p, in_port,
