@@ -58,13 +58,13 @@ int main(int argc, char **argv)
 		int klen = snprintf(key, sizeof(key), "key:%ld", i);
 		int put = i % 10 == 9;
 		struct wire_msg m = {
-			.op = put ? WIRE_OP_PUT : WIRE_OP_GET,
-			.req_id = (7ull << 32) | (uint64_t)i,
-			.keyhash = keyhash(key, (size_t)klen),
-			.key_len = (uint16_t)klen,
-			.key = (const uint8_t *)key,
-			.val_len = put ? 16 : 0,
-			.value = (const uint8_t *)"0123456789abcdef",
+		    .op = put ? WIRE_OP_PUT : WIRE_OP_GET,
+		    .req_id = (7ull << 32) | (uint64_t)i,
+		    .keyhash = keyhash(key, (size_t)klen),
+		    .key_len = (uint16_t)klen,
+		    .key = (const uint8_t *)key,
+		    .val_len = put ? 16 : 0,
+		    .value = (const uint8_t *)"0123456789abcdef",
 		};
 		int wl = wire_encode(&m, w, sizeof(f) - 42);
 		uint16_t ulen = (uint16_t)(8 + wl), ilen = (uint16_t)(20 + ulen);
@@ -87,7 +87,8 @@ int main(int argc, char **argv)
 		wire_put16(udp + 4, ulen);
 		wire_put16(udp + 6, 0);
 		/* UDP checksum over the pseudo-header and the datagram. */
-		uint32_t ph = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
+		uint32_t ph =
+		    (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
 		uint16_t c = csum(udp, ulen, ph);
 
 		wire_put16(udp + 6, c ? c : 0xffff);

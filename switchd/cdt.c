@@ -72,12 +72,12 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	snprintf(nm, sizeof(nm), "cdt_%s", name);
 	/* 2x slots: cuckoo hashing stays fast and never fails an insert well below capacity. */
 	struct rte_hash_parameters hp = {
-		.name = nm,
-		.entries = RTE_MAX(max_entries * 2, 64u),
-		.key_len = sizeof(uint64_t),
-		.hash_func = cdt_hash_fold,
-		.socket_id = SOCKET_ID_ANY,
-		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
+	    .name = nm,
+	    .entries = RTE_MAX(max_entries * 2, 64u),
+	    .key_len = sizeof(uint64_t),
+	    .hash_func = cdt_hash_fold,
+	    .socket_id = SOCKET_ID_ANY,
+	    .extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
 	};
 	c->hash = rte_hash_create(&hp);
 
@@ -89,11 +89,11 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	unsigned nstates = max_entries + nworkers * (CDT_LIMBO + 512) + 1024;
 	c->states = rte_mempool_create(nm, nstates, sizeof(struct cdt_state), 256, 0, NULL, NULL,
 				       NULL, NULL, SOCKET_ID_ANY, 0);
-	c->entries = rte_zmalloc("cdt_entries", sizeof(*c->entries) * max_entries,
-				 RTE_CACHE_LINE_SIZE);
-	c->counters = rte_zmalloc("cdt_counters",
-				  sizeof(*c->counters) * max_entries * (nworkers + 1u),
-				  RTE_CACHE_LINE_SIZE);
+	c->entries =
+	    rte_zmalloc("cdt_entries", sizeof(*c->entries) * max_entries, RTE_CACHE_LINE_SIZE);
+	c->counters =
+	    rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * (nworkers + 1u),
+			RTE_CACHE_LINE_SIZE);
 	p->limbo = rte_zmalloc("cdt_limbo", sizeof(*p->limbo) * nworkers, RTE_CACHE_LINE_SIZE);
 	c->key_len = calloc(max_entries, sizeof(*c->key_len));
 	c->keys = calloc(max_entries, sizeof(*c->keys));
@@ -350,7 +350,8 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	memcpy(c->keys[idx], key, key_len);
 	c->key_len[idx] = (uint16_t)key_len;
 	for (unsigned w = 0; w <= c->nworkers; w++)
-		memset(cdt_worker_counters(c, (uint16_t)w, e), 0, sizeof(struct cdt_entry_counters));
+		memset(cdt_worker_counters(c, (uint16_t)w, e), 0,
+		       sizeof(struct cdt_entry_counters));
 	/*
 	 * rte_hash_add_key_data publishes the data pointer with release ordering
 	 * (LF mode), so a reader that finds the key sees the fields written above.
@@ -427,7 +428,7 @@ void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned w = 0; w <= c->nworkers; w++) {
 		const struct cdt_entry_counters *x =
-			&c->counters[(size_t)w * c->max_entries + e->index];
+		    &c->counters[(size_t)w * c->max_entries + e->index];
 
 		sum->reads += __atomic_load_n(&x->reads, __ATOMIC_RELAXED);
 		sum->replica_reads += __atomic_load_n(&x->replica_reads, __ATOMIC_RELAXED);

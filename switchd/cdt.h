@@ -38,8 +38,8 @@
 #include "wire.h"
 
 #define CDT_MAX_REPLICAS 16
-#define CDT_FP_SEED 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
-#define CDT_LIMBO 4096			  /* retired states a worker may hold (power of 2) */
+#define CDT_FP_SEED	 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
+#define CDT_LIMBO	 4096		       /* retired states a worker may hold (power of 2) */
 
 /* Immutable once published: what the directory knows of one key's copies. */
 struct cdt_state {
@@ -190,7 +190,7 @@ void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
 			struct cdt_entry_counters *sum);
 
 static inline struct cdt_entry_counters *cdt_worker_counters(struct cdt *c, uint16_t worker,
-							      const struct cdt_entry *e)
+							     const struct cdt_entry *e)
 {
 	return &c->counters[(size_t)worker * c->max_entries + e->index];
 }

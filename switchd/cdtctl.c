@@ -97,8 +97,7 @@ static void print_counters(json_t *obj, const char *title)
 	int any = 0;
 
 	printf("%s:\n", title);
-	json_object_foreach(obj, k, v)
-	{
+	json_object_foreach (obj, k, v) {
 		if (json_integer_value(v)) {
 			printf("  %-28s %lld\n", k, (long long)json_integer_value(v));
 			any = 1;
@@ -123,8 +122,7 @@ static void print_stats(json_t *r)
 	print_counters(json_object_get(r, "drops"), "drops");
 	printf("ports:\n  %-12s %-20s %-17s %5s %12s %12s %10s\n", "name", "device", "mac", "mtu",
 	       "rx", "tx", "tx_dropped");
-	json_array_foreach(json_object_get(r, "ports"), i, p)
-	{
+	json_array_foreach (json_object_get(r, "ports"), i, p) {
 		printf("  %-12s %-20s %-17s %5lld %12lld %12lld %10lld\n",
 		       json_string_value(json_object_get(p, "name")),
 		       json_string_value(json_object_get(p, "device")),
@@ -135,8 +133,7 @@ static void print_stats(json_t *r)
 		       (long long)json_integer_value(json_object_get(p, "tx_dropped")));
 	}
 	printf("workers:\n");
-	json_array_foreach(json_object_get(r, "workers"), i, w)
-	{
+	json_array_foreach (json_object_get(r, "workers"), i, w) {
 		printf("  lcore %lld: %lld packets, %.1f cycles/packet while busy\n",
 		       (long long)json_integer_value(json_object_get(w, "lcore")),
 		       (long long)json_integer_value(json_object_get(w, "busy_packets")),
@@ -151,8 +148,7 @@ static void print_nodes(json_t *r)
 
 	printf("%4s %-10s %-15s %-9s %5s %6s %8s %-17s %s\n", "id", "name", "ip", "state", "alive",
 	       "health", "inflight", "mac", "port");
-	json_array_foreach(json_object_get(r, "nodes"), i, n)
-	{
+	json_array_foreach (json_object_get(r, "nodes"), i, n) {
 		const char *mac = json_string_value(json_object_get(n, "mac"));
 		const char *port = json_string_value(json_object_get(n, "port"));
 
@@ -163,8 +159,8 @@ static void print_nodes(json_t *r)
 		       json_string_value(json_object_get(n, "state")),
 		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no",
 		       (long long)json_integer_value(json_object_get(n, "health")),
-		       (long long)json_integer_value(json_object_get(n, "inflight")), mac ? mac : "-",
-		       port ? port : "-");
+		       (long long)json_integer_value(json_object_get(n, "inflight")),
+		       mac ? mac : "-", port ? port : "-");
 	}
 }
 
@@ -174,8 +170,7 @@ static void print_entry(json_t *e)
 	size_t off = 0, i;
 	json_t *r;
 
-	json_array_foreach(json_object_get(e, "replicas"), i, r)
-	{
+	json_array_foreach (json_object_get(e, "replicas"), i, r) {
 		off += (size_t)snprintf(reps + off, sizeof(reps) - off, "%s%s", i ? "," : "",
 					json_string_value(r));
 		if (off >= sizeof(reps))
@@ -202,7 +197,8 @@ static void print_cdt(json_t *r)
 	       (long long)json_integer_value(json_object_get(r, "capacity")));
 	printf("%-24s %-16s %-6s %10s %-24s %6s %10s %10s %8s\n", "key", "keyhash", "home",
 	       "completed", "replicas", "pinned", "reads", "rep_reads", "writes");
-	json_array_foreach(json_object_get(r, "entries"), i, e) print_entry(e);
+	json_array_foreach (json_object_get(r, "entries"), i, e)
+		print_entry(e);
 }
 
 /* Print an answer; returns 0 when it says ok. */
@@ -233,16 +229,17 @@ static int show(json_t *r, const char *what)
 		size_t i;
 
 		printf("debug %s\n", json_is_true(json_object_get(r, "debug")) ? "on" : "off");
-		json_array_foreach(json_object_get(r, "log"), i, l) puts(json_string_value(l));
+		json_array_foreach (json_object_get(r, "log"), i, l)
+			puts(json_string_value(l));
 	} else if (!strcmp(what, "neigh show")) {
 		json_t *n;
 		size_t i;
 
-		json_array_foreach(json_object_get(r, "neighbours"), i, n)
-		{
+		json_array_foreach (json_object_get(r, "neighbours"), i, n) {
 			const char *node = json_string_value(json_object_get(n, "node"));
 
-			printf("%-15s %-17s %-12s %s%s\n", json_string_value(json_object_get(n, "ip")),
+			printf("%-15s %-17s %-12s %s%s\n",
+			       json_string_value(json_object_get(n, "ip")),
 			       json_string_value(json_object_get(n, "mac")),
 			       json_string_value(json_object_get(n, "port")),
 			       json_is_true(json_object_get(n, "static")) ? "static " : "",
@@ -296,10 +293,10 @@ static int keys_cmd(const char *verb, char **keys, int nkeys, const char *opts, 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"switch", required_argument, NULL, 's'}, {"socket", required_argument, NULL, 'S'},
-		{"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-		{"replicas", required_argument, NULL, 'r'}, {"force", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	    {"switch", required_argument, NULL, 's'},	{"socket", required_argument, NULL, 'S'},
+	    {"config", required_argument, NULL, 'c'},	{"json", no_argument, NULL, 'j'},
+	    {"replicas", required_argument, NULL, 'r'}, {"force", required_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
 	};
 	const char *sw = NULL, *sock = NULL, *config = getenv("SKL_CONFIG");
 	const char *replicas = NULL, *force = NULL;
@@ -359,7 +356,8 @@ int main(int argc, char **argv)
 		const struct cfg_switch *s;
 
 		if (!sw)
-			return die("give --switch ID|NAME (with --config FILE) or --socket PATH%s", "");
+			return die("give --switch ID|NAME (with --config FILE) or --socket PATH%s",
+				   "");
 		if (cfg_load(config, &cfg, err, sizeof(err)) != 0)
 			return die("%s", err);
 		s = cfg_switch_lookup(&cfg, sw);
@@ -391,10 +389,10 @@ int main(int argc, char **argv)
 		size_t off = 0;
 
 		for (int i = 0; i < nargs; i++)
-			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
-						args[i]);
-		return show(request(line), nargs > 1 && !strcmp(args[1], "show") ? "neigh show"
-										    : "neigh");
+			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s",
+						i ? " " : "", args[i]);
+		return show(request(line),
+			    nargs > 1 && !strcmp(args[1], "show") ? "neigh show" : "neigh");
 	}
 	if (!strcmp(cmd, "cdt") && nargs >= 2) {
 		if (!strcmp(args[1], "show")) {
@@ -411,7 +409,8 @@ int main(int argc, char **argv)
 			char o[600] = "";
 
 			if (replicas)
-				snprintf(o + strlen(o), sizeof(o) - strlen(o), " replicas %s", replicas);
+				snprintf(o + strlen(o), sizeof(o) - strlen(o), " replicas %s",
+					 replicas);
 			if (force)
 				snprintf(o + strlen(o), sizeof(o) - strlen(o), " force %s", force);
 			return keys_cmd("cdt pin", args + 2, nargs - 2, o, "cdt pin");

@@ -22,7 +22,7 @@
 #include "switchd.h"
 
 #define CTL_MAX_CLIENTS 8
-#define CTL_LINE_MAX (64 * 1024)
+#define CTL_LINE_MAX	(64 * 1024)
 
 struct ctl_client {
 	int fd;
@@ -40,17 +40,17 @@ static struct sw *tel_sw; /* the switch telemetry answers for (one per process) 
 
 static const char *const counter_names[] = {
 #define X(name, str, kind) str,
-	SW_COUNTERS(X)
+    SW_COUNTERS(X)
 #undef X
 };
 static const uint8_t counter_kinds[] = {
 #define X(name, str, kind) kind,
-	SW_COUNTERS(X)
+    SW_COUNTERS(X)
 #undef X
 };
 static const char *const port_counter_names[] = {
 #define X(name, str) str,
-	SW_PORT_COUNTERS(X)
+    SW_PORT_COUNTERS(X)
 #undef X
 };
 
@@ -127,15 +127,17 @@ static const char *node_name(const struct sw *sw, uint16_t id)
 
 static json_t *cmd_stats(struct sw *sw)
 {
-	json_t *o = json_pack("{s:b, s:s, s:I, s:s}", "ok", 1, "switch", sw->self->name, "id",
-			      (json_int_t)sw->self->id, "role", sw->inline_mode ? "inline" : "one-arm");
+	json_t *o =
+	    json_pack("{s:b, s:s, s:I, s:s}", "ok", 1, "switch", sw->self->name, "id",
+		      (json_int_t)sw->self->id, "role", sw->inline_mode ? "inline" : "one-arm");
 	json_t *cnt = json_object(), *drops = json_object(), *ports = json_array();
 	json_t *workers = json_array();
 
 	json_object_set_new(o, "tsc_hz", json_integer((json_int_t)sw->tsc_hz));
 	for (int c = 0; c < SW_CNT_COUNT; c++)
 		json_object_set_new(sw_counter_kind(c) == SW_CNT_DROP ? drops : cnt,
-				    sw_counter_name(c), json_integer((json_int_t)sw_counter(sw, c)));
+				    sw_counter_name(c),
+				    json_integer((json_int_t)sw_counter(sw, c)));
 	for (uint16_t p = 0; p < sw->nports; p++) {
 		char mac[18];
 		json_t *po;
@@ -143,9 +145,9 @@ static json_t *cmd_stats(struct sw *sw)
 		fmt_mac(sw->ports[p].mac.addr_bytes, mac);
 		po = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:i, s:b}", "name",
 			       sw->ports[p].name, "device", sw->ports[p].dev, "port_id",
-			       sw->ports[p].port_id, "mac", mac, "mtu", sw->ports[p].mtu, "rx_queues",
-			       sw->ports[p].nrxq, "tx_queues", sw->ports[p].ntxq, "promiscuous",
-			       sw->ports[p].promiscuous);
+			       sw->ports[p].port_id, "mac", mac, "mtu", sw->ports[p].mtu,
+			       "rx_queues", sw->ports[p].nrxq, "tx_queues", sw->ports[p].ntxq,
+			       "promiscuous", sw->ports[p].promiscuous);
 		for (int c = 0; c < SW_PCNT_COUNT; c++)
 			json_object_set_new(po, sw_port_counter_name(c),
 					    json_integer((json_int_t)sw_port_counter(sw, p, c)));
@@ -156,11 +158,10 @@ static json_t *cmd_stats(struct sw *sw)
 		uint64_t cyc = __atomic_load_n(&w->busy_cycles, __ATOMIC_RELAXED);
 		uint64_t pk = __atomic_load_n(&w->busy_packets, __ATOMIC_RELAXED);
 
-		json_array_append_new(workers,
-				      json_pack("{s:i, s:I, s:I, s:f}", "lcore", w->lcore,
-						"busy_packets", (json_int_t)pk, "busy_cycles",
-						(json_int_t)cyc, "cycles_per_packet",
-						pk ? (double)cyc / (double)pk : 0.0));
+		json_array_append_new(
+		    workers, json_pack("{s:i, s:I, s:I, s:f}", "lcore", w->lcore, "busy_packets",
+				       (json_int_t)pk, "busy_cycles", (json_int_t)cyc,
+				       "cycles_per_packet", pk ? (double)cyc / (double)pk : 0.0));
 	}
 	json_object_set_new(o, "counters", cnt);
 	json_object_set_new(o, "drops", drops);
@@ -185,14 +186,14 @@ static json_t *cmd_nodes(struct sw *sw)
 		if (known)
 			fmt_mac(m, mac);
 		json_array_append_new(
-			arr, json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:b, s:s, s:s?, s:s?}", "id",
-				       n->id, "name", n->name, "ip", cfg_format_ipv4(n->ip, ip),
-				       "inflight", scores_inflight(&sw->scores, n->id), "health",
-				       scores_health(&sw->scores, n->id), "weight", n->weight,
-				       "alive", scores_alive(&sw->scores, n->id), "state",
-				       scores_state_name(sw->scores.state[n->id]), "mac",
-				       known ? mac : NULL, "port",
-				       known && port < sw->nports ? sw->ports[port].name : NULL));
+		    arr,
+		    json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:b, s:s, s:s?, s:s?}", "id", n->id,
+			      "name", n->name, "ip", cfg_format_ipv4(n->ip, ip), "inflight",
+			      scores_inflight(&sw->scores, n->id), "health",
+			      scores_health(&sw->scores, n->id), "weight", n->weight, "alive",
+			      scores_alive(&sw->scores, n->id), "state",
+			      scores_state_name(sw->scores.state[n->id]), "mac", known ? mac : NULL,
+			      "port", known && port < sw->nports ? sw->ports[port].name : NULL));
 	}
 	return json_pack("{s:b, s:o}", "ok", 1, "nodes", arr);
 }
@@ -213,9 +214,9 @@ static json_t *entry_json(struct sw *sw, const struct cdt_entry *e)
 	return json_pack("{s:o, s:s, s:s, s:I, s:o, s:b, s:i, s:I, s:I, s:I, s:I, s:I}", "key",
 			 key_json(key, klen), "keyhash", kh, "home", node_name(sw, e->home),
 			 "completed", (json_int_t)st->completed, "replicas", reps, "pinned",
-			 e->pinned, "want_replicas", e->want_replicas, "reads",
-			 (json_int_t)c.reads, "replica_reads", (json_int_t)c.replica_reads,
-			 "writes", (json_int_t)c.writes, "completions", (json_int_t)c.completions,
+			 e->pinned, "want_replicas", e->want_replicas, "reads", (json_int_t)c.reads,
+			 "replica_reads", (json_int_t)c.replica_reads, "writes",
+			 (json_int_t)c.writes, "completions", (json_int_t)c.completions,
 			 "acks_added", (json_int_t)c.acks_added);
 }
 
@@ -269,12 +270,13 @@ static json_t *cmd_cdt_pin(struct sw *sw, char **argv, int argc)
 			char list[512], *save = NULL;
 
 			snprintf(list, sizeof(list), "%s", argv[i + 1]);
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			for (char *t = strtok_r(list, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
 				const struct cfg_node *n = cfg_node_lookup(sw->cfg, t);
 
 				if (!n || nforce == CDT_MAX_REPLICAS)
-					return error("cdt pin: force: unknown node or too many: \"%s\"",
-						     t);
+					return error(
+					    "cdt pin: force: unknown node or too many: \"%s\"", t);
 				force[nforce++] = n->id;
 			}
 		} else {
@@ -336,11 +338,10 @@ static void nb_visit(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port,
 	char ips[16], macs[18];
 
 	fmt_mac(mac, macs);
-	json_array_append_new(ctx[0], json_pack("{s:s, s:s, s:s, s:b, s:s?}", "ip",
-						cfg_format_ipv4(ip, ips), "mac", macs, "port",
-						port < sw->nports ? sw->ports[port].name : "?",
-						"static", is_static, "node",
-						node ? node_name(sw, node) : NULL));
+	json_array_append_new(
+	    ctx[0], json_pack("{s:s, s:s, s:s, s:b, s:s?}", "ip", cfg_format_ipv4(ip, ips), "mac",
+			      macs, "port", port < sw->nports ? sw->ports[port].name : "?",
+			      "static", is_static, "node", node ? node_name(sw, node) : NULL));
 }
 
 static json_t *cmd_neigh(struct sw *sw, char **argv, int argc)
@@ -587,8 +588,8 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	for (int c = 0; c < SW_CNT_COUNT; c++) {
 		char name[80];
 
-		snprintf(name, sizeof(name), "%s%s", sw_counter_kind(c) == SW_CNT_DROP ? "drop_" : "",
-			 sw_counter_name(c));
+		snprintf(name, sizeof(name), "%s%s",
+			 sw_counter_kind(c) == SW_CNT_DROP ? "drop_" : "", sw_counter_name(c));
 		rte_tel_data_add_dict_u64(d, name, sw_counter(sw, c));
 	}
 	for (uint16_t p = 0; p < sw->nports; p++)
@@ -650,8 +651,9 @@ static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
 		size_t off;
 
 		snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
-		off = (size_t)snprintf(val, sizeof(val), "home=%s completed=%llu replicas=",
-				       node_name(sw, e->home), (unsigned long long)st->completed);
+		off = (size_t)snprintf(val, sizeof(val),
+				       "home=%s completed=%llu replicas=", node_name(sw, e->home),
+				       (unsigned long long)st->completed);
 		for (unsigned i = 0; i < st->nreplicas && off < sizeof(val); i++)
 			off += (size_t)snprintf(val + off, sizeof(val) - off, "%s%s", i ? "," : "",
 						node_name(sw, st->replicas[i]));

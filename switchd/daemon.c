@@ -27,10 +27,10 @@
 #include "keyhash.h"
 #include "switchd.h"
 
-#define SW_MAC_AGE_S 300
-#define SW_NB_AGE_S 300
-#define SW_ARP_RETRY_MS 100   /* at most one ARP per address bucket per 100 ms */
-#define SW_NODE_ARP_MS 1000   /* re-ARP nodes the switch cannot reach, every second */
+#define SW_MAC_AGE_S	 300
+#define SW_NB_AGE_S	 300
+#define SW_ARP_RETRY_MS	 100  /* at most one ARP per address bucket per 100 ms */
+#define SW_NODE_ARP_MS	 1000 /* re-ARP nodes the switch cannot reach, every second */
 #define SW_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
 
 static uint64_t now_us(void)
@@ -110,8 +110,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->svc_port = cfg->service.port;
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;
 	sw->close_ports = opts && opts->close_ports;
-	sw->idle_sleep_us = opts && opts->idle_sleep_us >= 0 ? (uint32_t)opts->idle_sleep_us
-							     : self->idle_sleep_us;
+	sw->idle_sleep_us =
+	    opts && opts->idle_sleep_us >= 0 ? (uint32_t)opts->idle_sleep_us : self->idle_sleep_us;
 	sw->idle_polls = self->idle_polls ? self->idle_polls : 256;
 	sw->tsc_hz = rte_get_tsc_hz();
 	sw->drain_tsc = (sw->tsc_hz + 999999) / 1000000 * SW_DRAIN_US;
@@ -135,8 +135,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	for (unsigned t = 0; t < sw->nworkers + 2u; t++)
 		rte_rcu_qsbr_thread_register(sw->qsbr, t);
 
-	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers,
-			     sw->qsbr, sw->nworkers);
+	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers, sw->qsbr,
+			     sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
 	scores_init(&sw->scores, cfg, sw->nworkers);
@@ -148,14 +148,13 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->l2 = rte_zmalloc("l2", sizeof(*sw->l2), RTE_CACHE_LINE_SIZE);
 	if (!sw->l2)
 		return fail(err, errlen, "out of memory for the L2 tables%s", "");
-	l2_init(sw->l2, cfg, opts && opts->mac_age_s ? opts->mac_age_s : SW_MAC_AGE_S,
-		SW_NB_AGE_S);
+	l2_init(sw->l2, cfg, opts && opts->mac_age_s ? opts->mac_age_s : SW_MAC_AGE_S, SW_NB_AGE_S);
 
 	snprintf(name, sizeof(name), "dig_%s", sw->tag);
 	sw->digest_ring = rte_ring_create(name, SW_DIGEST_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "arp_%s", sw->tag);
-	sw->arp_ring = rte_ring_create_elem(name, sizeof(uint32_t), SW_ARP_RING, SOCKET_ID_ANY,
-					    RING_F_SC_DEQ);
+	sw->arp_ring =
+	    rte_ring_create_elem(name, sizeof(uint32_t), SW_ARP_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "log_%s", sw->tag);
 	sw->log_ring = rte_ring_create_elem(name, sizeof(struct sw_decision), SW_LOG_RING,
 					    SOCKET_ID_ANY, RING_F_SC_DEQ);
@@ -173,7 +172,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 int sw_start(struct sw *sw)
 {
 	for (uint16_t i = 0; i < sw->nworkers; i++) {
-		int rc = rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
+		int rc =
+		    rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
 
 		if (rc != 0)
 			return rc;
@@ -363,16 +363,14 @@ static void format_decision(const struct sw *sw, const struct sw_decision *d, ch
 			if (is_chosen != (pass == 0))
 				continue;
 			if (is_chosen)
-				off += (size_t)snprintf(line + off, cap - off,
-							" inflight=%d health=%u",
-							d->trace.cand[i].inflight,
-							d->trace.cand[i].health);
+				off += (size_t)snprintf(
+				    line + off, cap - off, " inflight=%d health=%u",
+				    d->trace.cand[i].inflight, d->trace.cand[i].health);
 			else
-				off += (size_t)snprintf(line + off, cap - off,
-							"; %s inflight=%d health=%u%s",
-							n ? n->name : "?", d->trace.cand[i].inflight,
-							d->trace.cand[i].health,
-							d->trace.cand[i].alive ? "" : " down");
+				off += (size_t)snprintf(
+				    line + off, cap - off, "; %s inflight=%d health=%u%s",
+				    n ? n->name : "?", d->trace.cand[i].inflight,
+				    d->trace.cand[i].health, d->trace.cand[i].alive ? "" : " down");
 		}
 }
 

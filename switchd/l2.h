@@ -28,12 +28,12 @@
 #include "config.h"
 
 #define L2_MAC_SLOTS 8192 /* direct-mapped; a collision costs a flood, not correctness */
-#define L2_NB_SETS 1024
-#define L2_NB_WAYS 4
-#define L2_NODE_MAP 512 /* open-addressed IP -> node id, > 2 x CFG_MAX_NODES */
-#define L2_NO_PORT 0xff
+#define L2_NB_SETS   1024
+#define L2_NB_WAYS   4
+#define L2_NODE_MAP  512 /* open-addressed IP -> node id, > 2 x CFG_MAX_NODES */
+#define L2_NO_PORT   0xff
 
-#define L2_F_VALID 0x1
+#define L2_F_VALID  0x1
 #define L2_F_STATIC 0x2
 
 union l2_nb_slot {

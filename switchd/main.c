@@ -48,13 +48,13 @@ static int die(const char *msg)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"switch", required_argument, NULL, 's'},
-		{"idle-sleep-us", required_argument, NULL, 'i'},
-		{"socket", required_argument, NULL, 'S'},
-		{"no-digest-timeout", no_argument, NULL, 'D'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"switch", required_argument, NULL, 's'},
+	    {"idle-sleep-us", required_argument, NULL, 'i'},
+	    {"socket", required_argument, NULL, 'S'},
+	    {"no-digest-timeout", no_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *switch_name = NULL;
 	struct sw_opts so = {.idle_sleep_us = -1, .close_ports = true};
@@ -113,7 +113,8 @@ int main(int argc, char **argv)
 		return die(err);
 	self = cfg_switch_lookup(&cfg, switch_name);
 	if (!self) {
-		snprintf(err, sizeof(err), "%s: no switch \"%s\" in switches[]", config, switch_name);
+		snprintf(err, sizeof(err), "%s: no switch \"%s\" in switches[]", config,
+			 switch_name);
 		return die(err);
 	}
 	/* The control socket's directory (/run/skewless) may not exist yet. */

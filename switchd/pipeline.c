@@ -125,8 +125,8 @@ static inline uint16_t csum_apply(uint16_t hc, uint32_t acc)
  * (RFC 1624) unless it is 0 (none, allowed in IPv4), and never left as 0.
  */
 static inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6], uint32_t src_ip,
-		    uint32_t dst_ip, uint16_t sport, uint16_t dport, uint16_t flags, uint16_t node,
-		    uint32_t ret_ip, uint16_t ret_port)
+			   uint32_t dst_ip, uint16_t sport, uint16_t dport, uint16_t flags,
+			   uint16_t node, uint32_t ret_ip, uint16_t ret_port)
 {
 	uint32_t ip_acc = 0, udp_acc = 0;
 	uint8_t *h = p->hdr;
@@ -174,9 +174,8 @@ static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t
 	wire_put16(h + WIRE_OFF_FLAGS, flags);
 	wire_put64(h + WIRE_OFF_VERSION, version);
 	wire_put16(h + WIRE_OFF_NODE, node);
-	wire_put16(h + WIRE_OFF_LOAD, node ? (uint16_t)RTE_MIN(scores_inflight(&sw->scores, node),
-							      UINT16_MAX)
-					   : 0);
+	wire_put16(h + WIRE_OFF_LOAD,
+		   node ? (uint16_t)RTE_MIN(scores_inflight(&sw->scores, node), UINT16_MAX) : 0);
 	wire_put32(h + WIRE_OFF_RET_IP, 0);
 	wire_put16(h + WIRE_OFF_RET_PORT, 0);
 	wire_put32(h + WIRE_OFF_VAL_LEN, 0);
@@ -192,7 +191,8 @@ static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t
 	udp->dst_port = udp->src_port;
 	udp->src_port = rte_cpu_to_be_16(sw->svc_port);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + wire_len));
-	rte_pktmbuf_trim(p->m, (uint16_t)(p->m->pkt_len - (RTE_ETHER_HDR_LEN + ihl + 8 + wire_len)));
+	rte_pktmbuf_trim(p->m,
+			 (uint16_t)(p->m->pkt_len - (RTE_ETHER_HDR_LEN + ihl + 8 + wire_len)));
 	udp->dgram_cksum = 0;
 	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
 	tx(w, in_port, p->m);
@@ -391,7 +391,8 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 		drop(w, m, SW_CNT_DROP_IP_CSUM);
 		return K_DONE;
 	}
-	if (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
+	if (ip->fragment_offset &
+	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
 		drop(w, m, SW_CNT_DROP_IP_FRAG);
 		return K_DONE;
 	}
@@ -443,8 +444,8 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
  * The node a read of this key goes to now; home when not in the directory or
  * no replica is alive. *completed gets the version of the same state snapshot.
  */
-static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *e,
-				   uint16_t home, struct sel_trace *trace, uint64_t *completed)
+static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *e, uint16_t home,
+				   struct sel_trace *trace, uint64_t *completed)
 {
 	const struct cdt_state *st;
 	uint16_t t;
@@ -458,8 +459,8 @@ static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *
 	return t == SEL_NONE ? home : t;
 }
 
-static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen,
-			 uint16_t home, bool in_dir, const struct sel_trace *trace)
+static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
+			 bool in_dir, const struct sel_trace *trace)
 {
 	struct sw_decision d;
 
@@ -537,7 +538,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
 	rewrite(sw, p, mac, sw->vip, sw->node_ip[target], sw->svc_port, sw->node_port[target],
-		flags, target, rte_be_to_cpu_32(p->ip->src_addr), rte_be_to_cpu_16(p->udp->src_port));
+		flags, target, rte_be_to_cpu_32(p->ip->src_addr),
+		rte_be_to_cpu_16(p->udp->src_port));
 	scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
@@ -578,7 +580,8 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 	w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
 	if (r > 0) {
 		CNT(w, SW_CNT_CDT_UPDATES);
-		if (msg->op == (WIRE_OP_PUT | WIRE_REPLY) || msg->op == (WIRE_OP_DEL | WIRE_REPLY)) {
+		if (msg->op == (WIRE_OP_PUT | WIRE_REPLY) ||
+		    msg->op == (WIRE_OP_DEL | WIRE_REPLY)) {
 			CNT(w, SW_CNT_WRITE_COMPLETIONS);
 			cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
 		}
@@ -674,9 +677,8 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
 	target = read_target(w, e, home, NULL, &version);
 	CNT(w, SW_CNT_HINTS);
-	answer(w, p, in_port,
-	       scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE, target,
-	       version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
+	answer(w, p, in_port, scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE,
+	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
 }
 
 static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf **mbufs,
@@ -741,8 +743,8 @@ unsigned pipeline_poll(struct sw_worker *w)
 
 	for (uint16_t q = 0; q < w->nrxq; q++) {
 		uint16_t port = w->rxq[q].port;
-		uint16_t n = rte_eth_rx_burst(sw->ports[port].port_id, w->rxq[q].queue, mbufs,
-					      SW_BURST);
+		uint16_t n =
+		    rte_eth_rx_burst(sw->ports[port].port_id, w->rxq[q].queue, mbufs, SW_BURST);
 
 		if (n == 0)
 			continue;

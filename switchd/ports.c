@@ -145,10 +145,11 @@ int ports_init(struct sw *sw, char *err, size_t errlen)
 
 	sw->nports = sw->self->nports;
 	snprintf(name, sizeof(name), "mb_%s", sw->tag);
-	sw->pool = rte_pktmbuf_pool_create(name, pool_size(sw), SW_MEMPOOL_CACHE, 0,
-					   (uint16_t)room, (int)rte_socket_id());
+	sw->pool = rte_pktmbuf_pool_create(name, pool_size(sw), SW_MEMPOOL_CACHE, 0, (uint16_t)room,
+					   (int)rte_socket_id());
 	if (!sw->pool) {
-		snprintf(err, errlen, "mbuf pool of %u: %s", pool_size(sw), rte_strerror(rte_errno));
+		snprintf(err, errlen, "mbuf pool of %u: %s", pool_size(sw),
+			 rte_strerror(rte_errno));
 		return -1;
 	}
 	for (uint16_t i = 0; i < sw->nports; i++)
@@ -171,9 +172,9 @@ int ports_init(struct sw *sw, char *err, size_t errlen)
 				return -1;
 			}
 			rte_eth_tx_buffer_init(w->txb[p], SW_BURST);
-			rte_eth_tx_buffer_set_err_callback(w->txb[p],
-							   rte_eth_tx_buffer_count_callback,
-							   &w->port_counters[p][SW_PCNT_TX_DROPPED]);
+			rte_eth_tx_buffer_set_err_callback(
+			    w->txb[p], rte_eth_tx_buffer_count_callback,
+			    &w->port_counters[p][SW_PCNT_TX_DROPPED]);
 		}
 	}
 	return 0;

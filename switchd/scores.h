@@ -77,8 +77,7 @@ static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id
 	__atomic_store_n(&s->sent[w][id], s->sent[w][id] + 1, __ATOMIC_RELAXED);
 }
 /* Worker w saw a reply from node id. */
-static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id,
-				       uint64_t now_tsc)
+static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id, uint64_t now_tsc)
 {
 	__atomic_store_n(&s->done[w][id], s->done[w][id] + 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED) != now_tsc)

@@ -33,17 +33,17 @@
 #include "scores.h"
 #include "select.h"
 
-#define SW_BURST 32
+#define SW_BURST       32
 #define SW_MAX_WORKERS CFG_MAX_LCORES
 _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per worker");
-#define SW_DRAIN_US 100 /* TX buffers are flushed at least this often */
-#define SW_NB_RXD 1024
-#define SW_NB_TXD 1024
+#define SW_DRAIN_US	 100 /* TX buffers are flushed at least this often */
+#define SW_NB_RXD	 1024
+#define SW_NB_TXD	 1024
 #define SW_MEMPOOL_CACHE 256
-#define SW_DIGEST_RING 1024 /* DIGEST mbufs waiting for the control thread */
-#define SW_ARP_RING 1024    /* addresses workers want resolved */
-#define SW_LOG_RING 1024    /* decision-log records */
-#define SW_LOG_KEEP 256	    /* decision-log lines kept for cdtctl debug show */
+#define SW_DIGEST_RING	 1024 /* DIGEST mbufs waiting for the control thread */
+#define SW_ARP_RING	 1024 /* addresses workers want resolved */
+#define SW_LOG_RING	 1024 /* decision-log records */
+#define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
 
 struct sw_rxq {
 	uint16_t port; /* index in sw->ports */
@@ -86,7 +86,7 @@ struct sw_port {
 	uint16_t nrxq, ntxq;
 	uint16_t mtu;
 	bool promiscuous;
-	bool ctl_tx; /* the control thread has TX queue nworkers here */
+	bool ctl_tx;		   /* the control thread has TX queue nworkers here */
 	struct rte_ether_addr mac; /* the device's own MAC */
 };
 
@@ -104,11 +104,11 @@ struct sw_decision {
 };
 
 struct sw_opts {
-	int64_t idle_sleep_us; /* < 0: from the config */
+	int64_t idle_sleep_us;	 /* < 0: from the config */
 	const char *socket_path; /* NULL: from the config; "" : no control socket */
 	bool no_telemetry;
-	uint32_t mac_age_s; /* 0: 300 */
-	bool close_ports;   /* sw_fini closes the ports (the daemon); tests reuse theirs */
+	uint32_t mac_age_s;	/* 0: 300 */
+	bool close_ports;	/* sw_fini closes the ports (the daemon); tests reuse theirs */
 	bool no_digest_timeout; /* never mark a silent node down (benchmarks without nodes) */
 };
 
@@ -189,8 +189,8 @@ uint64_t sw_counter(const struct sw *sw, enum sw_counter c);
 uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counter c);
 
 /* Install a key with `want` replicas starting from {home} (REPLICATE is issue 8's). */
-struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len,
-			 const uint16_t *force, unsigned nforce, uint8_t want);
+struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
+			 unsigned nforce, uint8_t want);
 
 /* ---- pipeline.c: the fast path. ------------------------------------------------------ */
 

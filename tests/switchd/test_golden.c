@@ -100,7 +100,8 @@ static void udp_frame(uint32_t sip, uint16_t sport, const struct wire_msg *m, in
 	wire_put16(udp + 4, ulen);
 	wire_put16(udp + 6, 0);
 	if (udp_csum) {
-		uint32_t ph = (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
+		uint32_t ph =
+		    (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
 		uint16_t c = csum(udp, ulen, ph);
 
 		wire_put16(udp + 6, c ? c : 0xffff);
@@ -146,8 +147,8 @@ static size_t frames(const char *path, uint8_t *out, size_t cap, unsigned *count
 
 int main(void)
 {
-	char dir[] = "/tmp/skl-golden.XXXXXX", in[128], out[128], vdev[400], json[2048],
-	     prefix[64], err[512], golden[512];
+	char dir[] = "/tmp/skl-golden.XXXXXX", in[128], out[128], vdev[400], json[2048], prefix[64],
+	     err[512], golden[512];
 	static struct cfg cfg;
 	static struct sw sw;
 	const char *root = getenv("SKL_SOURCE_ROOT");
@@ -201,14 +202,14 @@ int main(void)
 		return 1;
 	}
 	snprintf(prefix, sizeof(prefix), "skl_golden_%d", getpid());
-	char *eal[] = {"test_golden", "--no-huge", "-m",	 "256", "--no-pci",
-		       "--file-prefix", prefix, "--lcores", "(0-1)@(0-1)", "--log-level",
+	char *eal[] = {"test_golden",	"--no-huge", "-m",	 "256",		"--no-pci",
+		       "--file-prefix", prefix,	     "--lcores", "(0-1)@(0-1)", "--log-level",
 		       "lib.eal:error", NULL};
 
 	if (rte_eal_init(11, eal) < 0)
 		return 1;
-	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true,
-			       .close_ports = true};
+	struct sw_opts opts = {
+	    .idle_sleep_us = -1, .socket_path = "", .no_telemetry = true, .close_ports = true};
 
 	if (sw_init(&sw, &cfg, &cfg.switches[0], &opts, err, sizeof(err)) != 0) {
 		fprintf(stderr, "test_golden: %s\n", err);
@@ -231,7 +232,8 @@ int main(void)
 	int rc = 0;
 
 	if (forwarded != 3 || bad != 1) {
-		fprintf(stderr, "test_golden: forwarded %llu requests (want 3), %llu bad (want 1)\n",
+		fprintf(stderr,
+			"test_golden: forwarded %llu requests (want 3), %llu bad (want 1)\n",
 			(unsigned long long)forwarded, (unsigned long long)bad);
 		rc = 1;
 	}
@@ -245,7 +247,9 @@ int main(void)
 		size_t lw = frames(golden, want, sizeof(want), &nwant);
 
 		if (lw == 0 || lw != lg || memcmp(got, want, lg) != 0) {
-			fprintf(stderr, "test_golden: %u frames (%zu bytes) differ from %s (%u frames, %zu bytes)\n",
+			fprintf(stderr,
+				"test_golden: %u frames (%zu bytes) differ from %s (%u frames, %zu "
+				"bytes)\n",
 				ngot, lg, golden, nwant, lw);
 			rc = 1;
 		} else {

@@ -33,8 +33,8 @@
 #include "wire.h"
 
 #define NPORTS 5 /* a1, n1..n4 */
-#define NRX 2	 /* RX rings per port: up to 2 workers */
-#define NTX 3	 /* TX rings per port: 2 workers + control */
+#define NRX    2 /* RX rings per port: up to 2 workers */
+#define NTX    3 /* TX rings per port: 2 workers + control */
 
 static const char *port_names[NPORTS] = {"a1", "n1", "n2", "n3", "n4"};
 static struct rte_ring *rx_rings[NPORTS][NRX], *tx_rings[NPORTS][NTX];
@@ -44,10 +44,10 @@ static struct sw sw;
 
 static const uint8_t vip_mac[6] = {0x02, 0x53, 0x4b, 0x4c, 0x00, 0x64};
 static const uint8_t client_mac[6] = {0x02, 0, 0, 0, 0, 0xc1};
-#define CLIENT_IP 0x0a4d00c9u /* 10.77.0.201 */
+#define CLIENT_IP   0x0a4d00c9u /* 10.77.0.201 */
 #define CLIENT_PORT 40000
-#define VIP 0x0a4d0064u
-#define SVC 7447
+#define VIP	    0x0a4d0064u
+#define SVC	    7447
 
 static void node_mac(uint16_t id, uint8_t mac[6])
 {
@@ -57,17 +57,22 @@ static void node_mac(uint16_t id, uint8_t mac[6])
 }
 
 static const char *conf_json =
-	"{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
-	" \"switches\": ["
-	"  {\"id\": 1, \"name\": \"s1\", \"role\": \"inline\", \"control_socket\": \"/tmp/skl-test.sock\","
-	"   \"lcores\": [1], \"idle_sleep_us\": 10,"
-	"   \"ports\": [{\"name\": \"a1\", \"vdev\": \"net_ring_a1\"},"
-	"     {\"name\": \"n1\", \"vdev\": \"net_ring_n1\"}, {\"name\": \"n2\", \"vdev\": \"net_ring_n2\"},"
-	"     {\"name\": \"n3\", \"vdev\": \"net_ring_n3\"}, {\"name\": \"n4\", \"vdev\": \"net_ring_n4\"}]}],"
-	" \"nodes\": ["
-	"  {\"id\": 1, \"name\": \"n1\", \"ip\": \"10.77.0.1\"}, {\"id\": 2, \"name\": \"n2\", \"ip\": \"10.77.0.2\"},"
-	"  {\"id\": 3, \"name\": \"n3\", \"ip\": \"10.77.0.3\"}, {\"id\": 4, \"name\": \"n4\", \"ip\": \"10.77.0.4\"}],"
-	" \"agents\": [{\"name\": \"a1\", \"ip\": \"10.77.0.201\"}]}";
+    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
+    " \"switches\": ["
+    "  {\"id\": 1, \"name\": \"s1\", \"role\": \"inline\", \"control_socket\": "
+    "\"/tmp/skl-test.sock\","
+    "   \"lcores\": [1], \"idle_sleep_us\": 10,"
+    "   \"ports\": [{\"name\": \"a1\", \"vdev\": \"net_ring_a1\"},"
+    "     {\"name\": \"n1\", \"vdev\": \"net_ring_n1\"}, {\"name\": \"n2\", \"vdev\": "
+    "\"net_ring_n2\"},"
+    "     {\"name\": \"n3\", \"vdev\": \"net_ring_n3\"}, {\"name\": \"n4\", \"vdev\": "
+    "\"net_ring_n4\"}]}],"
+    " \"nodes\": ["
+    "  {\"id\": 1, \"name\": \"n1\", \"ip\": \"10.77.0.1\"}, {\"id\": 2, \"name\": \"n2\", \"ip\": "
+    "\"10.77.0.2\"},"
+    "  {\"id\": 3, \"name\": \"n3\", \"ip\": \"10.77.0.3\"}, {\"id\": 4, \"name\": \"n4\", \"ip\": "
+    "\"10.77.0.4\"}],"
+    " \"agents\": [{\"name\": \"a1\", \"ip\": \"10.77.0.201\"}]}";
 
 /* ---- Frames. -------------------------------------------------------------------------- */
 
@@ -108,17 +113,17 @@ static size_t encode(uint8_t op, const char *key, const char *val, uint64_t vers
 		     uint32_t ret_ip, uint16_t ret_port, uint8_t *buf)
 {
 	struct wire_msg msg = {
-		.op = op,
-		.req_id = 0x0000000700000001ull,
-		.keyhash = keyhash(key, strlen(key)),
-		.version = version,
-		.node = node,
-		.ret_ip = ret_ip,
-		.ret_port = ret_port,
-		.key_len = (uint16_t)strlen(key),
-		.val_len = val ? (uint32_t)strlen(val) : 0,
-		.key = (const uint8_t *)key,
-		.value = (const uint8_t *)val,
+	    .op = op,
+	    .req_id = 0x0000000700000001ull,
+	    .keyhash = keyhash(key, strlen(key)),
+	    .version = version,
+	    .node = node,
+	    .ret_ip = ret_ip,
+	    .ret_port = ret_port,
+	    .key_len = (uint16_t)strlen(key),
+	    .val_len = val ? (uint32_t)strlen(val) : 0,
+	    .key = (const uint8_t *)key,
+	    .value = (const uint8_t *)val,
 	};
 	int n = wire_encode(&msg, buf, 2048);
 
@@ -233,7 +238,7 @@ static void learn_nodes(void)
 	for (uint16_t id = 1; id <= 4; id++) {
 		struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
 		struct rte_ether_hdr *eth =
-			(struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
+		    (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
 		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
 		uint8_t mac[6];
 
@@ -281,7 +286,7 @@ static void start_switch(const char *name)
 
 	drain_all();
 	ck_assert_msg(sw_init(&sw, &cfg, cfg_switch_lookup(&cfg, name), &opts, err, sizeof(err)) ==
-			      0,
+			  0,
 		      "sw_init: %s", err);
 }
 
@@ -385,7 +390,8 @@ static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags
 
 				parse_out(out[k], &p);
 				ck_assert_uint_eq(p.msg.node, port);
-				ck_assert_uint_eq(!!(p.msg.flags & WIRE_F_REPLICA_READ), port != home);
+				ck_assert_uint_eq(!!(p.msg.flags & WIRE_F_REPLICA_READ),
+						  port != home);
 				*replica_flags += !!(p.msg.flags & WIRE_F_REPLICA_READ);
 			}
 			free_all(out, n);
@@ -461,21 +467,22 @@ static struct rte_mbuf *corrupt(size_t off, const void *bytes, size_t n)
 START_TEST(malformed_dropped_and_counted)
 {
 	const size_t W = 14 + 20 + 8; /* wire header offset */
-	const uint8_t bad_magic[2] = {0x12, 0x34}, bad_ver = 9, bad_op = 0x7f, bad_flags[2] = {0x80, 0};
+	const uint8_t bad_magic[2] = {0x12, 0x34}, bad_ver = 9, bad_op = 0x7f,
+		      bad_flags[2] = {0x80, 0};
 	const uint8_t big_key[2] = {0x00, 0x00}, frag[2] = {0x20, 0x00}, proto = IPPROTO_TCP;
 	const uint8_t big_udp[2] = {0x05, 0xdc}, bad_csum[2] = {0xde, 0xad};
 	struct {
 		struct rte_mbuf *m;
 		enum sw_counter why;
 	} cases[] = {
-		{corrupt(W + WIRE_OFF_MAGIC, bad_magic, 2), SW_CNT_DROP_WIRE_MAGIC},
-		{corrupt(W + WIRE_OFF_VER, &bad_ver, 1), SW_CNT_DROP_WIRE_VERSION},
-		{corrupt(W + WIRE_OFF_OP, &bad_op, 1), SW_CNT_DROP_WIRE_OP},
-		{corrupt(W + WIRE_OFF_FLAGS, bad_flags, 2), SW_CNT_DROP_WIRE_FLAGS},
-		{corrupt(W + WIRE_OFF_KEY_LEN, big_key, 2), SW_CNT_DROP_WIRE_KEY_LEN},
-		{corrupt(14 + 6, frag, 2), SW_CNT_DROP_IP_CSUM}, /* checksum now wrong too */
-		{corrupt(14 + 10, bad_csum, 2), SW_CNT_DROP_IP_CSUM},
-		{corrupt(14 + 20 + 4, big_udp, 2), SW_CNT_DROP_UDP_LEN},
+	    {corrupt(W + WIRE_OFF_MAGIC, bad_magic, 2), SW_CNT_DROP_WIRE_MAGIC},
+	    {corrupt(W + WIRE_OFF_VER, &bad_ver, 1), SW_CNT_DROP_WIRE_VERSION},
+	    {corrupt(W + WIRE_OFF_OP, &bad_op, 1), SW_CNT_DROP_WIRE_OP},
+	    {corrupt(W + WIRE_OFF_FLAGS, bad_flags, 2), SW_CNT_DROP_WIRE_FLAGS},
+	    {corrupt(W + WIRE_OFF_KEY_LEN, big_key, 2), SW_CNT_DROP_WIRE_KEY_LEN},
+	    {corrupt(14 + 6, frag, 2), SW_CNT_DROP_IP_CSUM}, /* checksum now wrong too */
+	    {corrupt(14 + 10, bad_csum, 2), SW_CNT_DROP_IP_CSUM},
+	    {corrupt(14 + 20 + 4, big_udp, 2), SW_CNT_DROP_UDP_LEN},
 	};
 	unsigned ncases = sizeof(cases) / sizeof(cases[0]);
 	uint64_t before[SW_CNT_COUNT];
@@ -510,11 +517,12 @@ START_TEST(malformed_dropped_and_counted)
 	run();
 	ck_assert_uint_eq(drain_all(), 0);
 	for (unsigned i = 0; i < ncases; i++)
-		ck_assert_msg(sw_counter(&sw, cases[i].why) > before[cases[i].why], "case %u (%s)", i,
-			      sw_counter_name(cases[i].why));
+		ck_assert_msg(sw_counter(&sw, cases[i].why) > before[cases[i].why], "case %u (%s)",
+			      i, sw_counter_name(cases[i].why));
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_IP_FRAG), before[SW_CNT_DROP_IP_FRAG] + 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_UDP), before[SW_CNT_DROP_NOT_UDP] + 1);
-	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_WIRE_SHORT), before[SW_CNT_DROP_WIRE_SHORT] + 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_WIRE_SHORT),
+			  before[SW_CNT_DROP_WIRE_SHORT] + 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_RUNT), before[SW_CNT_DROP_RUNT] + 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_REQ_FORWARDED), 0);
 	/* And the switch still works. */
@@ -527,7 +535,8 @@ END_TEST
 START_TEST(arp_for_vip_answered)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool), *out[4];
-	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
+	struct rte_ether_hdr *eth =
+	    (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
 	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
 
 	memset(eth->dst_addr.addr_bytes, 0xff, 6);
@@ -671,11 +680,12 @@ START_TEST(debug_logs_decisions)
 	sw_control_poll(&sw, 0);
 	out = ctl_command(&sw, "debug show");
 	ck_assert_msg(strstr(out, "key=hot op=GET dir=yes") && strstr(out, "chosen=n") &&
-			      strstr(out, "inflight=0 health=100;"),
+			  strstr(out, "inflight=0 health=100;"),
 		      "%s", out);
 	free(out);
 	out = ctl_command(&sw, "stats");
-	ck_assert_msg(strstr(out, "\"requests_forwarded\":1") && strstr(out, "\"wire_bad_magic\":0"),
+	ck_assert_msg(strstr(out, "\"requests_forwarded\":1") &&
+			  strstr(out, "\"wire_bad_magic\":0"),
 		      "%s", out);
 	free(out);
 }
@@ -684,8 +694,12 @@ END_TEST
 /* Node id's DIGEST with the given queue metric (0..100). */
 static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
 {
-	struct dig_digest d = {.interval_ms = 100, .seq = seq, .boot_id = 42, .ts_us = seq,
-			       .m = {.queue = queue}, .health = 100};
+	struct dig_digest d = {.interval_ms = 100,
+			       .seq = seq,
+			       .boot_id = 42,
+			       .ts_us = seq,
+			       .m = {.queue = queue},
+			       .health = 100};
 	uint8_t buf[256], mac[6];
 	int n = dig_datagram_build(id, &d, buf, sizeof(buf));
 
@@ -786,9 +800,9 @@ START_TEST(two_workers_concurrent_updates)
 		/* The control thread flips hot's set and version. */
 		rte_rcu_qsbr_thread_online(sw.qsbr, sw.nworkers);
 		flips++;
-		ck_assert_int_eq(cdt_set_replicas(sw.cdt, hot, flips % 2 ? set_b : set_a, 2,
-						  flips % 2 ? 2 : 1),
-				 0);
+		ck_assert_int_eq(
+		    cdt_set_replicas(sw.cdt, hot, flips % 2 ? set_b : set_a, 2, flips % 2 ? 2 : 1),
+		    0);
 		rte_rcu_qsbr_thread_offline(sw.qsbr, sw.nworkers);
 		/* HINT answers pair node and version from one snapshot: never torn. */
 		unsigned n = collect(0, out, 64);
@@ -802,7 +816,8 @@ START_TEST(two_workers_concurrent_updates)
 				if (p.msg.version == 1)
 					ck_assert(p.msg.node == 1 || p.msg.node == 2);
 				else
-					ck_assert(p.msg.version == 2 && (p.msg.node == 3 || p.msg.node == 4));
+					ck_assert(p.msg.version == 2 &&
+						  (p.msg.node == 3 || p.msg.node == 4));
 			}
 		}
 		free_all(out, n);
@@ -822,7 +837,8 @@ START_TEST(two_workers_concurrent_updates)
 	ck_assert_uint_eq(st->nreplicas, 1);
 	ck_assert_uint_eq(st->replicas[0], wh);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_CDT_UPDATE_FAILED), 0);
-	fprintf(stderr, "two workers: %u hints, %u gets, %u flips, %llu write replies, %llu CAS retries\n",
+	fprintf(stderr,
+		"two workers: %u hints, %u gets, %u flips, %llu write replies, %llu CAS retries\n",
 		hints, sent, flips, (unsigned long long)version,
 		(unsigned long long)sw_counter(&sw, SW_CNT_CDT_UPDATE_RETRIES));
 	for (unsigned q = 0; q < NRX; q++)
@@ -841,12 +857,12 @@ START_TEST(state_transitions)
 {
 	struct cdt_state cur = {.completed = 5, .nreplicas = 2, .replicas = {1, 2}}, next;
 
-	ck_assert(!cdt_state_on_reply(&cur, 4, 3, &next));	/* older: nothing */
-	ck_assert(!cdt_state_on_reply(&cur, 0, 3, &next));	/* no version: nothing */
-	ck_assert(cdt_state_on_reply(&cur, 5, 3, &next));	/* equal: replier joins */
+	ck_assert(!cdt_state_on_reply(&cur, 4, 3, &next)); /* older: nothing */
+	ck_assert(!cdt_state_on_reply(&cur, 0, 3, &next)); /* no version: nothing */
+	ck_assert(cdt_state_on_reply(&cur, 5, 3, &next));  /* equal: replier joins */
 	ck_assert_uint_eq(next.nreplicas, 3);
-	ck_assert(!cdt_state_on_reply(&cur, 5, 2, &next));	/* already in the set */
-	ck_assert(cdt_state_on_reply(&cur, 6, 1, &next));	/* newer: completion */
+	ck_assert(!cdt_state_on_reply(&cur, 5, 2, &next)); /* already in the set */
+	ck_assert(cdt_state_on_reply(&cur, 6, 1, &next));  /* newer: completion */
 	ck_assert_uint_eq(next.completed, 6);
 	ck_assert_uint_eq(next.nreplicas, 1);
 	ck_assert_uint_eq(next.replicas[0], 1);
@@ -918,8 +934,9 @@ static Suite *suite(void)
 int main(void)
 {
 	char prefix[64];
-	char *eal[] = {"test_switchd", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix,
-		       "--lcores", "(0-2)@(0-1)", "--log-level", "lib.eal:error", NULL};
+	char *eal[] = {"test_switchd",	"--no-huge", "-m",	 "256",		"--no-pci",
+		       "--file-prefix", prefix,	     "--lcores", "(0-2)@(0-1)", "--log-level",
+		       "lib.eal:error", NULL};
 	char err[CFG_ERR_LEN];
 	int failed;
 
@@ -938,11 +955,13 @@ int main(void)
 
 		for (unsigned q = 0; q < NRX; q++) {
 			snprintf(name, sizeof(name), "rx_%s_%u", port_names[p], q);
-			rx_rings[p][q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			rx_rings[p][q] =
+			    rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		}
 		for (unsigned q = 0; q < NTX; q++) {
 			snprintf(name, sizeof(name), "tx_%s_%u", port_names[p], q);
-			tx_rings[p][q] = rte_ring_create(name, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			tx_rings[p][q] =
+			    rte_ring_create(name, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		}
 		/* rte_eth_from_rings() names the device net_ring_<name>, as the config says. */
 		snprintf(name, sizeof(name), "net_ring_%s", port_names[p]);
@@ -950,7 +969,6 @@ int main(void)
 			fprintf(stderr, "test_switchd: cannot create %s\n", name);
 			return 1;
 		}
-
 	}
 	SRunner *sr = srunner_create(suite());
 
