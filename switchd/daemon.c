@@ -125,7 +125,6 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 		return fail(err, errlen, "cannot build the ring: %s", strerror(-rc));
 	if (pick_lcores(sw, err, errlen) != 0)
 		return -1;
-	sw->ctl_txq = sw->nworkers;
 
 	/* QSBR threads: workers 0..n-1, the control thread n, telemetry n+1. */
 	qs = rte_rcu_qsbr_get_memsize(sw->nworkers + 2u);
@@ -158,7 +157,10 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	snprintf(name, sizeof(name), "log_%s", sw->tag);
 	sw->log_ring = rte_ring_create_elem(name, sizeof(struct sw_decision), SW_LOG_RING,
 					    SOCKET_ID_ANY, RING_F_SC_DEQ);
-	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring)
+	snprintf(name, sizeof(name), "ctx_%s", sw->tag);
+	sw->ctl_tx_ring =
+	    rte_ring_create(name, SW_CTL_TX_RING, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring)
 		return fail(err, errlen, "cannot create rings: %s", rte_strerror(rte_errno));
 
 	if (ports_init(sw, err, errlen) != 0)
@@ -196,6 +198,13 @@ void sw_fini(struct sw *sw)
 		while (rte_ring_dequeue(sw->digest_ring, (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 	}
+	if (sw->ctl_tx_ring) {
+		struct rte_mbuf *m;
+
+		while (rte_ring_dequeue(sw->ctl_tx_ring, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
+	rte_ring_free(sw->ctl_tx_ring);
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
 	rte_ring_free(sw->log_ring);
@@ -236,12 +245,10 @@ uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counte
 void sw_send_arp_request(struct sw *sw, uint32_t ip)
 {
 	for (uint16_t p = 0; p < sw->nports; p++) {
-		struct rte_mbuf *m = sw->ports[p].ctl_tx ? rte_pktmbuf_alloc(sw->pool) : NULL;
+		struct rte_mbuf *m = rte_pktmbuf_alloc(sw->pool);
 		struct rte_ether_hdr *eth;
 		struct rte_arp_hdr *arp;
 
-		if (!sw->ports[p].ctl_tx)
-			continue;
 		if (!m) {
 			sw->ctl_counters[SW_CNT_DROP_NO_MBUF]++;
 			return;
@@ -264,7 +271,8 @@ void sw_send_arp_request(struct sw *sw, uint32_t ip)
 		arp->arp_data.arp_sip = rte_cpu_to_be_32(sw->vip);
 		memset(arp->arp_data.arp_tha.addr_bytes, 0, 6);
 		arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
-		if (rte_eth_tx_burst(sw->ports[p].port_id, sw->ctl_txq, &m, 1) != 1) {
+		m->port = p; /* port index: worker 0 sends it on its own TX queue */
+		if (rte_ring_sp_enqueue(sw->ctl_tx_ring, m) != 0) {
 			rte_pktmbuf_free(m);
 			sw->ctl_counters[SW_CNT_DROP_NO_MBUF]++;
 		}

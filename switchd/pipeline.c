@@ -734,6 +734,19 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	}
 }
 
+/* Worker 0 sends what the control thread queued (ARP requests from the VIP). */
+static void send_control_frames(struct sw_worker *w)
+{
+	struct rte_mbuf *m;
+
+	while (rte_ring_sc_dequeue(w->sw->ctl_tx_ring, (void **)&m) == 0) {
+		if (m->port < w->sw->nports)
+			tx(w, m->port, m);
+		else
+			rte_pktmbuf_free(m);
+	}
+}
+
 unsigned pipeline_poll(struct sw_worker *w)
 {
 	struct sw *sw = w->sw;
@@ -759,6 +772,8 @@ unsigned pipeline_poll(struct sw_worker *w)
 		w->busy_packets += total;
 	}
 	if (now - w->last_drain_tsc >= sw->drain_tsc) {
+		if (w->index == 0)
+			send_control_frames(w);
 		pipeline_flush(w);
 		cdt_reclaim(sw->cdt, w->index);
 		w->last_drain_tsc = now;

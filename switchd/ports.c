@@ -5,8 +5,9 @@
  * A device EAL already created (--vdev, -a, or a test's rte_eth_from_rings)
  * is used as it is; anything else is hot-plugged with rte_dev_probe(). Every
  * port gets one RX queue per worker (as many as the device has, RSS spreading
- * over them where the device supports it), one TX queue per worker plus one
- * for the control thread, the configured MTU or the largest the device takes,
+ * over them where the device supports it), one TX queue per worker (the
+ * control thread's frames go out through worker 0), the configured MTU or the
+ * largest the device takes,
  * and promiscuous mode (inline L2 forwarding needs it; one-arm needs the VIP
  * MAC, which is not the device's own).
  */
@@ -45,7 +46,7 @@ static int find_or_probe(const struct cfg_port *cp, const char *name, uint16_t *
 /* l3fwd's sizing: RX rings + bursts in flight + TX rings + per-lcore caches, at least 8192. */
 static unsigned pool_size(const struct sw *sw)
 {
-	unsigned nl = sw->nworkers + 1u;
+	unsigned nl = sw->nworkers + 1u; /* workers and the control thread */
 	unsigned n = sw->nports * sw->nworkers * SW_NB_RXD + sw->nports * nl * SW_BURST +
 		     sw->nports * nl * SW_NB_TXD + nl * SW_MEMPOOL_CACHE;
 
@@ -79,13 +80,13 @@ static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err,
 	}
 	sp->nrxq = (uint16_t)RTE_MIN(sw->nworkers, info.max_rx_queues);
 	/*
-	 * One TX queue per worker, plus one for the control thread where the
-	 * device has it (net_pcap has one per tx_pcap): without it the control
-	 * thread sends nothing on that port (it never shares a worker's queue).
+	 * One TX queue per worker lcore. The control thread sends (ARP) through
+	 * worker 0 (sw->ctl_tx_ring), so every device works with as many queues
+	 * as workers: net_tap insists on as many RX as TX queues.
 	 */
-	sp->ntxq = (uint16_t)RTE_MIN(sw->nworkers + 1u, info.max_tx_queues);
-	sp->ctl_tx = sp->ntxq > sw->nworkers;
-	if (sp->nrxq == 0 || sp->ntxq < sw->nworkers) {
+	sp->ntxq = sw->nworkers;
+	if (sp->nrxq == 0 || info.max_tx_queues < sp->ntxq ||
+	    (!strncmp(sp->dev, "net_tap", 7) && sp->nrxq != sp->ntxq)) {
 		snprintf(err, errlen,
 			 "port %s: needs %u TX queues (one per worker lcore) and 1 RX queue; %s "
 			 "has %u TX, %u RX",
@@ -133,6 +134,7 @@ static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err,
 		snprintf(err, errlen, "port %s: start failed: %s", cp->name, rte_strerror(-rc));
 		return -1;
 	}
+	sp->started = true;
 	sp->promiscuous = rte_eth_promiscuous_enable(pid) == 0;
 	return 0;
 }
@@ -183,9 +185,12 @@ int ports_init(struct sw *sw, char *err, size_t errlen)
 void ports_fini(struct sw *sw)
 {
 	for (uint16_t i = 0; i < sw->nports; i++) {
+		if (!sw->ports[i].started)
+			continue;
 		rte_eth_dev_stop(sw->ports[i].port_id);
 		if (sw->close_ports)
 			rte_eth_dev_close(sw->ports[i].port_id);
+		sw->ports[i].started = false;
 	}
 	for (uint16_t wi = 0; wi < sw->nworkers; wi++)
 		for (uint16_t p = 0; p < sw->nports; p++) {

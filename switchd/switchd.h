@@ -7,7 +7,8 @@
  *                         TX queue `index` of every port, their own counters.
  *   control thread (daemon.c, ctl.c) on the main lcore: config, CDT management,
  *                         score writer (digests, failure detection), ARP
- *                         requests, the control socket; TX queue `nworkers`.
+ *                         requests (sent by worker 0 from ctl_tx_ring), the
+ *                         control socket.
  *   telemetry thread(s)   read counters, scores and the CDT (QSBR reader
  *                         `nworkers + 1`, serialised by tel_lock).
  * Shared structures and their rules: cdt.h (RCU), scores.h (atomics), l2.h
@@ -44,6 +45,7 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_ARP_RING	 1024 /* addresses workers want resolved */
 #define SW_LOG_RING	 1024 /* decision-log records */
 #define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
+#define SW_CTL_TX_RING	 512  /* frames the control thread sends through worker 0 */
 
 struct sw_rxq {
 	uint16_t port; /* index in sw->ports */
@@ -86,7 +88,7 @@ struct sw_port {
 	uint16_t nrxq, ntxq;
 	uint16_t mtu;
 	bool promiscuous;
-	bool ctl_tx;		   /* the control thread has TX queue nworkers here */
+	bool started;
 	struct rte_ether_addr mac; /* the device's own MAC */
 };
 
@@ -130,7 +132,6 @@ struct sw {
 	struct sw_port ports[CFG_MAX_PORTS];
 	uint16_t nworkers;
 	struct sw_worker *workers[SW_MAX_WORKERS];
-	uint16_t ctl_txq; /* the control thread's TX queue on every port */
 
 	struct rte_mempool *pool;
 	struct rte_rcu_qsbr *qsbr;
@@ -140,6 +141,8 @@ struct sw {
 	struct rte_ring *digest_ring;
 	struct rte_ring *arp_ring;
 	struct rte_ring *log_ring;
+	struct rte_ring
+	    *ctl_tx_ring; /* control thread -> worker 0: frames to send (m->port = index) */
 
 	uint8_t debug; /* relaxed atomic: decision logs for every request */
 	volatile int stop;
