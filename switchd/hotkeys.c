@@ -45,7 +45,7 @@ struct hot_detector {
 /* Noise floor: a top-K key must carry at least 1/(16 K) of the epoch's samples
  * (and 4 samples), so a uniform workload installs nothing. */
 #define HOT_FLOOR_DIVISOR 16
-#define HOT_MIN_COUNT 4
+#define HOT_MIN_COUNT	  4
 
 uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas)
 {
@@ -79,27 +79,27 @@ struct hot_detector *hot_create(const struct cfg *cfg, int socket)
 
 	snprintf(name, sizeof(name), "hot_sketch_%u", instance);
 	struct rte_member_parameters mp = {
-		.name = name,
-		.type = RTE_MEMBER_TYPE_SKETCH,
-		.key_len = sizeof(uint64_t),
-		/* 1e-4 of the epoch's samples: counts of hot keys are exact enough. */
-		.error_rate = 0.0001f,
-		/* Count every row: lcores already sample (directory.sample_every). */
-		.sample_rate = 1.0f,
-		.top_k = h->top_k,
-		.prim_hash_seed = 0x736b6c31,
-		.sec_hash_seed = 0x736b6c32,
-		.socket_id = socket,
+	    .name = name,
+	    .type = RTE_MEMBER_TYPE_SKETCH,
+	    .key_len = sizeof(uint64_t),
+	    /* 1e-4 of the epoch's samples: counts of hot keys are exact enough. */
+	    .error_rate = 0.0001f,
+	    /* Count every row: lcores already sample (directory.sample_every). */
+	    .sample_rate = 1.0f,
+	    .top_k = h->top_k,
+	    .prim_hash_seed = 0x736b6c31,
+	    .sec_hash_seed = 0x736b6c32,
+	    .socket_id = socket,
 	};
 	h->sketch = rte_member_create(&mp);
 
 	snprintf(name, sizeof(name), "hot_names_%u", instance++);
 	struct rte_hash_parameters hp = {
-		.name = name,
-		.entries = HOT_MAX_NAMES,
-		.key_len = sizeof(uint64_t),
-		.hash_func = rte_jhash,
-		.socket_id = socket,
+	    .name = name,
+	    .entries = HOT_MAX_NAMES,
+	    .key_len = sizeof(uint64_t),
+	    .hash_func = rte_jhash,
+	    .socket_id = socket,
 	};
 	h->index = rte_hash_create(&hp);
 	h->names = calloc(HOT_MAX_NAMES, sizeof(*h->names));
@@ -136,8 +136,7 @@ void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, u
 	h->samples++;
 	if (len > HOT_MAX_KEY || name_of(h, keyhash))
 		return;
-	if (rte_member_query_count(h->sketch, &keyhash, &count) != 0 ||
-	    count < HOT_REMEMBER_AFTER)
+	if (rte_member_query_count(h->sketch, &keyhash, &count) != 0 || count < HOT_REMEMBER_AFTER)
 		return;
 	int slot = rte_hash_add_key(h->index, &keyhash);
 	if (slot < 0) /* table full of candidates: this epoch's hot set is known */

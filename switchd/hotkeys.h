@@ -24,7 +24,7 @@
 #define HOT_MAX_KEY 256
 /* Key bytes remembered per epoch: a bound on the candidate table. */
 #define HOT_MAX_NAMES 4096
-#define HOT_MAX_TOP 1024
+#define HOT_MAX_TOP   1024
 
 struct hot_key {
 	uint64_t keyhash;

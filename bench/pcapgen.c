@@ -1,0 +1,102 @@
+/*
+ * pcapgen.c - writes the benchmark's input: a pcap of valid skewless
+ * requests from one client (10.77.0.201:40000+) to the VIP (10.77.0.100:7447),
+ * one per key "key:<i>", i = 0..nkeys-1: GET, with every 10th a PUT of a
+ * 16-byte value. Every other key ("key:<even>") is also written, one per
+ * line, to the keys file: those are the ones bench/fastpath.sh pins in the
+ * directory, so half the requests hit the CDT and half go to the ring home.
+ *
+ *   bench_pcapgen OUT.pcap KEYS.txt NKEYS
+ */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyhash.h"
+#include "wire.h"
+
+static uint16_t csum(const void *p, size_t n, uint32_t sum)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)b[n - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+int main(int argc, char **argv)
+{
+	static const uint8_t vip_mac[6] = {0x02, 0x53, 0x4b, 0x4c, 0x00, 0x64};
+	static const uint8_t client_mac[6] = {0x02, 0, 0, 0, 0, 0xc1};
+	const uint32_t sip = 0x0a4d00c9, dip = 0x0a4d0064;
+	FILE *out, *keys;
+	long nkeys;
+
+	if (argc != 4 || (nkeys = strtol(argv[3], NULL, 10)) < 1 || nkeys > 1000000) {
+		fprintf(stderr, "usage: bench_pcapgen OUT.pcap KEYS.txt NKEYS\n");
+		return 1;
+	}
+	out = fopen(argv[1], "wb");
+	keys = fopen(argv[2], "w");
+	if (!out || !keys) {
+		perror("bench_pcapgen");
+		return 1;
+	}
+	/* pcap global header: magic, v2.4, GMT 0, sigfigs 0, snaplen 65535, Ethernet. */
+	uint32_t gh[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+
+	fwrite(gh, sizeof(gh), 1, out);
+	for (long i = 0; i < nkeys; i++) {
+		uint8_t f[256], *ip = f + 14, *udp = ip + 20, *w = udp + 8;
+		char key[32];
+		int klen = snprintf(key, sizeof(key), "key:%ld", i);
+		int put = i % 10 == 9;
+		struct wire_msg m = {
+		    .op = put ? WIRE_OP_PUT : WIRE_OP_GET,
+		    .req_id = (7ull << 32) | (uint64_t)i,
+		    .keyhash = keyhash(key, (size_t)klen),
+		    .key_len = (uint16_t)klen,
+		    .key = (const uint8_t *)key,
+		    .val_len = put ? 16 : 0,
+		    .value = (const uint8_t *)"0123456789abcdef",
+		};
+		int wl = wire_encode(&m, w, sizeof(f) - 42);
+		uint16_t ulen = (uint16_t)(8 + wl), ilen = (uint16_t)(20 + ulen);
+		uint32_t flen = 14u + ilen;
+
+		if (i % 2 == 0)
+			fprintf(keys, "%s\n", key);
+		memcpy(f, vip_mac, 6);
+		memcpy(f + 6, client_mac, 6);
+		f[12] = 0x08, f[13] = 0x00;
+		memset(ip, 0, 20);
+		ip[0] = 0x45;
+		ip[2] = (uint8_t)(ilen >> 8), ip[3] = (uint8_t)ilen;
+		ip[8] = 64, ip[9] = 17;
+		wire_put32(ip + 12, sip);
+		wire_put32(ip + 16, dip);
+		wire_put16(ip + 10, csum(ip, 20, 0));
+		wire_put16(udp, (uint16_t)(40000 + i % 1000));
+		wire_put16(udp + 2, 7447);
+		wire_put16(udp + 4, ulen);
+		wire_put16(udp + 6, 0);
+		/* UDP checksum over the pseudo-header and the datagram. */
+		uint32_t ph =
+		    (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
+		uint16_t c = csum(udp, ulen, ph);
+
+		wire_put16(udp + 6, c ? c : 0xffff);
+		uint32_t rh[4] = {(uint32_t)i, 0, flen, flen};
+
+		fwrite(rh, sizeof(rh), 1, out);
+		fwrite(f, flen, 1, out);
+	}
+	fclose(keys);
+	return fclose(out) == 0 ? 0 : 1;
+}

@@ -1,0 +1,439 @@
+/*
+ * cdt.c - the coherence directory table: rte_hash (lock-free readers) of
+ * entries whose state is replaced copy-on-write and retired through QSBR.
+ * See cdt.h for the concurrency contract.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+#include <xxhash.h>
+
+#include "cdt.h"
+
+/* Workers' retire lists; the control thread frees synchronously instead. */
+static struct cdt_limbo *limbo_of(struct cdt *c, uint16_t worker);
+
+struct cdt_priv {
+	struct cdt pub;
+	struct cdt_limbo *limbo; /* [nworkers] */
+};
+
+static struct cdt_limbo *limbo_of(struct cdt *c, uint16_t worker)
+{
+	return &((struct cdt_priv *)c)->limbo[worker];
+}
+
+uint64_t cdt_fingerprint(const void *key, size_t len)
+{
+	return XXH3_64bits_withSeed(key, len, CDT_FP_SEED);
+}
+
+/*
+ * The keyhash is already a uniform 64-bit hash: fold it instead of hashing
+ * it again (saves a CRC per lookup on the fast path).
+ */
+static uint32_t cdt_hash_fold(const void *key, uint32_t key_len, uint32_t init)
+{
+	uint64_t k;
+
+	RTE_SET_USED(key_len);
+	memcpy(&k, key, sizeof(k));
+	return (uint32_t)(k ^ (k >> 29)) ^ init;
+}
+
+struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers,
+		       struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread)
+{
+	char nm[RTE_HASH_NAMESIZE];
+	struct cdt_priv *p;
+	struct cdt *c;
+
+	if (max_entries == 0 || max_entries > 65535 || nworkers == 0 || !qsbr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = rte_zmalloc("cdt", sizeof(*p), RTE_CACHE_LINE_SIZE);
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c = &p->pub;
+	c->max_entries = max_entries;
+	c->nworkers = nworkers;
+	c->qsbr = qsbr;
+	c->ctl_thread = ctl_thread;
+
+	snprintf(nm, sizeof(nm), "cdt_%s", name);
+	/* 2x slots: cuckoo hashing stays fast and never fails an insert well below capacity. */
+	struct rte_hash_parameters hp = {
+	    .name = nm,
+	    .entries = RTE_MAX(max_entries * 2, 64u),
+	    .key_len = sizeof(uint64_t),
+	    .hash_func = cdt_hash_fold,
+	    .socket_id = SOCKET_ID_ANY,
+	    .extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
+	};
+	c->hash = rte_hash_create(&hp);
+
+	snprintf(nm, sizeof(nm), "cdts_%s", name);
+	/*
+	 * States: one live per entry, up to CDT_LIMBO retired per worker, the
+	 * mempool caches per lcore, and slack for states being built.
+	 */
+	unsigned nstates = max_entries + nworkers * (CDT_LIMBO + 512) + 1024;
+	c->states = rte_mempool_create(nm, nstates, sizeof(struct cdt_state), 256, 0, NULL, NULL,
+				       NULL, NULL, SOCKET_ID_ANY, 0);
+	c->entries =
+	    rte_zmalloc("cdt_entries", sizeof(*c->entries) * max_entries, RTE_CACHE_LINE_SIZE);
+	c->counters =
+	    rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * (nworkers + 1u),
+			RTE_CACHE_LINE_SIZE);
+	p->limbo = rte_zmalloc("cdt_limbo", sizeof(*p->limbo) * nworkers, RTE_CACHE_LINE_SIZE);
+	c->key_len = calloc(max_entries, sizeof(*c->key_len));
+	c->keys = calloc(max_entries, sizeof(*c->keys));
+	c->free_idx = calloc(max_entries, sizeof(*c->free_idx));
+	if (!c->hash || !c->states || !c->entries || !c->counters || !p->limbo || !c->key_len ||
+	    !c->keys || !c->free_idx) {
+		int err = rte_errno ? rte_errno : ENOMEM;
+
+		cdt_free(c);
+		errno = err;
+		return NULL;
+	}
+	/* Hand out low indices first: a small directory stays in few cache lines. */
+	for (uint32_t i = 0; i < max_entries; i++)
+		c->free_idx[i] = max_entries - 1 - i;
+	c->nfree = max_entries;
+	return c;
+}
+
+void cdt_free(struct cdt *c)
+{
+	struct cdt_priv *p = (struct cdt_priv *)c;
+
+	if (!c)
+		return;
+	rte_hash_free(c->hash);
+	rte_mempool_free(c->states);
+	rte_free(c->entries);
+	rte_free(c->counters);
+	rte_free(p->limbo);
+	free(c->key_len);
+	free(c->keys);
+	free(c->free_idx);
+	rte_free(p);
+}
+
+/* ---- Pure transitions. ------------------------------------------------------------ */
+
+static void state_single(struct cdt_state *next, uint64_t version, uint16_t node)
+{
+	memset(next, 0, sizeof(*next));
+	next->completed = version;
+	next->nreplicas = 1;
+	next->replicas[0] = node;
+}
+
+/* next = cur plus node; false when node is already there or the set is full. */
+static bool state_add(const struct cdt_state *cur, uint16_t node, struct cdt_state *next)
+{
+	if (cdt_state_has(cur, node) || cur->nreplicas >= CDT_MAX_REPLICAS)
+		return false;
+	*next = *cur;
+	next->replicas[next->nreplicas++] = node;
+	return true;
+}
+
+bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
+			struct cdt_state *next)
+{
+	if (version == 0 || replier == 0 || version < cur->completed)
+		return false;
+	if (version > cur->completed) {
+		state_single(next, version, replier);
+		return true;
+	}
+	return state_add(cur, replier, next);
+}
+
+bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
+			 uint16_t home, struct cdt_state *next)
+{
+	if (version == 0 || replica == 0 || version < cur->completed)
+		return false;
+	if (version > cur->completed) {
+		state_single(next, version, home);
+		if (replica != home)
+			next->replicas[next->nreplicas++] = replica;
+		return true;
+	}
+	return state_add(cur, replica, next);
+}
+
+/* ---- Publication and retirement. ----------------------------------------------------- */
+
+void cdt_reclaim(struct cdt *c, uint16_t worker)
+{
+	struct cdt_limbo *l = limbo_of(c, worker);
+
+	while (l->head != l->tail) {
+		uint32_t i = l->head & (CDT_LIMBO - 1);
+
+		if (rte_rcu_qsbr_check(c->qsbr, l->slot[i].token, false) != 1)
+			break;
+		rte_mempool_put(c->states, l->slot[i].state);
+		l->head++;
+	}
+}
+
+/*
+ * Queue old for freeing once every reader has passed a quiescent point. A
+ * full limbo waits for the oldest grace period: this worker reports its own
+ * quiescent state first (it holds no state pointer here), and the others keep
+ * reporting from their poll loops or are offline, so the wait is bounded.
+ */
+static void retire(struct cdt *c, uint16_t worker, struct cdt_state *old)
+{
+	struct cdt_limbo *l;
+
+	if (worker >= c->nworkers) {
+		/* Control thread: block for the grace period (never on the fast path). */
+		rte_rcu_qsbr_synchronize(c->qsbr, c->ctl_thread);
+		rte_mempool_put(c->states, old);
+		return;
+	}
+	l = limbo_of(c, worker);
+	if (l->tail - l->head == CDT_LIMBO) {
+		cdt_reclaim(c, worker);
+		if (l->tail - l->head == CDT_LIMBO) {
+			uint32_t i = l->head & (CDT_LIMBO - 1);
+
+			rte_rcu_qsbr_quiescent(c->qsbr, worker);
+			rte_rcu_qsbr_check(c->qsbr, l->slot[i].token, true);
+			cdt_reclaim(c, worker);
+		}
+	}
+	uint32_t i = l->tail & (CDT_LIMBO - 1);
+
+	l->slot[i].state = old;
+	l->slot[i].token = rte_rcu_qsbr_start(c->qsbr);
+	l->tail++;
+}
+
+/* Publish next in place of cur; false when another writer published first. */
+static bool publish(struct cdt_entry *e, struct cdt_state *cur, struct cdt_state *next)
+{
+	return __atomic_compare_exchange_n(&e->state, &cur, next, false, __ATOMIC_RELEASE,
+					   __ATOMIC_RELAXED);
+}
+
+int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_event ev,
+	      uint64_t version, uint16_t node, unsigned *retries)
+{
+	struct cdt_state *next = NULL;
+
+	for (;;) {
+		struct cdt_state *cur = (struct cdt_state *)cdt_entry_state(e);
+		struct cdt_state tmp;
+		bool changed;
+
+		if (!cur)
+			changed = false;
+		else if (ev == CDT_EV_REPLY)
+			changed = cdt_state_on_reply(cur, version, node, &tmp);
+		else
+			changed = cdt_state_on_rc_ack(cur, version, node, e->home, &tmp);
+		if (!changed) {
+			if (next)
+				rte_mempool_put(c->states, next);
+			return 0;
+		}
+		if (!next && rte_mempool_get(c->states, (void **)&next) != 0)
+			return -ENOMEM;
+		*next = tmp;
+		if (publish(e, cur, next)) {
+			retire(c, worker, cur);
+			return 1;
+		}
+		if (retries)
+			(*retries)++;
+	}
+}
+
+/* ---- Control thread: management. ------------------------------------------------------ */
+
+struct cdt_entry *cdt_find(const struct cdt *c, uint64_t keyhash)
+{
+	void *data = NULL;
+
+	if (rte_hash_lookup_data(c->hash, &keyhash, &data) < 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return data;
+}
+
+static struct cdt_state *state_new(struct cdt *c, const uint16_t *replicas, unsigned n,
+				   uint64_t completed)
+{
+	struct cdt_state *s;
+
+	if (rte_mempool_get(c->states, (void **)&s) != 0)
+		return NULL;
+	memset(s, 0, sizeof(*s));
+	s->completed = completed;
+	for (unsigned i = 0; i < n; i++)
+		if (!cdt_state_has(s, replicas[i]))
+			s->replicas[s->nreplicas++] = replicas[i];
+	return s;
+}
+
+static bool replicas_valid(const uint16_t *replicas, unsigned n)
+{
+	if (n == 0 || n > CDT_MAX_REPLICAS)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		if (replicas[i] == 0)
+			return false;
+	return true;
+}
+
+struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, size_t key_len,
+			      uint16_t home, const uint16_t *replicas, unsigned n,
+			      uint64_t completed)
+{
+	struct cdt_entry *e;
+	uint64_t fp;
+
+	if (!key || key_len == 0 || key_len > WIRE_MAX_KEY || home == 0 ||
+	    !replicas_valid(replicas, n)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fp = cdt_fingerprint(key, key_len);
+	e = cdt_find(c, keyhash);
+	if (e) {
+		if (e->fingerprint != fp) {
+			errno = EEXIST;
+			return NULL;
+		}
+		if (cdt_set_replicas(c, e, replicas, n, completed) != 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return e;
+	}
+	if (c->nfree == 0) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	uint32_t idx = c->free_idx[c->nfree - 1];
+
+	e = &c->entries[idx];
+	e->state = state_new(c, replicas, n, completed);
+	if (!e->state) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->keyhash = keyhash;
+	e->fingerprint = fp;
+	e->home = home;
+	e->index = (uint16_t)idx;
+	e->pinned = 0;
+	e->want_replicas = 0;
+	memcpy(c->keys[idx], key, key_len);
+	c->key_len[idx] = (uint16_t)key_len;
+	for (unsigned w = 0; w <= c->nworkers; w++)
+		memset(cdt_worker_counters(c, (uint16_t)w, e), 0,
+		       sizeof(struct cdt_entry_counters));
+	/*
+	 * rte_hash_add_key_data publishes the data pointer with release ordering
+	 * (LF mode), so a reader that finds the key sees the fields written above.
+	 */
+	if (rte_hash_add_key_data(c->hash, &keyhash, e) < 0) {
+		rte_mempool_put(c->states, e->state);
+		e->state = NULL;
+		errno = ENOSPC;
+		return NULL;
+	}
+	c->nfree--;
+	c->nentries++;
+	return e;
+}
+
+int cdt_set_replicas(struct cdt *c, struct cdt_entry *e, const uint16_t *replicas, unsigned n,
+		     uint64_t completed)
+{
+	struct cdt_state *next, *cur;
+
+	if (!replicas_valid(replicas, n))
+		return -EINVAL;
+	next = state_new(c, replicas, n, completed);
+	if (!next)
+		return -ENOMEM;
+	/* Workers may publish concurrently: swap, then retire whatever was there. */
+	cur = __atomic_exchange_n(&e->state, next, __ATOMIC_RELEASE);
+	if (cur)
+		retire(c, c->nworkers, cur);
+	return 0;
+}
+
+int cdt_remove(struct cdt *c, uint64_t keyhash)
+{
+	struct cdt_entry *e = cdt_find(c, keyhash);
+	int32_t pos;
+
+	if (!e)
+		return -ENOENT;
+	pos = rte_hash_del_key(c->hash, &keyhash);
+	if (pos < 0)
+		return -ENOENT;
+	/* No reader can find the key now; wait until none still holds e or its state. */
+	rte_rcu_qsbr_synchronize(c->qsbr, c->ctl_thread);
+	rte_hash_free_key_with_position(c->hash, pos);
+	rte_mempool_put(c->states, e->state);
+	e->state = NULL;
+	e->keyhash = 0;
+	c->key_len[e->index] = 0;
+	c->free_idx[c->nfree++] = e->index;
+	c->nentries--;
+	return 0;
+}
+
+struct cdt_entry *cdt_next(const struct cdt *c, uint32_t *it)
+{
+	const void *key;
+	void *data;
+
+	if (rte_hash_iterate(c->hash, &key, &data, it) < 0)
+		return NULL;
+	return data;
+}
+
+const uint8_t *cdt_entry_key(const struct cdt *c, const struct cdt_entry *e, uint16_t *len)
+{
+	*len = c->key_len[e->index];
+	return c->keys[e->index];
+}
+
+void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
+			struct cdt_entry_counters *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned w = 0; w <= c->nworkers; w++) {
+		const struct cdt_entry_counters *x =
+		    &c->counters[(size_t)w * c->max_entries + e->index];
+
+		sum->reads += __atomic_load_n(&x->reads, __ATOMIC_RELAXED);
+		sum->replica_reads += __atomic_load_n(&x->replica_reads, __ATOMIC_RELAXED);
+		sum->writes += __atomic_load_n(&x->writes, __ATOMIC_RELAXED);
+		sum->completions += __atomic_load_n(&x->completions, __ATOMIC_RELAXED);
+		sum->acks_added += __atomic_load_n(&x->acks_added, __ATOMIC_RELAXED);
+	}
+}

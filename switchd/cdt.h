@@ -1,0 +1,198 @@
+/*
+ * cdt.h - the coherence directory table (DESIGN.md section 5).
+ *
+ * An rte_hash (RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF) keyed by the 64-bit
+ * keyhash maps to a struct cdt_entry. What an entry says about a key's copies
+ * (completed version, replica set) lives in an immutable struct cdt_state that
+ * the entry points to:
+ *
+ *   readers (worker lcores, the control thread, telemetry) load entry->state
+ *           with acquire ordering and use that snapshot: it can never be torn.
+ *   writers (workers applying replies and RC_ACKs, the control thread applying
+ *           management calls) build the next state from the current one with a
+ *           pure transition function (cdt_state_on_*), then publish it with a
+ *           compare-and-swap with release ordering. Losing the race means
+ *           another writer published first: recompute from the new state.
+ *   old states are retired through QSBR (rte_rcu_qsbr): each worker keeps a
+ *           private limbo list and returns a state to the pool once every
+ *           reader has passed a quiescent point since it was replaced.
+ *
+ * Only the control thread adds or deletes hash keys (one writer for the hash),
+ * and it frees an entry's slot only after a grace period (rte_rcu_qsbr_synchronize).
+ *
+ * A request carries the key bytes; an entry keeps a fingerprint of them (a
+ * second, independent hash) so that another key colliding on keyhash is
+ * routed to its own home, never to this key's replicas.
+ */
+#ifndef SKL_SW_CDT_H
+#define SKL_SW_CDT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_hash.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+
+#include "wire.h"
+
+#define CDT_MAX_REPLICAS 16
+#define CDT_FP_SEED	 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
+#define CDT_LIMBO	 4096		       /* retired states a worker may hold (power of 2) */
+
+/* Immutable once published: what the directory knows of one key's copies. */
+struct cdt_state {
+	uint64_t completed; /* completed version; 0 = unknown (fresh entry) */
+	uint8_t nreplicas;  /* 1..CDT_MAX_REPLICAS once installed */
+	uint8_t pad[5];
+	uint16_t replicas[CDT_MAX_REPLICAS]; /* node ids holding `completed` */
+};
+
+/* Per-entry counters, one copy per worker (each written by its worker only). */
+struct cdt_entry_counters {
+	uint64_t reads;
+	uint64_t replica_reads; /* reads sent to a non-home replica */
+	uint64_t writes;
+	uint64_t completions; /* write replies that advanced `completed` */
+	uint64_t acks_added;
+};
+
+struct cdt_entry {
+	uint64_t keyhash;     /* immutable while installed */
+	uint64_t fingerprint; /* cdt_fingerprint() of the key bytes */
+	uint16_t home;	      /* ring home (immutable while installed) */
+	uint16_t index;	      /* slot in entries[] and the counter arrays */
+	uint8_t pinned;	      /* control thread: manual pin, never retired automatically */
+	uint8_t want_replicas;
+	struct cdt_state *state; /* RCU: acquire load, CAS with release */
+};
+
+/* Per-worker retire list: states replaced by this worker, waiting for a grace period. */
+struct cdt_limbo {
+	uint32_t head, tail;
+	struct {
+		struct cdt_state *state;
+		uint64_t token;
+	} slot[CDT_LIMBO];
+};
+
+struct cdt {
+	struct rte_hash *hash;
+	struct rte_mempool *states;
+	struct rte_rcu_qsbr *qsbr;
+	uint32_t max_entries;
+	uint16_t nworkers;
+	uint16_t ctl_thread; /* QSBR thread id of the control thread */
+	struct cdt_entry *entries;
+	struct cdt_entry_counters *counters; /* [worker * max_entries + index] */
+	/* Control thread only. */
+	uint16_t *key_len;
+	uint8_t (*keys)[WIRE_MAX_KEY];
+	uint32_t *free_idx;
+	uint32_t nfree;
+	uint32_t nentries;
+};
+
+/* Fingerprint of the key bytes, independent of the keyhash. */
+uint64_t cdt_fingerprint(const void *key, size_t len);
+
+/*
+ * Create a directory of max_entries keys for nworkers workers, sharing qsbr
+ * (threads 0..nworkers-1 are the workers, ctl_thread the control thread).
+ * name makes the DPDK object names unique. Returns NULL with errno set.
+ */
+struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers,
+		       struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread);
+void cdt_free(struct cdt *c);
+
+/* Acquire-load of an entry's current state; valid until the caller's next quiescent point. */
+static inline const struct cdt_state *cdt_entry_state(const struct cdt_entry *e)
+{
+	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+}
+
+static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
+{
+	for (unsigned i = 0; i < s->nreplicas; i++)
+		if (s->replicas[i] == node)
+			return true;
+	return false;
+}
+
+/*
+ * Transitions (pure: read cur, write next, return whether next differs).
+ * These are the coherence rules of DESIGN.md section 5:
+ *
+ * on_reply:  any reply carrying a version (GET/PUT/DEL/REPLICATE replies):
+ *            v > completed -> completed = v, set = {replier} (for a write
+ *            reply the replier is the home, so set = {home});
+ *            v == completed -> replier joins the set; v < completed -> nothing.
+ * on_rc_ack: RC_ACK(v) from replica r: v == completed -> r joins the set;
+ *            v > completed (an entry whose completed version is still
+ *            unknown, or a lost write reply) -> completed = v, set = {home, r}
+ *            (the home always holds the latest completed version);
+ *            v < completed (late or old ack) -> nothing.
+ * A version of 0 never changes anything. A full set (16) stays as it is.
+ */
+bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
+			struct cdt_state *next);
+bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
+			 uint16_t home, struct cdt_state *next);
+
+enum cdt_event { CDT_EV_REPLY, CDT_EV_RC_ACK };
+
+/*
+ * Apply an event to e from worker `worker` (0..nworkers-1) or from the control
+ * thread (worker == nworkers): copy-on-write + CAS, retrying on a lost race.
+ * Returns 1 when the state changed, 0 when the event changed nothing, or
+ * -ENOMEM when no state could be allocated or retired (the entry is then left
+ * as it was, and the caller counts the failure).
+ * *retries counts lost CAS races.
+ */
+int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_event ev,
+	      uint64_t version, uint16_t node, unsigned *retries);
+
+/* Worker: free retired states whose grace period is over. Cheap when nothing is due. */
+void cdt_reclaim(struct cdt *c, uint16_t worker);
+
+/* --- Control thread only: the management API. ------------------------------------- */
+
+/*
+ * Install key (keyhash, key bytes) with home `home` and replica set
+ * replicas[0..n) (n >= 1; the home should be among them) at version
+ * `completed` (0: unknown). An existing entry for keyhash gets the new state.
+ * Returns the entry or NULL with errno (ENOSPC full, EINVAL bad args,
+ * EEXIST another key with the same keyhash is installed).
+ */
+struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, size_t key_len,
+			      uint16_t home, const uint16_t *replicas, unsigned n,
+			      uint64_t completed);
+
+/* Replace the replica set (and version) of an installed entry. Returns 0 or -errno. */
+int cdt_set_replicas(struct cdt *c, struct cdt_entry *e, const uint16_t *replicas, unsigned n,
+		     uint64_t completed);
+
+/* Remove keyhash's entry; waits for a grace period before reusing it. 0 or -ENOENT. */
+int cdt_remove(struct cdt *c, uint64_t keyhash);
+
+/* The entry of keyhash or NULL (errno ENOENT). Any reader thread. */
+struct cdt_entry *cdt_find(const struct cdt *c, uint64_t keyhash);
+
+/* Iterate installed entries: *it starts at 0; returns NULL at the end. */
+struct cdt_entry *cdt_next(const struct cdt *c, uint32_t *it);
+
+/* Key bytes of an installed entry (control thread); *len 0 when unknown. */
+const uint8_t *cdt_entry_key(const struct cdt *c, const struct cdt_entry *e, uint16_t *len);
+
+/* Sum of an entry's per-worker counters. */
+void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
+			struct cdt_entry_counters *sum);
+
+static inline struct cdt_entry_counters *cdt_worker_counters(struct cdt *c, uint16_t worker,
+							     const struct cdt_entry *e)
+{
+	return &c->counters[(size_t)worker * c->max_entries + e->index];
+}
+
+#endif

@@ -1,0 +1,677 @@
+/*
+ * ctl.c - control socket and telemetry (see ctl.h). Control path only: it
+ * may allocate, format JSON and block briefly; the fast path never calls it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <rte_cycles.h>
+#include <rte_telemetry.h>
+
+#include "ctl.h"
+#include "keyhash.h"
+#include "switchd.h"
+
+#define CTL_MAX_CLIENTS 8
+#define CTL_LINE_MAX	(64 * 1024)
+
+struct ctl_client {
+	int fd;
+	size_t len;
+	char *buf;
+};
+
+struct ctl {
+	int listen_fd;
+	char path[CFG_MAX_PATH];
+	struct ctl_client clients[CTL_MAX_CLIENTS];
+};
+
+static struct sw *tel_sw; /* the switch telemetry answers for (one per process) */
+
+static const char *const counter_names[] = {
+#define X(name, str, kind) str,
+    SW_COUNTERS(X)
+#undef X
+};
+static const uint8_t counter_kinds[] = {
+#define X(name, str, kind) kind,
+    SW_COUNTERS(X)
+#undef X
+};
+static const char *const port_counter_names[] = {
+#define X(name, str) str,
+    SW_PORT_COUNTERS(X)
+#undef X
+};
+
+const char *sw_counter_name(enum sw_counter c)
+{
+	return c < SW_CNT_COUNT ? counter_names[c] : "?";
+}
+enum sw_cnt_kind sw_counter_kind(enum sw_counter c)
+{
+	return c < SW_CNT_COUNT ? (enum sw_cnt_kind)counter_kinds[c] : SW_CNT_EVENT;
+}
+const char *sw_port_counter_name(enum sw_port_counter c)
+{
+	return c < SW_PCNT_COUNT ? port_counter_names[c] : "?";
+}
+
+/* ---- Helpers. ------------------------------------------------------------------------------ */
+
+static void fmt_mac(const uint8_t *m, char *buf)
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+static int hex_decode(const char *hex, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = strlen(hex);
+
+	if (n == 0 || n % 2 || n / 2 > cap)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	*len = n / 2;
+	return 0;
+}
+
+/* A key as text when printable, else "hex:..." */
+static json_t *key_json(const uint8_t *key, uint16_t len)
+{
+	char buf[2 * WIRE_MAX_KEY + 8];
+	bool printable = len > 0;
+
+	for (unsigned i = 0; i < len; i++)
+		if (key[i] < 0x20 || key[i] > 0x7e)
+			printable = false;
+	if (printable)
+		return json_stringn((const char *)key, len);
+	strcpy(buf, "hex:");
+	for (unsigned i = 0; i < len; i++)
+		snprintf(buf + 4 + 2 * i, 3, "%02x", key[i]);
+	return json_string(buf);
+}
+
+static json_t *error(const char *fmt, const char *arg)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static const char *node_name(const struct sw *sw, uint16_t id)
+{
+	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+
+	return n ? n->name : "?";
+}
+
+/* ---- Commands. --------------------------------------------------------------------------- */
+
+static json_t *cmd_stats(struct sw *sw)
+{
+	json_t *o =
+	    json_pack("{s:b, s:s, s:I, s:s}", "ok", 1, "switch", sw->self->name, "id",
+		      (json_int_t)sw->self->id, "role", sw->inline_mode ? "inline" : "one-arm");
+	json_t *cnt = json_object(), *drops = json_object(), *ports = json_array();
+	json_t *workers = json_array();
+
+	json_object_set_new(o, "tsc_hz", json_integer((json_int_t)sw->tsc_hz));
+	for (int c = 0; c < SW_CNT_COUNT; c++)
+		json_object_set_new(sw_counter_kind(c) == SW_CNT_DROP ? drops : cnt,
+				    sw_counter_name(c),
+				    json_integer((json_int_t)sw_counter(sw, c)));
+	for (uint16_t p = 0; p < sw->nports; p++) {
+		char mac[18];
+		json_t *po;
+
+		fmt_mac(sw->ports[p].mac.addr_bytes, mac);
+		po = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:i, s:b}", "name",
+			       sw->ports[p].name, "device", sw->ports[p].dev, "port_id",
+			       sw->ports[p].port_id, "mac", mac, "mtu", sw->ports[p].mtu,
+			       "rx_queues", sw->ports[p].nrxq, "tx_queues", sw->ports[p].ntxq,
+			       "promiscuous", sw->ports[p].promiscuous);
+		for (int c = 0; c < SW_PCNT_COUNT; c++)
+			json_object_set_new(po, sw_port_counter_name(c),
+					    json_integer((json_int_t)sw_port_counter(sw, p, c)));
+		json_array_append_new(ports, po);
+	}
+	for (uint16_t i = 0; i < sw->nworkers; i++) {
+		const struct sw_worker *w = sw->workers[i];
+		uint64_t cyc = __atomic_load_n(&w->busy_cycles, __ATOMIC_RELAXED);
+		uint64_t pk = __atomic_load_n(&w->busy_packets, __ATOMIC_RELAXED);
+
+		json_array_append_new(
+		    workers, json_pack("{s:i, s:I, s:I, s:f}", "lcore", w->lcore, "busy_packets",
+				       (json_int_t)pk, "busy_cycles", (json_int_t)cyc,
+				       "cycles_per_packet", pk ? (double)cyc / (double)pk : 0.0));
+	}
+	json_object_set_new(o, "counters", cnt);
+	json_object_set_new(o, "drops", drops);
+	json_object_set_new(o, "ports", ports);
+	json_object_set_new(o, "workers", workers);
+	json_object_set_new(o, "cdt_entries", json_integer(sw->cdt->nentries));
+	json_object_set_new(o, "cdt_capacity", json_integer(sw->cdt->max_entries));
+	json_object_set_new(o, "digests_received", json_integer((json_int_t)sw->digests_received));
+	return o;
+}
+
+static json_t *cmd_nodes(struct sw *sw)
+{
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		const struct cfg_node *n = &sw->cfg->nodes[i];
+		char ip[16], mac[18] = "";
+		uint8_t m[6], port;
+		bool known = l2_node_nb(sw->l2, n->id, m, &port);
+
+		if (known)
+			fmt_mac(m, mac);
+		json_array_append_new(
+		    arr,
+		    json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:b, s:s, s:s?, s:s?}", "id", n->id,
+			      "name", n->name, "ip", cfg_format_ipv4(n->ip, ip), "inflight",
+			      scores_inflight(&sw->scores, n->id), "health",
+			      scores_health(&sw->scores, n->id), "weight", n->weight, "alive",
+			      scores_alive(&sw->scores, n->id), "state",
+			      scores_state_name(sw->scores.state[n->id]), "mac", known ? mac : NULL,
+			      "port", known && port < sw->nports ? sw->ports[port].name : NULL));
+	}
+	return json_pack("{s:b, s:o}", "ok", 1, "nodes", arr);
+}
+
+static json_t *entry_json(struct sw *sw, const struct cdt_entry *e)
+{
+	const struct cdt_state *st = cdt_entry_state(e);
+	struct cdt_entry_counters c;
+	json_t *reps = json_array();
+	char kh[20];
+	uint16_t klen;
+	const uint8_t *key = cdt_entry_key(sw->cdt, e, &klen);
+
+	cdt_entry_counters(sw->cdt, e, &c);
+	for (unsigned i = 0; i < st->nreplicas; i++)
+		json_array_append_new(reps, json_string(node_name(sw, st->replicas[i])));
+	snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
+	return json_pack("{s:o, s:s, s:s, s:I, s:o, s:b, s:i, s:I, s:I, s:I, s:I, s:I}", "key",
+			 key_json(key, klen), "keyhash", kh, "home", node_name(sw, e->home),
+			 "completed", (json_int_t)st->completed, "replicas", reps, "pinned",
+			 e->pinned, "want_replicas", e->want_replicas, "reads", (json_int_t)c.reads,
+			 "replica_reads", (json_int_t)c.replica_reads, "writes",
+			 (json_int_t)c.writes, "completions", (json_int_t)c.completions,
+			 "acks_added", (json_int_t)c.acks_added);
+}
+
+static json_t *cmd_cdt_show(struct sw *sw, const char *hexkey)
+{
+	json_t *arr = json_array();
+
+	if (hexkey) {
+		uint8_t key[WIRE_MAX_KEY];
+		size_t len;
+		struct cdt_entry *e;
+
+		if (hex_decode(hexkey, key, sizeof(key), &len) != 0) {
+			json_decref(arr);
+			return error("bad key \"%s\": expected hex bytes", hexkey);
+		}
+		e = cdt_find(sw->cdt, keyhash(key, len));
+		if (e && e->fingerprint == cdt_fingerprint(key, len))
+			json_array_append_new(arr, entry_json(sw, e));
+	} else {
+		uint32_t it = 0;
+		struct cdt_entry *e;
+
+		while ((e = cdt_next(sw->cdt, &it)) != NULL)
+			json_array_append_new(arr, entry_json(sw, e));
+	}
+	return json_pack("{s:b, s:i, s:i, s:o}", "ok", 1, "size", sw->cdt->nentries, "capacity",
+			 sw->cdt->max_entries, "entries", arr);
+}
+
+static json_t *cmd_cdt_pin(struct sw *sw, char **argv, int argc)
+{
+	uint8_t key[WIRE_MAX_KEY];
+	uint16_t force[CDT_MAX_REPLICAS];
+	unsigned nforce = 0, want = 1;
+	size_t len;
+	struct cdt_entry *e;
+
+	if (argc < 1 || hex_decode(argv[0], key, sizeof(key), &len) != 0)
+		return error("cdt pin: expected HEXKEY, got \"%s\"", argc ? argv[0] : "");
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "replicas")) {
+			char *end;
+			unsigned long n = strtoul(argv[i + 1], &end, 10);
+
+			if (*end || n < 1 || n > CDT_MAX_REPLICAS)
+				return error("cdt pin: replicas: expected 1..16, got \"%s\"",
+					     argv[i + 1]);
+			want = (unsigned)n;
+		} else if (!strcmp(argv[i], "force")) {
+			char list[512], *save = NULL;
+
+			snprintf(list, sizeof(list), "%s", argv[i + 1]);
+			for (char *t = strtok_r(list, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
+				const struct cfg_node *n = cfg_node_lookup(sw->cfg, t);
+
+				if (!n || nforce == CDT_MAX_REPLICAS)
+					return error(
+					    "cdt pin: force: unknown node or too many: \"%s\"", t);
+				force[nforce++] = n->id;
+			}
+		} else {
+			return error("cdt pin: unknown option \"%s\"", argv[i]);
+		}
+	}
+	e = sw_pin(sw, key, len, force, nforce, (uint8_t)want);
+	if (!e)
+		return error("cdt pin: %s", strerror(errno));
+	json_t *o = json_pack("{s:b}", "ok", 1);
+
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+	json_object_set_new(o, "entry", entry_json(sw, e));
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	return o;
+}
+
+static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
+{
+	uint8_t key[WIRE_MAX_KEY];
+	size_t len;
+	int rc;
+
+	if (!hexkey || hex_decode(hexkey, key, sizeof(key), &len) != 0)
+		return error("cdt unpin: expected HEXKEY, got \"%s\"", hexkey ? hexkey : "");
+	struct cdt_entry *e = cdt_find(sw->cdt, keyhash(key, len));
+
+	if (!e || e->fingerprint != cdt_fingerprint(key, len))
+		return error("cdt unpin: key not in the directory%s", "");
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+	rc = cdt_remove(sw->cdt, e->keyhash);
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	if (rc != 0)
+		return error("cdt unpin: %s", strerror(-rc));
+	return json_pack("{s:b, s:i}", "ok", 1, "size", sw->cdt->nentries);
+}
+
+static json_t *cmd_debug(struct sw *sw, const char *arg)
+{
+	if (arg && !strcmp(arg, "on"))
+		__atomic_store_n(&sw->debug, 1, __ATOMIC_RELAXED);
+	else if (arg && !strcmp(arg, "off"))
+		__atomic_store_n(&sw->debug, 0, __ATOMIC_RELAXED);
+	else if (!arg || strcmp(arg, "show"))
+		return error("debug: expected on, off or show, got \"%s\"", arg ? arg : "");
+	json_t *lines = json_array();
+	uint32_t n = RTE_MIN(sw->log_next, (uint32_t)SW_LOG_KEEP);
+
+	for (uint32_t i = sw->log_next - n; i != sw->log_next; i++)
+		json_array_append_new(lines, json_string(sw->log_lines[i % SW_LOG_KEEP]));
+	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
+}
+
+static void nb_visit(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port, bool is_static,
+		     uint16_t node)
+{
+	json_t **ctx = arg;
+	struct sw *sw = (struct sw *)ctx[1];
+	char ips[16], macs[18];
+
+	fmt_mac(mac, macs);
+	json_array_append_new(
+	    ctx[0], json_pack("{s:s, s:s, s:s, s:b, s:s?}", "ip", cfg_format_ipv4(ip, ips), "mac",
+			      macs, "port", port < sw->nports ? sw->ports[port].name : "?",
+			      "static", is_static, "node", node ? node_name(sw, node) : NULL));
+}
+
+static json_t *cmd_neigh(struct sw *sw, char **argv, int argc)
+{
+	if (argc >= 1 && !strcmp(argv[0], "show")) {
+		json_t *ctx[2] = {json_array(), (json_t *)sw};
+
+		l2_nb_walk(sw->l2, (uint32_t)(rte_rdtsc() / sw->tsc_hz), nb_visit, ctx);
+		return json_pack("{s:b, s:o}", "ok", 1, "neighbours", ctx[0]);
+	}
+	if (argc == 4 && !strcmp(argv[0], "add")) {
+		uint32_t ip;
+		uint8_t mac[6];
+		int port = -1;
+
+		if (cfg_parse_ipv4(argv[1], &ip) != 0)
+			return error("neigh add: bad IPv4 address \"%s\"", argv[1]);
+		if (cfg_parse_mac(argv[2], mac) != 0)
+			return error("neigh add: bad MAC \"%s\"", argv[2]);
+		for (uint16_t p = 0; p < sw->nports; p++)
+			if (!strcmp(sw->ports[p].name, argv[3]))
+				port = p;
+		if (port < 0)
+			return error("neigh add: no port named \"%s\"", argv[3]);
+		l2_nb_learn(sw->l2, ip, mac, (uint8_t)port, (uint32_t)(rte_rdtsc() / sw->tsc_hz),
+			    true);
+		return json_pack("{s:b}", "ok", 1);
+	}
+	return error("neigh: expected \"show\" or \"add IP MAC PORT\"%s", "");
+}
+
+char *ctl_command(struct sw *sw, const char *line)
+{
+	char buf[CTL_LINE_MAX], *argv[16], *save = NULL;
+	int argc = 0;
+	json_t *r;
+	char *out;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (char *t = strtok_r(buf, " \t\r\n", &save); t && argc < 16;
+	     t = strtok_r(NULL, " \t\r\n", &save))
+		argv[argc++] = t;
+	if (argc == 0)
+		r = error("empty command%s", "");
+	else if (!strcmp(argv[0], "stats"))
+		r = cmd_stats(sw);
+	else if (!strcmp(argv[0], "nodes"))
+		r = cmd_nodes(sw);
+	else if (!strcmp(argv[0], "debug"))
+		r = cmd_debug(sw, argc > 1 ? argv[1] : NULL);
+	else if (!strcmp(argv[0], "neigh"))
+		r = cmd_neigh(sw, argv + 1, argc - 1);
+	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "show")) {
+		rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+		r = cmd_cdt_show(sw, argc > 2 ? argv[2] : NULL);
+		rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	} else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "pin"))
+		r = cmd_cdt_pin(sw, argv + 2, argc - 2);
+	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "unpin"))
+		r = cmd_cdt_unpin(sw, argc > 2 ? argv[2] : NULL);
+	else
+		r = error("unknown command \"%s\" (stats, nodes, cdt show|pin|unpin, debug, neigh)",
+			  argv[0]);
+	out = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	return out;
+}
+
+/* ---- Socket. ------------------------------------------------------------------------------ */
+
+int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size_t errlen)
+{
+	struct ctl *c = calloc(1, sizeof(*c));
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	sw->ctl = c;
+	c->listen_fd = -1;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		c->clients[i].fd = -1;
+	if (!no_telemetry && !tel_sw)
+		tel_sw = sw;
+	if (!path)
+		path = sw->self->control_socket;
+	if (!*path)
+		return 0;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "control socket %s: path too long", path);
+		return -1;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	strcpy(sa.sun_path, path);
+	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	unlink(path); /* a stale socket of a previous run */
+	if (c->listen_fd < 0 || bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(c->listen_fd, 8) != 0) {
+		snprintf(err, errlen, "control socket %s: %s (does its directory exist?)", path,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void ctl_close(struct sw *sw)
+{
+	struct ctl *c = sw->ctl;
+
+	if (tel_sw == sw)
+		tel_sw = NULL;
+	if (!c)
+		return;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (c->clients[i].fd >= 0) {
+			close(c->clients[i].fd);
+			free(c->clients[i].buf);
+		}
+	if (c->listen_fd >= 0) {
+		close(c->listen_fd);
+		unlink(c->path);
+	}
+	free(c);
+	sw->ctl = NULL;
+}
+
+static void client_drop(struct ctl_client *cl)
+{
+	close(cl->fd);
+	free(cl->buf);
+	cl->fd = -1;
+	cl->buf = NULL;
+	cl->len = 0;
+}
+
+/* Read what a client sent; answer each complete line. */
+static void client_serve(struct sw *sw, struct ctl_client *cl)
+{
+	char tmp[4096];
+	ssize_t n = read(cl->fd, tmp, sizeof(tmp));
+	char *nl;
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			client_drop(cl);
+		return;
+	}
+	if (cl->len + (size_t)n >= CTL_LINE_MAX) {
+		client_drop(cl);
+		return;
+	}
+	char *nb = realloc(cl->buf, cl->len + (size_t)n + 1);
+
+	if (!nb) {
+		client_drop(cl);
+		return;
+	}
+	cl->buf = nb;
+	memcpy(cl->buf + cl->len, tmp, (size_t)n);
+	cl->len += (size_t)n;
+	cl->buf[cl->len] = 0;
+	while ((nl = memchr(cl->buf, '\n', cl->len)) != NULL) {
+		*nl = 0;
+		char *out = ctl_command(sw, cl->buf);
+		size_t rest = cl->len - (size_t)(nl + 1 - cl->buf);
+
+		if (out) {
+			/* Answers are small; a client that stops reading is dropped. */
+			size_t olen = strlen(out), off = 0;
+
+			out[olen] = 0;
+			while (off < olen) {
+				ssize_t w = send(cl->fd, out + off, olen - off, MSG_NOSIGNAL);
+
+				if (w < 0 && errno == EAGAIN) {
+					struct pollfd pf = {.fd = cl->fd, .events = POLLOUT};
+
+					if (poll(&pf, 1, 1000) <= 0)
+						break;
+					continue;
+				}
+				if (w <= 0)
+					break;
+				off += (size_t)w;
+			}
+			if (off == olen)
+				(void)!send(cl->fd, "\n", 1, MSG_NOSIGNAL);
+			free(out);
+		}
+		memmove(cl->buf, nl + 1, rest);
+		cl->len = rest;
+		cl->buf[cl->len] = 0;
+	}
+}
+
+void ctl_poll(struct sw *sw, int timeout_ms)
+{
+	struct ctl *c = sw->ctl;
+	struct pollfd pf[CTL_MAX_CLIENTS + 1];
+	int n = 0;
+
+	if (!c || c->listen_fd < 0) {
+		if (timeout_ms > 0)
+			usleep((useconds_t)timeout_ms * 1000);
+		return;
+	}
+	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		pf[n++] = (struct pollfd){.fd = c->clients[i].fd, .events = POLLIN};
+	if (poll(pf, (nfds_t)n, timeout_ms) <= 0)
+		return;
+	if (pf[0].revents & POLLIN) {
+		int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			int i;
+
+			for (i = 0; i < CTL_MAX_CLIENTS && c->clients[i].fd >= 0; i++)
+				;
+			if (i == CTL_MAX_CLIENTS)
+				close(fd);
+			else
+				c->clients[i].fd = fd;
+		}
+	}
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (c->clients[i].fd >= 0 && pf[i + 1].fd == c->clients[i].fd &&
+		    (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+			client_serve(sw, &c->clients[i]);
+}
+
+/* ---- Telemetry (its own thread: QSBR reader nworkers + 1, serialised by tel_lock). ------ */
+
+static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sw *sw = tel_sw;
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	rte_tel_data_start_dict(d);
+	for (int c = 0; c < SW_CNT_COUNT; c++) {
+		char name[80];
+
+		snprintf(name, sizeof(name), "%s%s",
+			 sw_counter_kind(c) == SW_CNT_DROP ? "drop_" : "", sw_counter_name(c));
+		rte_tel_data_add_dict_u64(d, name, sw_counter(sw, c));
+	}
+	for (uint16_t p = 0; p < sw->nports; p++)
+		for (int c = 0; c < SW_PCNT_COUNT; c++) {
+			char name[128];
+
+			snprintf(name, sizeof(name), "port_%s_%s", sw->ports[p].name,
+				 sw_port_counter_name(c));
+			rte_tel_data_add_dict_u64(d, name, sw_port_counter(sw, p, c));
+		}
+	return 0;
+}
+
+static int tel_nodes(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sw *sw = tel_sw;
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	rte_tel_data_start_dict(d);
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		const struct cfg_node *n = &sw->cfg->nodes[i];
+		struct rte_tel_data *nd = rte_tel_data_alloc();
+
+		if (!nd)
+			return -1;
+		rte_tel_data_start_dict(nd);
+		rte_tel_data_add_dict_u64(nd, "id", n->id);
+		rte_tel_data_add_dict_int(nd, "inflight", scores_inflight(&sw->scores, n->id));
+		rte_tel_data_add_dict_u64(nd, "health", scores_health(&sw->scores, n->id));
+		rte_tel_data_add_dict_u64(nd, "alive", scores_alive(&sw->scores, n->id));
+		rte_tel_data_add_dict_string(nd, "state",
+					     scores_state_name(sw->scores.state[n->id]));
+		rte_tel_data_add_dict_container(d, n->name, nd, 0);
+	}
+	return 0;
+}
+
+static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sw *sw = tel_sw;
+	uint32_t it = 0;
+	struct cdt_entry *e;
+	unsigned shown = 0;
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&sw->tel_lock);
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
+	/* Telemetry answers are bounded (16 KiB): show the first 64 entries. */
+	while ((e = cdt_next(sw->cdt, &it)) != NULL && shown < 64) {
+		const struct cdt_state *st = cdt_entry_state(e);
+		char kh[20], val[160];
+		size_t off;
+
+		snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
+		off = (size_t)snprintf(val, sizeof(val),
+				       "home=%s completed=%llu replicas=", node_name(sw, e->home),
+				       (unsigned long long)st->completed);
+		for (unsigned i = 0; i < st->nreplicas && off < sizeof(val); i++)
+			off += (size_t)snprintf(val + off, sizeof(val) - off, "%s%s", i ? "," : "",
+						node_name(sw, st->replicas[i]));
+		rte_tel_data_add_dict_string(d, kh, val);
+		shown++;
+	}
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers + 1u);
+	pthread_mutex_unlock(&sw->tel_lock);
+	return 0;
+}
+
+/* Registered once per process; the commands answer for tel_sw. */
+__attribute__((constructor)) static void tel_register(void)
+{
+	rte_telemetry_register_cmd("/skewless/stats", tel_stats,
+				   "Switch counters: events, drops by reason, per port");
+	rte_telemetry_register_cmd("/skewless/nodes", tel_nodes,
+				   "Per node: in-flight, health, alive, state");
+	rte_telemetry_register_cmd("/skewless/cdt", tel_cdt,
+				   "Directory entries: home, completed version, replica set");
+}

@@ -1,0 +1,189 @@
+/*
+ * l2.c - MAC learning and the neighbour table (see l2.h for the concurrency).
+ */
+#include <string.h>
+
+#include "l2.h"
+
+static inline uint64_t mac_u64(const uint8_t mac[6])
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 6; i++)
+		v = v << 8 | mac[i];
+	return v;
+}
+
+/* Multiplicative hashing: MACs and IPs share prefixes, so mix before masking. */
+static inline uint32_t mix32(uint64_t v)
+{
+	return (uint32_t)((v * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+void l2_init(struct l2 *l, const struct cfg *cfg, uint32_t mac_age_s, uint32_t nb_age_s)
+{
+	memset(l, 0, sizeof(*l));
+	l->mac_age_s = mac_age_s;
+	l->nb_age_s = nb_age_s;
+	for (unsigned i = 0; i < cfg->nnodes; i++) {
+		const struct cfg_node *n = &cfg->nodes[i];
+		uint32_t h = mix32(n->ip) % L2_NODE_MAP;
+
+		l->node_ip[n->id] = n->ip;
+		while (l->map_id[h] != 0)
+			h = (h + 1) % L2_NODE_MAP;
+		l->map_ip[h] = n->ip;
+		l->map_id[h] = n->id;
+	}
+}
+
+uint16_t l2_node_of_ip(const struct l2 *l, uint32_t ip)
+{
+	uint32_t h = mix32(ip) % L2_NODE_MAP;
+
+	while (l->map_id[h] != 0) {
+		if (l->map_ip[h] == ip)
+			return l->map_id[h];
+		h = (h + 1) % L2_NODE_MAP;
+	}
+	return 0;
+}
+
+int l2_mac_lookup(const struct l2 *l, const uint8_t mac[6], uint32_t now_s)
+{
+	uint64_t m = mac_u64(mac);
+	uint32_t i = mix32(m) % L2_MAC_SLOTS;
+	uint64_t w = __atomic_load_n(&l->mac_slot[i], __ATOMIC_RELAXED);
+
+	if (!(w & L2_F_VALID) || (w >> 16) != m)
+		return -1;
+	if (now_s - __atomic_load_n(&l->mac_seen[i], __ATOMIC_RELAXED) > l->mac_age_s)
+		return -1;
+	return (int)(uint8_t)(w >> 8);
+}
+
+void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now_s)
+{
+	uint64_t m = mac_u64(mac);
+	uint32_t i = mix32(m) % L2_MAC_SLOTS;
+	uint64_t w = m << 16 | (uint64_t)port << 8 | L2_F_VALID;
+
+	if (mac[0] & 1) /* never learn a multicast or broadcast source */
+		return;
+	if (__atomic_load_n(&l->mac_slot[i], __ATOMIC_RELAXED) != w)
+		__atomic_store_n(&l->mac_slot[i], w, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&l->mac_seen[i], __ATOMIC_RELAXED) != now_s)
+		__atomic_store_n(&l->mac_seen[i], now_s, __ATOMIC_RELAXED);
+}
+
+/* Atomic 128-bit read: cmpxchg16b with an expected value it (almost) never matches. */
+static inline union l2_nb_slot slot_load(const union l2_nb_slot *s)
+{
+	union l2_nb_slot v;
+
+	v.raw = __sync_val_compare_and_swap((unsigned __int128 *)&s->raw, 0, 0);
+	return v;
+}
+
+void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
+		 bool is_static)
+{
+	uint16_t node;
+
+	if (ip == 0 || (mac[0] & 1))
+		return;
+	node = l2_node_of_ip(l, ip);
+	if (node) {
+		uint64_t w = mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
+			     (is_static ? L2_F_STATIC : 0);
+		uint64_t cur = __atomic_load_n(&l->node_nb[node], __ATOMIC_RELAXED);
+
+		if (cur != w && (is_static || !(cur & L2_F_STATIC)))
+			__atomic_store_n(&l->node_nb[node], w, __ATOMIC_RELAXED);
+		return;
+	}
+
+	union l2_nb_slot *set = l->nb[mix32(ip) % L2_NB_SETS];
+	int victim = 0;
+	uint32_t oldest = UINT32_MAX;
+
+	for (int i = 0; i < L2_NB_WAYS; i++) {
+		union l2_nb_slot cur = slot_load(&set[i]);
+
+		if ((cur.f.flags & L2_F_VALID) && cur.f.ip == ip) {
+			if ((cur.f.flags & L2_F_STATIC) && !is_static)
+				return;
+			if (cur.f.port == port && !memcmp(cur.f.mac, mac, 6) &&
+			    now_s - cur.f.seen_s < 1 && !is_static)
+				return; /* fresh and unchanged: no store */
+			victim = i;
+			oldest = 0;
+			break;
+		}
+		uint32_t age = (cur.f.flags & L2_F_VALID) ? cur.f.seen_s : 0;
+
+		if (cur.f.flags & L2_F_STATIC)
+			continue;
+		if (age < oldest) {
+			oldest = age;
+			victim = i;
+		}
+	}
+	union l2_nb_slot nv;
+
+	memset(&nv, 0, sizeof(nv));
+	nv.f.ip = ip;
+	nv.f.seen_s = now_s;
+	memcpy(nv.f.mac, mac, 6);
+	nv.f.port = port;
+	nv.f.flags = L2_F_VALID | (is_static ? L2_F_STATIC : 0);
+	union l2_nb_slot old = slot_load(&set[victim]);
+	/* One attempt: losing to a concurrent learner is fine (see l2.h). */
+	__sync_bool_compare_and_swap(&set[victim].raw, old.raw, nv.raw);
+}
+
+bool l2_nb_lookup(const struct l2 *l, uint32_t ip, uint8_t mac[6], uint8_t *port, uint32_t now_s)
+{
+	uint16_t node = l2_node_of_ip(l, ip);
+
+	if (node)
+		return l2_node_nb(l, node, mac, port);
+
+	const union l2_nb_slot *set = l->nb[mix32(ip) % L2_NB_SETS];
+
+	for (int i = 0; i < L2_NB_WAYS; i++) {
+		union l2_nb_slot cur = slot_load(&set[i]);
+
+		if (!(cur.f.flags & L2_F_VALID) || cur.f.ip != ip)
+			continue;
+		if (!(cur.f.flags & L2_F_STATIC) && now_s - cur.f.seen_s > l->nb_age_s)
+			return false;
+		memcpy(mac, cur.f.mac, 6);
+		*port = cur.f.port;
+		return true;
+	}
+	return false;
+}
+
+void l2_nb_walk(const struct l2 *l, uint32_t now_s, l2_nb_visit_fn fn, void *arg)
+{
+	uint8_t mac[6], port;
+
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+		uint64_t w = __atomic_load_n(&l->node_nb[id], __ATOMIC_RELAXED);
+
+		if (l->node_ip[id] && l2_node_nb(l, (uint16_t)id, mac, &port))
+			fn(arg, l->node_ip[id], mac, port, (w & L2_F_STATIC) != 0, (uint16_t)id);
+	}
+	for (unsigned s = 0; s < L2_NB_SETS; s++)
+		for (unsigned i = 0; i < L2_NB_WAYS; i++) {
+			union l2_nb_slot cur = slot_load(&l->nb[s][i]);
+
+			if (!(cur.f.flags & L2_F_VALID))
+				continue;
+			if (!(cur.f.flags & L2_F_STATIC) && now_s - cur.f.seen_s > l->nb_age_s)
+				continue;
+			fn(arg, cur.f.ip, cur.f.mac, cur.f.port, (cur.f.flags & L2_F_STATIC) != 0,
+			   0);
+		}
+}

@@ -1,0 +1,154 @@
+/*
+ * main.c - skewless-switchd: arguments and start-up only.
+ *
+ *   skewless-switchd [EAL args] -- --config FILE --switch ID|NAME [--idle-sleep-us N]
+ *
+ * EAL arguments pass through unchanged (-l, --vdev, -a, --no-pci, --no-huge,
+ * --file-prefix, ...). The main lcore runs the control thread; every other
+ * lcore named by the switch's "lcores" (or every EAL worker lcore) runs a
+ * poll-mode worker. SIGINT/SIGTERM stop it gracefully. A bad config or a port
+ * that cannot be set up is one line on stderr and exit code 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include "switchd.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: skewless-switchd [EAL args] -- --config FILE --switch ID|NAME "
+		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout]\n");
+}
+
+static int die(const char *msg)
+{
+	fprintf(stderr, "skewless-switchd: %s\n", msg);
+	rte_eal_cleanup();
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"switch", required_argument, NULL, 's'},
+	    {"idle-sleep-us", required_argument, NULL, 'i'},
+	    {"socket", required_argument, NULL, 'S'},
+	    {"no-digest-timeout", no_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *config = NULL, *switch_name = NULL;
+	struct sw_opts so = {.idle_sleep_us = -1, .close_ports = true};
+	static struct cfg cfg;
+	static struct sw sw;
+	const struct cfg_switch *self;
+	char err[CFG_ERR_LEN + 64];
+	int n, c;
+
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "skewless-switchd: EAL initialisation failed: %s\n",
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= n;
+	argv += n;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 's':
+			switch_name = optarg;
+			break;
+		case 'i': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 0 || v > 1000000)
+				return die("--idle-sleep-us: expected 0..1000000");
+			so.idle_sleep_us = v;
+			break;
+		}
+		case 'S':
+			so.socket_path = optarg;
+			break;
+		case 'D':
+			so.no_digest_timeout = true;
+			break;
+		case 'h':
+			usage(stdout);
+			rte_eal_cleanup();
+			return 0;
+		default:
+			usage(stderr);
+			rte_eal_cleanup();
+			return 1;
+		}
+	}
+	if (!config || !switch_name) {
+		usage(stderr);
+		return die("--config and --switch are required");
+	}
+	if (cfg_load(config, &cfg, err, sizeof(err)) != 0)
+		return die(err);
+	self = cfg_switch_lookup(&cfg, switch_name);
+	if (!self) {
+		snprintf(err, sizeof(err), "%s: no switch \"%s\" in switches[]", config,
+			 switch_name);
+		return die(err);
+	}
+	/* The control socket's directory (/run/skewless) may not exist yet. */
+	const char *sock = so.socket_path ? so.socket_path : self->control_socket;
+
+	if (*sock) {
+		char dir[CFG_MAX_PATH];
+
+		snprintf(dir, sizeof(dir), "%s", sock);
+		mkdir(dirname(dir), 0755);
+	}
+	if (sw_init(&sw, &cfg, self, &so, err, sizeof(err)) != 0) {
+		sw_fini(&sw);
+		return die(err);
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	if (sw_start(&sw) != 0) {
+		sw_fini(&sw);
+		return die("cannot launch the workers");
+	}
+	char vip[16];
+
+	fprintf(stderr,
+		"skewless-switchd: %s (%s) running: %u ports, %u workers, VIP %s:%u, "
+		"control socket %s, idle sleep %u us after %u empty polls\n",
+		self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
+		cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
+		sw.idle_sleep_us, sw.idle_polls);
+	while (!stop_requested)
+		sw_control_poll(&sw, 10);
+	fprintf(stderr, "skewless-switchd: stopping\n");
+	sw_fini(&sw);
+	rte_eal_cleanup();
+	return 0;
+}

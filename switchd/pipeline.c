@@ -1,0 +1,812 @@
+/*
+ * pipeline.c - the fast path: what a worker lcore does with each burst.
+ *
+ * Read top to bottom: pipeline_main() polls; process_burst() runs two passes
+ * over a burst of up to 32 frames:
+ *   1. classify(): Ethernet, ARP (answered for the VIP), L2 forwarding of
+ *      everything that is not service traffic (inline mode), IPv4/UDP
+ *      validation, wire_decode(). Frames that end here are sent or dropped
+ *      (counted by reason); the rest are service datagrams with a key.
+ *   2. one rte_hash_lookup_bulk_data() of all their keyhashes in the CDT, then
+ *      per datagram: do_request() (route and rewrite towards a node),
+ *      do_reply() (learn, update the directory, rewrite towards the client),
+ *      do_rc_ack(), do_hint().
+ * Directory updates are published (release CAS in cdt_apply) before the
+ * reply that caused them is even buffered for TX. TX goes through per-port
+ * buffers drained every SW_DRAIN_US.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_udp.h>
+
+#include "keyhash.h"
+#include "switchd.h"
+#include "wire.h"
+
+enum pkt_kind { K_DONE, K_REQUEST, K_HINT, K_REPLY, K_CTL_REPLY, K_RC_ACK };
+
+struct pkt {
+	struct rte_mbuf *m;
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	uint8_t *hdr; /* the 48-byte wire header */
+	struct wire_msg msg;
+	uint8_t kind;
+};
+
+#define CNT(w, c) ((w)->counters[(c)]++)
+
+static inline void drop(struct sw_worker *w, struct rte_mbuf *m, enum sw_counter why)
+{
+	CNT(w, why);
+	rte_pktmbuf_free(m);
+}
+
+static inline void tx(struct sw_worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	struct sw *sw = w->sw;
+
+	w->port_counters[port][SW_PCNT_TX]++;
+	rte_eth_tx_buffer(sw->ports[port].port_id, w->index, w->txb[port], m);
+}
+
+void pipeline_flush(struct sw_worker *w)
+{
+	for (uint16_t p = 0; p < w->sw->nports; p++)
+		rte_eth_tx_buffer_flush(w->sw->ports[p].port_id, w->index, w->txb[p]);
+}
+
+/* Ask the control thread to ARP for ip (best effort: a full ring is fine). */
+static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
+{
+	rte_ring_mp_enqueue_elem(w->sw->arp_ring, &ip, sizeof(ip));
+}
+
+/* ---- Checksums: RFC 1624 incremental update, HC' = ~(~HC + ~m + m'). ---------------- */
+
+static inline uint16_t ld16(const void *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+static inline void st16(void *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+/* Accumulate the change of one 16-bit word (raw, network order as in memory). */
+static inline void csum_acc(uint32_t *acc, uint16_t old, uint16_t new)
+{
+	*acc += (uint16_t)~old;
+	*acc += new;
+}
+/* Same for 32 bits stored at p (two words), then store the new value. */
+static inline void patch32(uint32_t *acc, void *p, uint32_t new_be)
+{
+	uint8_t *b = p;
+	uint16_t n0, n1;
+
+	memcpy(&n0, &new_be, 2);
+	memcpy(&n1, (uint8_t *)&new_be + 2, 2);
+	csum_acc(acc, ld16(b), n0);
+	csum_acc(acc, ld16(b + 2), n1);
+	memcpy(p, &new_be, 4);
+}
+static inline void patch16(uint32_t *acc, void *p, uint16_t new_be)
+{
+	csum_acc(acc, ld16(p), new_be);
+	st16(p, new_be);
+}
+static inline uint16_t csum_apply(uint16_t hc, uint32_t acc)
+{
+	uint32_t sum = (uint16_t)~hc + acc;
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/*
+ * Rewrite a service datagram in place: Ethernet to (src_mac = VIP MAC,
+ * dst_mac), IPv4 src/dst, UDP ports, and the wire header's flags, node and
+ * return address. IPv4 checksum updated incrementally; the UDP checksum too
+ * (RFC 1624) unless it is 0 (none, allowed in IPv4), and never left as 0.
+ */
+static inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6], uint32_t src_ip,
+			   uint32_t dst_ip, uint16_t sport, uint16_t dport, uint16_t flags,
+			   uint16_t node, uint32_t ret_ip, uint16_t ret_port)
+{
+	uint32_t ip_acc = 0, udp_acc = 0;
+	uint8_t *h = p->hdr;
+
+	memcpy(p->eth->dst_addr.addr_bytes, dst_mac, 6);
+	memcpy(p->eth->src_addr.addr_bytes, sw->mac, 6);
+
+	patch32(&ip_acc, &p->ip->src_addr, rte_cpu_to_be_32(src_ip));
+	patch32(&ip_acc, &p->ip->dst_addr, rte_cpu_to_be_32(dst_ip));
+	p->ip->hdr_checksum = csum_apply(p->ip->hdr_checksum, ip_acc);
+
+	/* The pseudo-header's addresses changed exactly as the IP header's did. */
+	udp_acc = ip_acc;
+	patch16(&udp_acc, &p->udp->src_port, rte_cpu_to_be_16(sport));
+	patch16(&udp_acc, &p->udp->dst_port, rte_cpu_to_be_16(dport));
+	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
+	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
+	patch32(&udp_acc, h + WIRE_OFF_RET_IP, rte_cpu_to_be_32(ret_ip));
+	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, rte_cpu_to_be_16(ret_port));
+	if (p->udp->dgram_cksum != 0) {
+		uint16_t c = csum_apply(p->udp->dgram_cksum, udp_acc);
+
+		p->udp->dgram_cksum = c ? c : 0xffff;
+	}
+}
+
+/*
+ * Turn a request into the switch's own answer to its sender, on the port it
+ * came from: op | REPLY, status, node, version, no value. Rare (HINT, or the
+ * target is down), so checksums are recomputed in full.
+ */
+static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t status,
+		   uint16_t node, uint64_t version, uint16_t flags)
+{
+	struct sw *sw = w->sw;
+	struct rte_ipv4_hdr *ip = p->ip;
+	struct rte_udp_hdr *udp = p->udp;
+	uint8_t *h = p->hdr;
+	uint32_t wire_len = WIRE_HDR_LEN + p->msg.key_len;
+	uint16_t ihl = (uint16_t)rte_ipv4_hdr_len(ip);
+	struct rte_ether_addr peer = p->eth->src_addr;
+
+	h[WIRE_OFF_OP] = (uint8_t)(p->msg.op | WIRE_REPLY);
+	h[WIRE_OFF_STATUS] = status;
+	wire_put16(h + WIRE_OFF_FLAGS, flags);
+	wire_put64(h + WIRE_OFF_VERSION, version);
+	wire_put16(h + WIRE_OFF_NODE, node);
+	wire_put16(h + WIRE_OFF_LOAD,
+		   node ? (uint16_t)RTE_MIN(scores_inflight(&sw->scores, node), UINT16_MAX) : 0);
+	wire_put32(h + WIRE_OFF_RET_IP, 0);
+	wire_put16(h + WIRE_OFF_RET_PORT, 0);
+	wire_put32(h + WIRE_OFF_VAL_LEN, 0);
+
+	p->eth->dst_addr = peer;
+	memcpy(p->eth->src_addr.addr_bytes, sw->mac, 6);
+	ip->dst_addr = ip->src_addr;
+	ip->src_addr = rte_cpu_to_be_32(sw->vip);
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(ihl + 8 + wire_len));
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dst_port = udp->src_port;
+	udp->src_port = rte_cpu_to_be_16(sw->svc_port);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + wire_len));
+	rte_pktmbuf_trim(p->m,
+			 (uint16_t)(p->m->pkt_len - (RTE_ETHER_HDR_LEN + ihl + 8 + wire_len)));
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	tx(w, in_port, p->m);
+}
+
+/* ---- Pass 1: classification. --------------------------------------------------------- */
+
+/* Flood to every port but in_port (refcount, no copies) or forward to the learnt port. */
+static void l2_forward(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
+		       uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	int out;
+
+	if (!sw->inline_mode) {
+		drop(w, m, SW_CNT_DROP_NOT_FOR_US);
+		return;
+	}
+	if (!rte_is_multicast_ether_addr(&eth->dst_addr)) {
+		out = l2_mac_lookup(sw->l2, eth->dst_addr.addr_bytes, now_s);
+		if (out >= 0) {
+			if (out == in_port || out >= sw->nports) {
+				drop(w, m, SW_CNT_DROP_L2_SAME_PORT);
+				return;
+			}
+			CNT(w, SW_CNT_L2_FORWARDED);
+			tx(w, (uint16_t)out, m);
+			return;
+		}
+	}
+	if (sw->nports < 2) {
+		drop(w, m, SW_CNT_DROP_L2_SAME_PORT);
+		return;
+	}
+	CNT(w, SW_CNT_L2_FLOODED);
+	rte_mbuf_refcnt_update(m, (int16_t)(sw->nports - 2));
+	for (uint16_t p = 0; p < sw->nports; p++)
+		if (p != in_port)
+			tx(w, p, m);
+}
+
+/* ARP: learn the sender; answer requests for the VIP; pass the rest on (inline). */
+static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
+		   uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	struct rte_arp_hdr *arp;
+	uint32_t sip, tip;
+
+	if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + sizeof(*arp)) {
+		drop(w, m, SW_CNT_DROP_ARP_BAD);
+		return;
+	}
+	arp = (struct rte_arp_hdr *)(eth + 1);
+	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) || arp->arp_hlen != 6 ||
+	    arp->arp_plen != 4) {
+		drop(w, m, SW_CNT_DROP_ARP_BAD);
+		return;
+	}
+	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
+	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+	if (sip != 0 && sip != sw->vip) {
+		l2_nb_learn(sw->l2, sip, arp->arp_data.arp_sha.addr_bytes, (uint8_t)in_port, now_s,
+			    false);
+		CNT(w, SW_CNT_ARP_LEARNT);
+	}
+	if (arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) && tip == sw->vip) {
+		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+		arp->arp_data.arp_tha = arp->arp_data.arp_sha;
+		arp->arp_data.arp_tip = arp->arp_data.arp_sip;
+		memcpy(arp->arp_data.arp_sha.addr_bytes, sw->mac, 6);
+		arp->arp_data.arp_sip = rte_cpu_to_be_32(sw->vip);
+		eth->dst_addr = eth->src_addr;
+		memcpy(eth->src_addr.addr_bytes, sw->mac, 6);
+		CNT(w, SW_CNT_ARP_REPLIES);
+		tx(w, in_port, m);
+		return;
+	}
+	if (!memcmp(eth->dst_addr.addr_bytes, sw->mac, 6)) { /* a reply to our own request */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (sw->inline_mode)
+		l2_forward(w, m, eth, in_port, now_s);
+	else
+		drop(w, m, SW_CNT_DROP_ARP_OTHER);
+}
+
+/* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
+static uint8_t service_kind(struct sw_worker *w, struct pkt *p)
+{
+	struct sw *sw = w->sw;
+	uint8_t op = p->msg.op;
+
+	switch (op) {
+	case WIRE_OP_GET:
+	case WIRE_OP_PUT:
+	case WIRE_OP_DEL:
+		return K_REQUEST;
+	case WIRE_OP_HINT:
+		return K_HINT;
+	case WIRE_OP_RC_ACK:
+		return K_RC_ACK;
+	case WIRE_OP_GET | WIRE_REPLY:
+	case WIRE_OP_PUT | WIRE_REPLY:
+	case WIRE_OP_DEL | WIRE_REPLY:
+		return K_REPLY;
+	case WIRE_OP_REPLICATE | WIRE_REPLY:
+	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
+		return K_CTL_REPLY;
+	case WIRE_OP_DIGEST: {
+		uint16_t node = p->msg.node;
+
+		if (node == 0 || node > CFG_MAX_NODES ||
+		    sw->node_ip[node] != rte_be_to_cpu_32(p->ip->src_addr)) {
+			drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+			return K_DONE;
+		}
+		/* The control thread is the single writer of health: hand it the frame. */
+		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
+			drop(w, p->m, SW_CNT_DROP_DIGEST_QUEUE);
+			return K_DONE;
+		}
+		CNT(w, SW_CNT_DIGESTS);
+		return K_DONE;
+	}
+	case WIRE_OP_SYNC:
+		drop(w, p->m, SW_CNT_DROP_SYNC);
+		return K_DONE;
+	default:
+		drop(w, p->m, SW_CNT_DROP_UNEXPECTED_OP);
+		return K_DONE;
+	}
+}
+
+/*
+ * Parse and validate one frame. Handles ARP, L2 and every drop itself and
+ * returns K_DONE; returns the kind of a valid service datagram otherwise.
+ */
+static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	struct rte_mbuf *m = p->m;
+	uint32_t len = rte_pktmbuf_data_len(m);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	uint16_t ihl, ip_len, udp_len;
+	enum wire_error err;
+
+	if (len < RTE_ETHER_HDR_LEN) {
+		drop(w, m, SW_CNT_DROP_RUNT);
+		return K_DONE;
+	}
+	if (m->nb_segs != 1) {
+		drop(w, m, SW_CNT_DROP_MULTISEG);
+		return K_DONE;
+	}
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	p->eth = eth;
+	/* Bursts mostly come from one host: learn each source once per burst. */
+	if (sw->inline_mode && memcmp(eth->src_addr.addr_bytes, w->burst_src, 6) != 0) {
+		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
+		memcpy(w->burst_src, eth->src_addr.addr_bytes, 6);
+	}
+
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+		do_arp(w, m, eth, in_port, now_s);
+		return K_DONE;
+	}
+	if (memcmp(eth->dst_addr.addr_bytes, sw->mac, 6) != 0) {
+		l2_forward(w, m, eth, in_port, now_s);
+		return K_DONE;
+	}
+	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		drop(w, m, SW_CNT_DROP_ETHERTYPE);
+		return K_DONE;
+	}
+
+	/* IPv4: version, header length, total length within the frame, no fragments. */
+	if (len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
+		drop(w, m, SW_CNT_DROP_IP_HDR);
+		return K_DONE;
+	}
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
+	ip_len = rte_be_to_cpu_16(ip->total_length);
+	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || ip_len < ihl + sizeof(*udp) ||
+	    RTE_ETHER_HDR_LEN + (uint32_t)ip_len > len) {
+		drop(w, m, SW_CNT_DROP_IP_HDR);
+		return K_DONE;
+	}
+	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+	    rte_raw_cksum(ip, ihl) != 0xffff) {
+		drop(w, m, SW_CNT_DROP_IP_CSUM);
+		return K_DONE;
+	}
+	if (ip->fragment_offset &
+	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
+		drop(w, m, SW_CNT_DROP_IP_FRAG);
+		return K_DONE;
+	}
+	if (ip->next_proto_id != IPPROTO_UDP) {
+		drop(w, m, SW_CNT_DROP_NOT_UDP);
+		return K_DONE;
+	}
+	udp = (struct rte_udp_hdr *)((uint8_t *)ip + ihl);
+	udp_len = rte_be_to_cpu_16(udp->dgram_len);
+	if (udp_len < sizeof(*udp) || udp_len > ip_len - ihl) {
+		drop(w, m, SW_CNT_DROP_UDP_LEN);
+		return K_DONE;
+	}
+	if (ip->dst_addr != rte_cpu_to_be_32(sw->vip) ||
+	    udp->dst_port != rte_cpu_to_be_16(sw->svc_port)) {
+		drop(w, m, SW_CNT_DROP_NOT_SERVICE);
+		return K_DONE;
+	}
+	p->ip = ip;
+	p->udp = udp;
+	p->hdr = (uint8_t *)(udp + 1);
+	err = wire_decode(p->hdr, udp_len - sizeof(*udp), &p->msg);
+	if (err != WIRE_OK) {
+		drop(w, m, sw_cnt_wire(err));
+		return K_DONE;
+	}
+	return service_kind(w, p);
+}
+
+/* ---- Pass 2: the service datagrams, after the bulk CDT lookup. ------------------------ */
+
+/* The entry if it is really this key's (fingerprint of the key bytes), else NULL. */
+static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry *e,
+					  const struct wire_msg *msg)
+{
+	if (!e) {
+		CNT(w, SW_CNT_CDT_MISS);
+		return NULL;
+	}
+	if (e->fingerprint != cdt_fingerprint(msg->key, msg->key_len)) {
+		CNT(w, SW_CNT_FP_MISMATCH);
+		return NULL;
+	}
+	CNT(w, SW_CNT_CDT_HIT);
+	return e;
+}
+
+/*
+ * The node a read of this key goes to now; home when not in the directory or
+ * no replica is alive. *completed gets the version of the same state snapshot.
+ */
+static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *e, uint16_t home,
+				   struct sel_trace *trace, uint64_t *completed)
+{
+	const struct cdt_state *st;
+	uint16_t t;
+
+	if (!e)
+		return home;
+	st = cdt_entry_state(e);
+	if (completed)
+		*completed = st->completed;
+	t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng, trace);
+	return t == SEL_NONE ? home : t;
+}
+
+static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
+			 bool in_dir, const struct sel_trace *trace)
+{
+	struct sw_decision d;
+
+	memset(&d, 0, sizeof(d));
+	d.keyhash = p->msg.keyhash;
+	d.chosen = chosen;
+	d.home = home;
+	d.op = p->msg.op;
+	d.in_directory = in_dir;
+	d.key_len = (uint8_t)RTE_MIN(p->msg.key_len, sizeof(d.key));
+	memcpy(d.key, p->msg.key, d.key_len);
+	if (trace)
+		d.trace = *trace;
+	else {
+		d.trace.n = 1;
+		d.trace.cand[0].node = chosen;
+		d.trace.cand[0].inflight = scores_inflight(&w->sw->scores, chosen);
+		d.trace.cand[0].health = scores_health(&w->sw->scores, chosen);
+		d.trace.cand[0].alive = scores_alive(&w->sw->scores, chosen);
+	}
+	if (rte_ring_mp_enqueue_elem(w->sw->log_ring, &d, sizeof(d)) == 0)
+		CNT(w, SW_CNT_DEBUG_LOGS);
+}
+
+/* The reply will go to this client: remember where it lives (cheaply, see switchd.h). */
+static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16_t in_port,
+				uint32_t now_s)
+{
+	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
+	const uint8_t *mac = p->eth->src_addr.addr_bytes;
+	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
+
+	if (c->ip == ip && c->seen_s == now_s && c->port == in_port && !memcmp(c->mac, mac, 6))
+		return;
+	l2_nb_learn(w->sw->l2, ip, mac, (uint8_t)in_port, now_s, false);
+	c->ip = ip;
+	c->seen_s = now_s;
+	c->port = (uint8_t)in_port;
+	memcpy(c->mac, mac, 6);
+}
+
+/* GET/PUT/DEL from a client: choose the node, stamp the return address, forward. */
+static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+		       uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	const struct wire_msg *msg = &p->msg;
+	uint16_t home;
+	bool debug = __atomic_load_n(&sw->debug, __ATOMIC_RELAXED) || (msg->flags & WIRE_F_DEBUG);
+	struct sel_trace trace, *tr = debug ? &trace : NULL;
+	bool is_read = msg->op == WIRE_OP_GET;
+	uint8_t mac[6], out;
+	uint16_t target, flags;
+
+	CNT(w, SW_CNT_REQUESTS);
+	e = entry_for(w, e, msg);
+	/* A directory entry knows its home: no ring lookup for hot keys. */
+	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
+	target = is_read ? read_target(w, e, home, tr, NULL) : home;
+	if (debug)
+		log_decision(w, p, target, home, e != NULL, is_read && e ? tr : NULL);
+	if (!scores_alive(&sw->scores, target)) {
+		CNT(w, SW_CNT_UNAVAILABLE);
+		answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
+		return;
+	}
+	if (!l2_node_nb(sw->l2, target, mac, &out) || out >= sw->nports) {
+		want_neighbour(w, sw->node_ip[target]);
+		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
+		return;
+	}
+	learn_client(w, p, in_port, now_s);
+
+	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
+	if (target != home)
+		flags |= WIRE_F_REPLICA_READ;
+	rewrite(sw, p, mac, sw->vip, sw->node_ip[target], sw->svc_port, sw->node_port[target],
+		flags, target, rte_be_to_cpu_32(p->ip->src_addr),
+		rte_be_to_cpu_16(p->udp->src_port));
+	scores_inflight_inc(&sw->scores, w->index, target);
+	if (e) {
+		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
+
+		if (!is_read)
+			ec->writes++;
+		else if (target != home)
+			ec->replica_reads++;
+		else
+			ec->reads++;
+	}
+	if (target != home)
+		CNT(w, SW_CNT_REPLICA_READS);
+	CNT(w, SW_CNT_REQ_FORWARDED);
+	tx(w, out, p->m);
+}
+
+/* The sender claims to be node `node`: true when its source address agrees. */
+static inline bool from_node(const struct sw *sw, const struct pkt *p, uint16_t node)
+{
+	return node != 0 && node <= CFG_MAX_NODES &&
+	       sw->node_ip[node] == rte_be_to_cpu_32(p->ip->src_addr);
+}
+
+/* Apply a reply's version to the directory (DESIGN.md 5); true when the key is in it. */
+static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e)
+{
+	const struct wire_msg *msg = &p->msg;
+	unsigned retries = 0;
+	int r;
+
+	e = entry_for(w, e, msg);
+	if (!e)
+		return false;
+	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
+		return true;
+	r = cdt_apply(w->sw->cdt, w->index, e, CDT_EV_REPLY, msg->version, msg->node, &retries);
+	w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
+	if (r > 0) {
+		CNT(w, SW_CNT_CDT_UPDATES);
+		if (msg->op == (WIRE_OP_PUT | WIRE_REPLY) ||
+		    msg->op == (WIRE_OP_DEL | WIRE_REPLY)) {
+			CNT(w, SW_CNT_WRITE_COMPLETIONS);
+			cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
+		}
+	} else if (r < 0) {
+		CNT(w, SW_CNT_CDT_UPDATE_FAILED);
+	}
+	return true;
+}
+
+/* A node's reply: update load and directory, then send it to the client's return address. */
+static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+		     uint32_t now_s, uint64_t now_tsc)
+{
+	struct sw *sw = w->sw;
+	const struct wire_msg *msg = &p->msg;
+	uint8_t mac[6], out;
+	bool in_dir;
+	uint16_t flags;
+
+	CNT(w, SW_CNT_REPLIES);
+	if (!from_node(sw, p, msg->node)) {
+		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+		return;
+	}
+	l2_nb_learn(sw->l2, sw->node_ip[msg->node], p->eth->src_addr.addr_bytes, (uint8_t)in_port,
+		    now_s, false);
+	if (p->kind == K_REPLY)
+		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
+	/* Published (release) here, before the reply is buffered for TX below. */
+	in_dir = learn_version(w, p, e);
+	if (p->kind == K_CTL_REPLY) {
+		CNT(w, SW_CNT_CTL_REPLIES);
+		rte_pktmbuf_free(p->m);
+		return;
+	}
+	if (msg->ret_ip == 0 || msg->ret_port == 0) {
+		drop(w, p->m, SW_CNT_DROP_NO_RETURN);
+		return;
+	}
+	if (!l2_nb_lookup(sw->l2, msg->ret_ip, mac, &out, now_s) || out >= sw->nports) {
+		want_neighbour(w, msg->ret_ip);
+		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
+		return;
+	}
+	flags = (uint16_t)(msg->flags | WIRE_F_VIA_SWITCH);
+	flags = in_dir ? (flags | WIRE_F_REPLICATED) : (flags & ~WIRE_F_REPLICATED);
+	rewrite(sw, p, mac, sw->vip, msg->ret_ip, sw->svc_port, msg->ret_port, flags, msg->node,
+		msg->ret_ip, msg->ret_port);
+	CNT(w, SW_CNT_REPLY_FORWARDED);
+	tx(w, out, p->m);
+}
+
+/* RC_ACK(v) from a replica: it holds v; join the set when v is the completed version. */
+static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+		      uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	const struct wire_msg *msg = &p->msg;
+	unsigned retries = 0;
+
+	CNT(w, SW_CNT_RC_ACKS);
+	if (!from_node(sw, p, msg->node)) {
+		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+		return;
+	}
+	l2_nb_learn(sw->l2, sw->node_ip[msg->node], p->eth->src_addr.addr_bytes, (uint8_t)in_port,
+		    now_s, false);
+	e = entry_for(w, e, msg);
+	if (e) {
+		int r = cdt_apply(sw->cdt, w->index, e, CDT_EV_RC_ACK, msg->version, msg->node,
+				  &retries);
+
+		w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
+		if (r > 0) {
+			CNT(w, SW_CNT_CDT_UPDATES);
+			CNT(w, SW_CNT_RC_ACK_ADDED);
+			cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
+		} else if (r < 0) {
+			CNT(w, SW_CNT_CDT_UPDATE_FAILED);
+		}
+	}
+	rte_pktmbuf_free(p->m);
+}
+
+/* HINT: which node would a read of this key go to now (docs/protocol.md). */
+static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port)
+{
+	struct sw *sw = w->sw;
+	uint16_t home, target;
+	uint64_t version = 0;
+
+	e = entry_for(w, e, &p->msg);
+	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
+	target = read_target(w, e, home, NULL, &version);
+	CNT(w, SW_CNT_HINTS);
+	answer(w, p, in_port, scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE,
+	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
+}
+
+static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf **mbufs,
+			  uint16_t n, uint64_t now_tsc)
+{
+	struct sw *sw = w->sw;
+	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
+	struct pkt pkts[SW_BURST];
+	const void *keys[SW_BURST];
+	void *data[SW_BURST];
+	uint8_t idx[SW_BURST];
+	uint64_t hits = 0;
+	unsigned nk = 0;
+
+	memset(w->burst_src, 0, sizeof(w->burst_src));
+	for (uint16_t i = 0; i < n && i < 4; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
+	for (uint16_t i = 0; i < n; i++) {
+		struct pkt *p = &pkts[nk];
+
+		if (i + 4 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 4], void *));
+		p->m = mbufs[i];
+		p->kind = classify(w, p, in_port, now_s);
+		if (p->kind == K_DONE)
+			continue;
+		keys[nk] = &p->msg.keyhash;
+		idx[nk] = (uint8_t)nk;
+		nk++;
+	}
+	if (nk == 0)
+		return;
+	rte_hash_lookup_bulk_data(sw->cdt->hash, keys, nk, &hits, data);
+	for (unsigned k = 0; k < nk; k++) {
+		struct pkt *p = &pkts[idx[k]];
+		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;
+
+		switch (p->kind) {
+		case K_REQUEST:
+			do_request(w, p, e, in_port, now_s);
+			break;
+		case K_REPLY:
+		case K_CTL_REPLY:
+			do_reply(w, p, e, in_port, now_s, now_tsc);
+			break;
+		case K_RC_ACK:
+			do_rc_ack(w, p, e, in_port, now_s);
+			break;
+		case K_HINT:
+			do_hint(w, p, e, in_port);
+			break;
+		}
+	}
+}
+
+/* Worker 0 sends what the control thread queued (ARP requests from the VIP). */
+static void send_control_frames(struct sw_worker *w)
+{
+	struct rte_mbuf *m;
+
+	while (rte_ring_sc_dequeue(w->sw->ctl_tx_ring, (void **)&m) == 0) {
+		if (m->port < w->sw->nports)
+			tx(w, m->port, m);
+		else
+			rte_pktmbuf_free(m);
+	}
+}
+
+unsigned pipeline_poll(struct sw_worker *w)
+{
+	struct sw *sw = w->sw;
+	struct rte_mbuf *mbufs[SW_BURST];
+	uint64_t start = rte_rdtsc(), now;
+	unsigned total = 0;
+
+	for (uint16_t q = 0; q < w->nrxq; q++) {
+		uint16_t port = w->rxq[q].port;
+		uint16_t n =
+		    rte_eth_rx_burst(sw->ports[port].port_id, w->rxq[q].queue, mbufs, SW_BURST);
+
+		if (n == 0)
+			continue;
+		w->port_counters[port][SW_PCNT_RX] += n;
+		w->counters[SW_CNT_RX] += n;
+		process_burst(w, port, mbufs, n, start);
+		total += n;
+	}
+	now = rte_rdtsc();
+	if (total) {
+		w->busy_cycles += now - start;
+		w->busy_packets += total;
+	}
+	if (now - w->last_drain_tsc >= sw->drain_tsc) {
+		if (w->index == 0)
+			send_control_frames(w);
+		pipeline_flush(w);
+		cdt_reclaim(sw->cdt, w->index);
+		w->last_drain_tsc = now;
+	}
+	/* Between bursts this worker holds no CDT state pointer. */
+	rte_rcu_qsbr_quiescent(sw->qsbr, w->index);
+	return total;
+}
+
+int pipeline_main(void *arg)
+{
+	struct sw_worker *w = arg;
+	struct sw *sw = w->sw;
+
+	rte_rcu_qsbr_thread_online(sw->qsbr, w->index);
+	while (!__atomic_load_n(&sw->stop, __ATOMIC_RELAXED)) {
+		if (pipeline_poll(w)) {
+			w->idle_polls = 0;
+			continue;
+		}
+		/*
+		 * Idle backoff: after idle_polls empty polls in a row, sleep, so a
+		 * 2-core machine keeps room for nodes. Offline while asleep: QSBR
+		 * grace periods never wait for a sleeping worker.
+		 */
+		if (++w->idle_polls >= sw->idle_polls && sw->idle_sleep_us) {
+			pipeline_flush(w);
+			rte_rcu_qsbr_thread_offline(sw->qsbr, w->index);
+			usleep(sw->idle_sleep_us);
+			rte_rcu_qsbr_thread_online(sw->qsbr, w->index);
+		}
+	}
+	pipeline_flush(w);
+	rte_rcu_qsbr_thread_offline(sw->qsbr, w->index);
+	return 0;
+}

@@ -1,0 +1,200 @@
+/*
+ * ports.c - switchd's ports from the config: vdevs (net_tap, net_ring,
+ * net_pcap, net_af_packet, ...) and PCI devices by address.
+ *
+ * A device EAL already created (--vdev, -a, or a test's rte_eth_from_rings)
+ * is used as it is; anything else is hot-plugged with rte_dev_probe(). Every
+ * port gets one RX queue per worker (as many as the device has, RSS spreading
+ * over them where the device supports it), one TX queue per worker (the
+ * control thread's frames go out through worker 0), the configured MTU or the
+ * largest the device takes,
+ * and promiscuous mode (inline L2 forwarding needs it; one-arm needs the VIP
+ * MAC, which is not the device's own).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "switchd.h"
+
+#define RSS_WANTED (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP)
+
+/* The ethdev name of a config port: the vdev up to its first ',' or the PCI address. */
+static void dev_name(const struct cfg_port *cp, char *buf, size_t cap)
+{
+	const char *src = cp->vdev[0] ? cp->vdev : cp->pci;
+	size_t n = strcspn(src, ",");
+
+	snprintf(buf, cap, "%.*s", (int)n, src);
+}
+
+static int find_or_probe(const struct cfg_port *cp, const char *name, uint16_t *pid)
+{
+	if (rte_eth_dev_get_port_by_name(name, pid) == 0)
+		return 0;
+	if (rte_dev_probe(cp->vdev[0] ? cp->vdev : cp->pci) < 0)
+		return -1;
+	return rte_eth_dev_get_port_by_name(name, pid);
+}
+
+/* l3fwd's sizing: RX rings + bursts in flight + TX rings + per-lcore caches, at least 8192. */
+static unsigned pool_size(const struct sw *sw)
+{
+	unsigned nl = sw->nworkers + 1u; /* workers and the control thread */
+	unsigned n = sw->nports * sw->nworkers * SW_NB_RXD + sw->nports * nl * SW_BURST +
+		     sw->nports * nl * SW_NB_TXD + nl * SW_MEMPOOL_CACHE;
+
+	/* Plus what switchd itself holds: TX buffers and the digest ring. */
+	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING;
+	return RTE_MAX(n, 8192u);
+}
+
+static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err, size_t errlen)
+{
+	const struct cfg_port *cp = &sw->self->ports[idx];
+	struct sw_port *sp = &sw->ports[idx];
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint16_t nrxd = SW_NB_RXD, ntxd = SW_NB_TXD, pid;
+	int rc;
+
+	dev_name(cp, sp->dev, sizeof(sp->dev));
+	snprintf(sp->name, sizeof(sp->name), "%s", cp->name);
+	if (find_or_probe(cp, sp->dev, &pid) != 0) {
+		snprintf(err, errlen, "port %s: cannot create or find device \"%s\"", cp->name,
+			 cp->vdev[0] ? cp->vdev : cp->pci);
+		return -1;
+	}
+	sp->port_id = pid;
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc != 0) {
+		snprintf(err, errlen, "port %s: cannot read device info: %s", cp->name,
+			 rte_strerror(-rc));
+		return -1;
+	}
+	sp->nrxq = (uint16_t)RTE_MIN(sw->nworkers, info.max_rx_queues);
+	/*
+	 * One TX queue per worker lcore. The control thread sends (ARP) through
+	 * worker 0 (sw->ctl_tx_ring), so every device works with as many queues
+	 * as workers: net_tap insists on as many RX as TX queues.
+	 */
+	sp->ntxq = sw->nworkers;
+	if (sp->nrxq == 0 || info.max_tx_queues < sp->ntxq ||
+	    (!strncmp(sp->dev, "net_tap", 7) && sp->nrxq != sp->ntxq)) {
+		snprintf(err, errlen,
+			 "port %s: needs %u TX queues (one per worker lcore) and 1 RX queue; %s "
+			 "has %u TX, %u RX",
+			 cp->name, sw->nworkers, sp->dev, info.max_tx_queues, info.max_rx_queues);
+		return -1;
+	}
+	memset(&conf, 0, sizeof(conf));
+	conf.rx_adv_conf.rss_conf.rss_hf = RSS_WANTED & info.flow_type_rss_offloads;
+	if (sp->nrxq > 1 && conf.rx_adv_conf.rss_conf.rss_hf)
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+	else
+		conf.rx_adv_conf.rss_conf.rss_hf = 0;
+	rc = rte_eth_dev_configure(pid, sp->nrxq, sp->ntxq, &conf);
+	if (rc != 0) {
+		snprintf(err, errlen, "port %s: configure failed: %s", cp->name, rte_strerror(-rc));
+		return -1;
+	}
+	/* The configured MTU where the device takes it, else the largest it does. */
+	sp->mtu = mtu_want;
+	if (info.max_mtu && sp->mtu > info.max_mtu)
+		sp->mtu = info.max_mtu;
+	if (rte_eth_dev_set_mtu(pid, sp->mtu) != 0)
+		rte_eth_dev_get_mtu(pid, &sp->mtu);
+	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrxd, &ntxd);
+	for (uint16_t q = 0; q < sp->nrxq; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, nrxd, rte_eth_dev_socket_id(pid), NULL,
+					    sw->pool);
+		if (rc != 0) {
+			snprintf(err, errlen, "port %s: RX queue %u: %s", cp->name, q,
+				 rte_strerror(-rc));
+			return -1;
+		}
+	}
+	for (uint16_t q = 0; q < sp->ntxq; q++) {
+		rc = rte_eth_tx_queue_setup(pid, q, ntxd, rte_eth_dev_socket_id(pid), NULL);
+		if (rc != 0) {
+			snprintf(err, errlen, "port %s: TX queue %u: %s", cp->name, q,
+				 rte_strerror(-rc));
+			return -1;
+		}
+	}
+	rte_eth_macaddr_get(pid, &sp->mac);
+	rc = rte_eth_dev_start(pid);
+	if (rc != 0) {
+		snprintf(err, errlen, "port %s: start failed: %s", cp->name, rte_strerror(-rc));
+		return -1;
+	}
+	sp->started = true;
+	sp->promiscuous = rte_eth_promiscuous_enable(pid) == 0;
+	return 0;
+}
+
+int ports_init(struct sw *sw, char *err, size_t errlen)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint32_t frame = sw->cfg->service.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 8;
+	uint32_t room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + frame);
+
+	sw->nports = sw->self->nports;
+	snprintf(name, sizeof(name), "mb_%s", sw->tag);
+	sw->pool = rte_pktmbuf_pool_create(name, pool_size(sw), SW_MEMPOOL_CACHE, 0, (uint16_t)room,
+					   (int)rte_socket_id());
+	if (!sw->pool) {
+		snprintf(err, errlen, "mbuf pool of %u: %s", pool_size(sw),
+			 rte_strerror(rte_errno));
+		return -1;
+	}
+	for (uint16_t i = 0; i < sw->nports; i++)
+		if (port_setup(sw, i, sw->cfg->service.mtu, err, errlen) != 0)
+			return -1;
+	/* Workers: RX queue w of every port that has one, TX queue w of every port. */
+	for (uint16_t wi = 0; wi < sw->nworkers; wi++) {
+		struct sw_worker *w = sw->workers[wi];
+
+		for (uint16_t p = 0; p < sw->nports; p++) {
+			if (wi < sw->ports[p].nrxq) {
+				w->rxq[w->nrxq].port = p;
+				w->rxq[w->nrxq].queue = wi;
+				w->nrxq++;
+			}
+			w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(SW_BURST), 0,
+						       rte_lcore_to_socket_id(w->lcore));
+			if (!w->txb[p]) {
+				snprintf(err, errlen, "out of memory for TX buffers");
+				return -1;
+			}
+			rte_eth_tx_buffer_init(w->txb[p], SW_BURST);
+			rte_eth_tx_buffer_set_err_callback(
+			    w->txb[p], rte_eth_tx_buffer_count_callback,
+			    &w->port_counters[p][SW_PCNT_TX_DROPPED]);
+		}
+	}
+	return 0;
+}
+
+void ports_fini(struct sw *sw)
+{
+	for (uint16_t i = 0; i < sw->nports; i++) {
+		if (!sw->ports[i].started)
+			continue;
+		rte_eth_dev_stop(sw->ports[i].port_id);
+		if (sw->close_ports)
+			rte_eth_dev_close(sw->ports[i].port_id);
+		sw->ports[i].started = false;
+	}
+	for (uint16_t wi = 0; wi < sw->nworkers; wi++)
+		for (uint16_t p = 0; p < sw->nports; p++) {
+			rte_free(sw->workers[wi]->txb[p]);
+			sw->workers[wi]->txb[p] = NULL;
+		}
+}

@@ -1,0 +1,100 @@
+/*
+ * scores.h - per-node score tables, "SRAM-style" flat arrays indexed by node
+ * id (DESIGN.md section 5): in-flight requests, health 0..100, alive flag.
+ *
+ * Who writes what:
+ *   sent[w][], done[w][]  worker w only (single writer, plain relaxed stores):
+ *                   requests it forwarded to each node, replies it saw from
+ *                   each node. In-flight = sum(sent) - sum(done) - forgotten.
+ *                   A shared counter would need a locked add per request (a
+ *                   sixth of the fast path's cycles, measured); the sum costs
+ *                   a few loads per candidate, and only for directory reads.
+ *   forgotten[]     the control thread: in-flight it wrote off as lost.
+ *   health[], alive[], state[]  the control thread only (single writer, relaxed
+ *                   stores), from digests and failure detection.
+ *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
+ *                   forget in-flight counts of requests whose replies were lost.
+ * Readers anywhere use relaxed loads; a reader may see health from a newer
+ * update than alive, and every such mix is safe to act on.
+ */
+#ifndef SKL_SW_SCORES_H
+#define SKL_SW_SCORES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define SCORES_NODES (CFG_MAX_NODES + 1) /* slot 0 unused: node 0 is "no node" */
+
+/* What the switch knows of a node's liveness. UNKNOWN (no digest yet) routes like UP. */
+enum scores_state { SCORES_UNKNOWN, SCORES_UP, SCORES_DOWN, SCORES_UNTRACKED };
+
+#define SCORES_MAX_WORKERS 16
+
+struct scores {
+	uint16_t nworkers;
+	uint32_t sent[SCORES_MAX_WORKERS][SCORES_NODES]; /* wrap-around counters */
+	uint32_t done[SCORES_MAX_WORKERS][SCORES_NODES];
+	uint32_t forgotten[SCORES_NODES];
+	uint8_t health[SCORES_NODES];
+	uint8_t alive[SCORES_NODES];
+	uint8_t state[SCORES_NODES];
+	uint64_t last_reply_tsc[SCORES_NODES];
+};
+
+/* Every node of cfg tracked: UNKNOWN, alive, health 100. Others untracked and down. */
+void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers);
+
+/* sum(sent) - sum(done) - forgotten, as a signed difference of wrapping counters. */
+static inline int32_t scores_inflight_raw(const struct scores *s, uint16_t id)
+{
+	uint32_t v = -__atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
+
+	for (uint16_t w = 0; w < s->nworkers; w++)
+		v += __atomic_load_n(&s->sent[w][id], __ATOMIC_RELAXED) -
+		     __atomic_load_n(&s->done[w][id], __ATOMIC_RELAXED);
+	return (int32_t)v;
+}
+
+static inline int32_t scores_inflight(const struct scores *s, uint16_t id)
+{
+	int32_t v = scores_inflight_raw(s, id);
+
+	return v > 0 ? v : 0; /* replies to requests sent before a restart undercount */
+}
+static inline uint8_t scores_health(const struct scores *s, uint16_t id)
+{
+	return __atomic_load_n(&s->health[id], __ATOMIC_RELAXED);
+}
+static inline bool scores_alive(const struct scores *s, uint16_t id)
+{
+	return __atomic_load_n(&s->alive[id], __ATOMIC_RELAXED) != 0;
+}
+/* Worker w forwarded a request to node id. */
+static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id)
+{
+	__atomic_store_n(&s->sent[w][id], s->sent[w][id] + 1, __ATOMIC_RELAXED);
+}
+/* Worker w saw a reply from node id. */
+static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id, uint64_t now_tsc)
+{
+	__atomic_store_n(&s->done[w][id], s->done[w][id] + 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED) != now_tsc)
+		__atomic_store_n(&s->last_reply_tsc[id], now_tsc, __ATOMIC_RELAXED);
+}
+
+/* Control thread only: set a node's health and liveness. */
+void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state state);
+
+/*
+ * Control thread: a node with requests in flight but no reply for idle_tsc
+ * cycles has lost them (dropped datagrams): write them off so it is not
+ * shunned forever; and if late replies drove the count below zero, take back
+ * what was written off. Returns the number of nodes reset.
+ */
+unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_tsc);
+
+const char *scores_state_name(enum scores_state st);
+
+#endif

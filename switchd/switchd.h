@@ -1,0 +1,213 @@
+/*
+ * switchd.h - the switch daemon's shared state: one struct sw per process,
+ * one struct sw_worker per poll-mode lcore.
+ *
+ * Threads and what they own:
+ *   workers (pipeline.c)  one per worker lcore: RX queue `index` of every port,
+ *                         TX queue `index` of every port, their own counters.
+ *   control thread (daemon.c, ctl.c) on the main lcore: config, CDT management,
+ *                         score writer (digests, failure detection), ARP
+ *                         requests (sent by worker 0 from ctl_tx_ring), the
+ *                         control socket.
+ *   telemetry thread(s)   read counters, scores and the CDT (QSBR reader
+ *                         `nworkers + 1`, serialised by tel_lock).
+ * Shared structures and their rules: cdt.h (RCU), scores.h (atomics), l2.h
+ * (atomic slots), rte_rings from workers to the control thread.
+ */
+#ifndef SKL_SWITCHD_H
+#define SKL_SWITCHD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "cdt.h"
+#include "config.h"
+#include "counters.h"
+#include "l2.h"
+#include "ring.h"
+#include "scores.h"
+#include "select.h"
+
+#define SW_BURST       32
+#define SW_MAX_WORKERS CFG_MAX_LCORES
+_Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per worker");
+#define SW_DRAIN_US	 100 /* TX buffers are flushed at least this often */
+#define SW_NB_RXD	 1024
+#define SW_NB_TXD	 1024
+#define SW_MEMPOOL_CACHE 256
+#define SW_DIGEST_RING	 1024 /* DIGEST mbufs waiting for the control thread */
+#define SW_ARP_RING	 1024 /* addresses workers want resolved */
+#define SW_LOG_RING	 1024 /* decision-log records */
+#define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
+#define SW_CTL_TX_RING	 512  /* frames the control thread sends through worker 0 */
+
+struct sw_rxq {
+	uint16_t port; /* index in sw->ports */
+	uint16_t queue;
+};
+
+struct sw_worker {
+	struct sw *sw;
+	uint16_t index; /* 0..nworkers-1: its RX/TX queue id and QSBR thread id */
+	unsigned lcore;
+	uint16_t nrxq;
+	struct sw_rxq rxq[CFG_MAX_PORTS];
+	struct rte_eth_dev_tx_buffer *txb[CFG_MAX_PORTS];
+	uint64_t rng;
+	uint64_t last_drain_tsc;
+	/*
+	 * Clients this worker learnt recently (direct-mapped by address): a
+	 * request from a client already learnt this second skips the shared
+	 * neighbour table, whose slots cost a locked cmpxchg16b to read.
+	 */
+	struct {
+		uint32_t ip;
+		uint32_t seen_s;
+		uint8_t mac[6];
+		uint8_t port;
+	} learnt[64];
+	uint32_t idle_polls;
+	uint8_t burst_src[6]; /* last source MAC learnt in this burst */
+	/* Written by this worker only; read by others with relaxed loads. */
+	uint64_t counters[SW_CNT_COUNT];
+	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
+	uint64_t busy_cycles;  /* cycles spent in polls that received packets */
+	uint64_t busy_packets; /* packets received in those polls */
+} __rte_cache_aligned;
+
+struct sw_port {
+	char name[CFG_MAX_NAME];
+	char dev[CFG_MAX_PATH];
+	uint16_t port_id;
+	uint16_t nrxq, ntxq;
+	uint16_t mtu;
+	bool promiscuous;
+	bool started;
+	struct rte_ether_addr mac; /* the device's own MAC */
+};
+
+/* A decision-log record, worker -> control thread. */
+struct sw_decision {
+	uint64_t keyhash;
+	uint16_t chosen;
+	uint16_t home;
+	uint8_t op;
+	uint8_t key_len; /* bytes of key[] used */
+	uint8_t in_directory;
+	uint8_t pad;
+	char key[32];
+	struct sel_trace trace;
+};
+
+struct sw_opts {
+	int64_t idle_sleep_us;	 /* < 0: from the config */
+	const char *socket_path; /* NULL: from the config; "" : no control socket */
+	bool no_telemetry;
+	uint32_t mac_age_s;	/* 0: 300 */
+	bool close_ports;	/* sw_fini closes the ports (the daemon); tests reuse theirs */
+	bool no_digest_timeout; /* never mark a silent node down (benchmarks without nodes) */
+};
+
+struct ctl;
+struct dig_table;
+
+struct sw {
+	const struct cfg *cfg;
+	const struct cfg_switch *self;
+	char tag[32]; /* makes DPDK object names unique per switch */
+	struct ring ring;
+	uint32_t vip;	   /* host order */
+	uint16_t svc_port; /* host order */
+	uint8_t mac[6];	   /* the VIP's MAC: source of everything the switch sends */
+	bool inline_mode;
+	bool close_ports;
+
+	uint16_t nports;
+	struct sw_port ports[CFG_MAX_PORTS];
+	uint16_t nworkers;
+	struct sw_worker *workers[SW_MAX_WORKERS];
+
+	struct rte_mempool *pool;
+	struct rte_rcu_qsbr *qsbr;
+	struct cdt *cdt;
+	struct scores scores;
+	struct l2 *l2;
+	struct rte_ring *digest_ring;
+	struct rte_ring *arp_ring;
+	struct rte_ring *log_ring;
+	struct rte_ring
+	    *ctl_tx_ring; /* control thread -> worker 0: frames to send (m->port = index) */
+
+	uint8_t debug; /* relaxed atomic: decision logs for every request */
+	volatile int stop;
+	uint32_t idle_sleep_us;
+	uint32_t idle_polls;
+	uint64_t tsc_hz;
+	uint64_t drain_tsc;
+
+	/* Node addressing, read-only after start-up. Host order. */
+	uint32_t node_ip[CFG_MAX_NODES + 1];
+	uint16_t node_port[CFG_MAX_NODES + 1];
+
+	/* Control thread only. */
+	struct ctl *ctl;
+	struct dig_table *dig; /* digest/health.h: windows and failure detection */
+	bool no_digest_timeout;
+	uint64_t last_tick_tsc;
+	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
+	char log_lines[SW_LOG_KEEP][384];
+	uint32_t log_next;
+	uint64_t ctl_counters[SW_CNT_COUNT];
+	pthread_mutex_t tel_lock; /* serialises telemetry readers (one QSBR id) */
+	uint64_t digests_received;
+};
+
+/* ---- daemon.c: assembling and running a switch. ----------------------------------- */
+
+/*
+ * Build switch `self` of cfg (EAL already initialised): ring, tables, ports,
+ * workers on the given lcores (or every worker lcore), the control socket.
+ * Returns 0, or -1 with one line in err.
+ */
+int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
+	    const struct sw_opts *opts, char *err, size_t errlen);
+/* Launch the workers on their lcores. */
+int sw_start(struct sw *sw);
+/* One round of control work (digests, failure detection, ARP, logs, socket), non-blocking. */
+void sw_control_poll(struct sw *sw, int timeout_ms);
+/* Stop workers, wait for them, close ports and free everything. */
+void sw_fini(struct sw *sw);
+
+/* Control thread: send an ARP request for ip from the VIP (all ports inline, else the one). */
+void sw_send_arp_request(struct sw *sw, uint32_t ip);
+
+/* Sum a counter over workers (and the control thread). */
+uint64_t sw_counter(const struct sw *sw, enum sw_counter c);
+uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counter c);
+
+/* Install a key with `want` replicas starting from {home} (REPLICATE is issue 8's). */
+struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
+			 unsigned nforce, uint8_t want);
+
+/* ---- pipeline.c: the fast path. ------------------------------------------------------ */
+
+/* The worker's main loop (rte_eal_remote_launch target); returns when sw->stop. */
+int pipeline_main(void *worker);
+/* One poll of every RX queue of w, then drain if due. Returns packets received. */
+unsigned pipeline_poll(struct sw_worker *w);
+/* Flush w's TX buffers now. */
+void pipeline_flush(struct sw_worker *w);
+
+/* ---- ports.c --------------------------------------------------------------------------- */
+
+/* Create/find, configure and start every port of sw->self. -1 with err on failure. */
+int ports_init(struct sw *sw, char *err, size_t errlen);
+void ports_fini(struct sw *sw);
+
+#endif

@@ -1,0 +1,982 @@
+/*
+ * test_switchd.c - the switch data plane in-process: real EAL (--no-huge,
+ * --no-pci), net_ring ports whose rings the test holds (inject into a port's
+ * RX ring, read what the switch sent from its TX rings), the fast path polled
+ * by the test (or run by 2 worker lcores in the concurrency case).
+ *
+ * Topology (inline, conf string below): ports a1 (client 10.77.0.201),
+ * n1..n4 (nodes 10.77.0.1..4), VIP 10.77.0.100:7447.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include "cdt.h"
+#include "ctl.h"
+#include "digest.h"
+#include "keyhash.h"
+#include "switchd.h"
+#include "wire.h"
+
+#define NPORTS 5 /* a1, n1..n4 */
+#define NRX    2 /* RX rings per port: up to 2 workers */
+#define NTX    3 /* TX rings per port: 2 workers + control */
+
+static const char *port_names[NPORTS] = {"a1", "n1", "n2", "n3", "n4"};
+static struct rte_ring *rx_rings[NPORTS][NRX], *tx_rings[NPORTS][NTX];
+static struct rte_mempool *tpool;
+static struct cfg cfg;
+static struct sw sw;
+
+static const uint8_t vip_mac[6] = {0x02, 0x53, 0x4b, 0x4c, 0x00, 0x64};
+static const uint8_t client_mac[6] = {0x02, 0, 0, 0, 0, 0xc1};
+#define CLIENT_IP   0x0a4d00c9u /* 10.77.0.201 */
+#define CLIENT_PORT 40000
+#define VIP	    0x0a4d0064u
+#define SVC	    7447
+
+static void node_mac(uint16_t id, uint8_t mac[6])
+{
+	const uint8_t m[6] = {0x02, 0, 0, 0, 0, (uint8_t)id};
+
+	memcpy(mac, m, 6);
+}
+
+static const char *conf_json =
+    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
+    " \"switches\": ["
+    "  {\"id\": 1, \"name\": \"s1\", \"role\": \"inline\", \"control_socket\": "
+    "\"/tmp/skl-test.sock\","
+    "   \"lcores\": [1], \"idle_sleep_us\": 10,"
+    "   \"ports\": [{\"name\": \"a1\", \"vdev\": \"net_ring_a1\"},"
+    "     {\"name\": \"n1\", \"vdev\": \"net_ring_n1\"}, {\"name\": \"n2\", \"vdev\": "
+    "\"net_ring_n2\"},"
+    "     {\"name\": \"n3\", \"vdev\": \"net_ring_n3\"}, {\"name\": \"n4\", \"vdev\": "
+    "\"net_ring_n4\"}]}],"
+    " \"nodes\": ["
+    "  {\"id\": 1, \"name\": \"n1\", \"ip\": \"10.77.0.1\"}, {\"id\": 2, \"name\": \"n2\", \"ip\": "
+    "\"10.77.0.2\"},"
+    "  {\"id\": 3, \"name\": \"n3\", \"ip\": \"10.77.0.3\"}, {\"id\": 4, \"name\": \"n4\", \"ip\": "
+    "\"10.77.0.4\"}],"
+    " \"agents\": [{\"name\": \"a1\", \"ip\": \"10.77.0.201\"}]}";
+
+/* ---- Frames. -------------------------------------------------------------------------- */
+
+/* An Ethernet/IPv4/UDP frame around payload, with valid IPv4 and UDP checksums. */
+static struct rte_mbuf *frame(const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+			      uint32_t dip, uint16_t sport, uint16_t dport, const void *payload,
+			      size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+	size_t total = sizeof(struct rte_ether_hdr) + 20 + 8 + len;
+	uint8_t *b = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)b;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
+	memcpy(eth->src_addr.addr_bytes, src_mac, 6);
+	eth->ether_type = htons(RTE_ETHER_TYPE_IPV4);
+	memset(ip, 0, 20);
+	ip->version_ihl = 0x45;
+	ip->total_length = htons((uint16_t)(20 + 8 + len));
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = htonl(sip);
+	ip->dst_addr = htonl(dip);
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->src_port = htons(sport);
+	udp->dst_port = htons(dport);
+	udp->dgram_len = htons((uint16_t)(8 + len));
+	memcpy(udp + 1, payload, len);
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	return m;
+}
+
+static size_t encode(uint8_t op, const char *key, const char *val, uint64_t version, uint16_t node,
+		     uint32_t ret_ip, uint16_t ret_port, uint8_t *buf)
+{
+	struct wire_msg msg = {
+	    .op = op,
+	    .req_id = 0x0000000700000001ull,
+	    .keyhash = keyhash(key, strlen(key)),
+	    .version = version,
+	    .node = node,
+	    .ret_ip = ret_ip,
+	    .ret_port = ret_port,
+	    .key_len = (uint16_t)strlen(key),
+	    .val_len = val ? (uint32_t)strlen(val) : 0,
+	    .key = (const uint8_t *)key,
+	    .value = (const uint8_t *)val,
+	};
+	int n = wire_encode(&msg, buf, 2048);
+
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
+/* A client request to the VIP. */
+static struct rte_mbuf *request(uint8_t op, const char *key, const char *val)
+{
+	uint8_t buf[2048];
+	size_t n = encode(op, key, val, 0, 0, 0, 0, buf);
+
+	return frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, buf, n);
+}
+
+/* Node id's reply (op | REPLY) carrying version, to the VIP, for the client's return address. */
+static struct rte_mbuf *node_msg(uint8_t op, uint16_t id, const char *key, uint64_t version)
+{
+	uint8_t buf[2048], mac[6];
+	size_t n = encode(op, key, NULL, version, id, CLIENT_IP, CLIENT_PORT, buf);
+
+	node_mac(id, mac);
+	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, n);
+}
+
+static void inject(unsigned port, unsigned queue, struct rte_mbuf *m)
+{
+	ck_assert_int_eq(rte_ring_enqueue(rx_rings[port][queue], m), 0);
+}
+
+/* Poll worker 0 until its RX rings are empty and its TX buffers flushed. */
+static void run(void)
+{
+	struct sw_worker *w = sw.workers[0];
+
+	rte_rcu_qsbr_thread_online(sw.qsbr, 0);
+	for (int i = 0; i < 64 && pipeline_poll(w); i++)
+		;
+	pipeline_flush(w);
+	rte_rcu_qsbr_thread_offline(sw.qsbr, 0);
+}
+
+/* Frames the switch sent on port (all its TX rings), up to max. */
+static unsigned collect(unsigned port, struct rte_mbuf **out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned q = 0; q < NTX; q++) {
+		void *m;
+
+		while (n < max && rte_ring_dequeue(tx_rings[port][q], &m) == 0)
+			out[n++] = m;
+	}
+	return n;
+}
+
+static void free_all(struct rte_mbuf **m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		rte_pktmbuf_free(m[i]);
+}
+
+static unsigned drain(unsigned port)
+{
+	struct rte_mbuf *m[256];
+	unsigned n, total = 0;
+
+	while ((n = collect(port, m, 256)) > 0) {
+		free_all(m, n);
+		total += n;
+	}
+	return total;
+}
+
+static unsigned drain_all(void)
+{
+	unsigned n = 0;
+
+	for (unsigned p = 0; p < NPORTS; p++)
+		n += drain(p);
+	return n;
+}
+
+struct parsed {
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	struct wire_msg msg;
+};
+
+/* Parse a frame the switch sent and check both checksums. */
+static void parse_out(struct rte_mbuf *m, struct parsed *p)
+{
+	p->eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	ck_assert_uint_eq(ntohs(p->eth->ether_type), RTE_ETHER_TYPE_IPV4);
+	p->ip = (struct rte_ipv4_hdr *)(p->eth + 1);
+	p->udp = (struct rte_udp_hdr *)(p->ip + 1);
+	ck_assert_uint_eq(rte_raw_cksum(p->ip, 20), 0xffff); /* IPv4 header checksum */
+	ck_assert_uint_ne(p->udp->dgram_cksum, 0);
+	uint16_t got = p->udp->dgram_cksum;
+
+	p->udp->dgram_cksum = 0;
+	ck_assert_uint_eq(rte_ipv4_udptcp_cksum(p->ip, p->udp), got); /* full recomputation */
+	p->udp->dgram_cksum = got;
+	ck_assert_int_eq(wire_decode(p->udp + 1, ntohs(p->udp->dgram_len) - 8, &p->msg), WIRE_OK);
+}
+
+/* Make every node known: each sends an ARP request for the VIP (and gets the answer). */
+static void learn_nodes(void)
+{
+	for (uint16_t id = 1; id <= 4; id++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+		struct rte_ether_hdr *eth =
+		    (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
+		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+		uint8_t mac[6];
+
+		node_mac(id, mac);
+		memset(eth->dst_addr.addr_bytes, 0xff, 6);
+		memcpy(eth->src_addr.addr_bytes, mac, 6);
+		eth->ether_type = htons(RTE_ETHER_TYPE_ARP);
+		arp->arp_hardware = htons(RTE_ARP_HRD_ETHER);
+		arp->arp_protocol = htons(RTE_ETHER_TYPE_IPV4);
+		arp->arp_hlen = 6;
+		arp->arp_plen = 4;
+		arp->arp_opcode = htons(RTE_ARP_OP_REQUEST);
+		memcpy(arp->arp_data.arp_sha.addr_bytes, mac, 6);
+		arp->arp_data.arp_sip = htonl(0x0a4d0000u + id);
+		memset(arp->arp_data.arp_tha.addr_bytes, 0, 6);
+		arp->arp_data.arp_tip = htonl(VIP);
+		inject(id, 0, m);
+	}
+	run();
+	drain_all();
+}
+
+static char *hexkey(const char *key, char *buf)
+{
+	for (size_t i = 0; key[i]; i++)
+		sprintf(buf + 2 * i, "%02x", (unsigned char)key[i]);
+	return buf;
+}
+
+static void command_ok(const char *fmt, const char *key, const char *rest)
+{
+	char line[512], hex[256];
+	char *out;
+
+	snprintf(line, sizeof(line), fmt, hexkey(key, hex), rest);
+	out = ctl_command(&sw, line);
+	ck_assert_msg(strstr(out, "\"ok\":true") != NULL, "%s -> %s", line, out);
+	free(out);
+}
+
+static void start_switch(const char *name)
+{
+	char err[512];
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true};
+
+	drain_all();
+	ck_assert_msg(sw_init(&sw, &cfg, cfg_switch_lookup(&cfg, name), &opts, err, sizeof(err)) ==
+			  0,
+		      "sw_init: %s", err);
+}
+
+static void setup(void)
+{
+	start_switch("s1");
+	learn_nodes();
+}
+
+static void teardown(void)
+{
+	sw_fini(&sw);
+	drain_all();
+}
+
+static uint16_t home_of(const char *key)
+{
+	return ring_home(&sw.ring, keyhash(key, strlen(key)));
+}
+
+/* ---- Tests. ------------------------------------------------------------------------------ */
+
+START_TEST(request_goes_home_rewritten)
+{
+	struct rte_mbuf *out[8];
+	struct parsed p;
+	uint16_t home = home_of("alpha");
+	uint8_t mac[6];
+
+	inject(0, 0, request(WIRE_OP_GET, "alpha", NULL));
+	run();
+	for (unsigned port = 0; port < NPORTS; port++)
+		if (port != home)
+			ck_assert_uint_eq(drain(port), 0);
+	ck_assert_uint_eq(collect(home, out, 8), 1);
+	parse_out(out[0], &p);
+	node_mac(home, mac);
+	ck_assert_mem_eq(p.eth->dst_addr.addr_bytes, mac, 6);
+	ck_assert_mem_eq(p.eth->src_addr.addr_bytes, vip_mac, 6);
+	ck_assert_uint_eq(ntohl(p.ip->src_addr), VIP);
+	ck_assert_uint_eq(ntohl(p.ip->dst_addr), 0x0a4d0000u + home);
+	ck_assert_uint_eq(ntohs(p.udp->src_port), SVC);
+	ck_assert_uint_eq(ntohs(p.udp->dst_port), SVC);
+	ck_assert_uint_eq(p.msg.ret_ip, CLIENT_IP);
+	ck_assert_uint_eq(p.msg.ret_port, CLIENT_PORT);
+	ck_assert_uint_eq(p.msg.node, home);
+	ck_assert_uint_eq(p.msg.flags, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(p.msg.op, WIRE_OP_GET);
+	ck_assert_mem_eq(p.msg.key, "alpha", 5);
+	ck_assert_int_eq(scores_inflight(&sw.scores, home), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_REQ_FORWARDED), 1);
+	free_all(out, 1);
+}
+END_TEST
+
+START_TEST(reply_returns_to_client)
+{
+	struct rte_mbuf *out[8];
+	struct parsed p;
+	uint16_t home = home_of("alpha");
+
+	inject(0, 0, request(WIRE_OP_GET, "alpha", NULL));
+	run();
+	drain_all();
+	inject(home, 0, node_msg(WIRE_OP_GET | WIRE_REPLY, home, "alpha", 5));
+	run();
+	ck_assert_uint_eq(collect(0, out, 8), 1);
+	parse_out(out[0], &p);
+	ck_assert_mem_eq(p.eth->dst_addr.addr_bytes, client_mac, 6);
+	ck_assert_mem_eq(p.eth->src_addr.addr_bytes, vip_mac, 6);
+	ck_assert_uint_eq(ntohl(p.ip->src_addr), VIP);
+	ck_assert_uint_eq(ntohl(p.ip->dst_addr), CLIENT_IP);
+	ck_assert_uint_eq(ntohs(p.udp->src_port), SVC);
+	ck_assert_uint_eq(ntohs(p.udp->dst_port), CLIENT_PORT);
+	ck_assert_uint_eq(p.msg.op, WIRE_OP_GET | WIRE_REPLY);
+	ck_assert_uint_eq(p.msg.version, 5);
+	ck_assert_uint_eq(p.msg.node, home);
+	ck_assert_int_eq(scores_inflight(&sw.scores, home), 0);
+	ck_assert_uint_eq(drain_all(), 0);
+	free_all(out, 1);
+}
+END_TEST
+
+/* Pin "hot" on n1..n3 and return how many of `count` reads each node got. */
+static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags)
+{
+	struct rte_mbuf *out[64];
+	uint16_t home = home_of("hot");
+
+	memset(got, 0, sizeof(unsigned) * NPORTS);
+	*replica_flags = 0;
+	for (unsigned i = 0; i < count; i++) {
+		inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
+		run(); /* one at a time: each choice sees the previous one's in-flight */
+		for (unsigned port = 1; port < NPORTS; port++) {
+			unsigned n = collect(port, out, 64);
+
+			got[port] += n;
+			for (unsigned k = 0; k < n; k++) {
+				struct parsed p;
+
+				parse_out(out[k], &p);
+				ck_assert_uint_eq(p.msg.node, port);
+				ck_assert_uint_eq(!!(p.msg.flags & WIRE_F_REPLICA_READ),
+						  port != home);
+				*replica_flags += !!(p.msg.flags & WIRE_F_REPLICA_READ);
+			}
+			free_all(out, n);
+		}
+	}
+}
+
+START_TEST(pinned_reads_spread_by_load)
+{
+	unsigned got[NPORTS], rflags;
+
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	/* n1 is busy: the first reads go to n2 and n3 until they catch up. */
+	sw.scores.sent[0][1] += 10;
+	spread(30, got, &rflags);
+	ck_assert_uint_eq(got[4], 0);
+	ck_assert_uint_eq(got[1] + got[2] + got[3], 30);
+	/* Least expected delay: final in-flight 10+got1, got2, got3 within 1 of each other. */
+	ck_assert_uint_ge(got[2], 12);
+	ck_assert_uint_ge(got[3], 12);
+	ck_assert_uint_le(got[1], 5);
+	ck_assert_int_le(abs((int)got[2] - (int)got[3]), 1);
+	ck_assert_int_le(abs(10 + (int)got[1] - (int)got[2]), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_REPLICA_READS), rflags);
+}
+END_TEST
+
+START_TEST(down_node_gets_no_reads)
+{
+	unsigned got[NPORTS], rflags;
+	struct rte_mbuf *out[8];
+	struct parsed p;
+	const char *cold = NULL;
+	char buf[32];
+
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	scores_set(&sw.scores, 2, 0, SCORES_DOWN);
+	spread(40, got, &rflags);
+	ck_assert_uint_eq(got[2], 0);
+	ck_assert_uint_eq(got[1] + got[3], 40);
+	ck_assert_uint_ge(got[1], 15);
+	ck_assert_uint_ge(got[3], 15);
+
+	/* A key whose home is down: the switch answers UNAVAILABLE itself. */
+	for (int i = 0; !cold && i < 1000; i++) {
+		snprintf(buf, sizeof(buf), "cold-%d", i);
+		if (home_of(buf) == 2)
+			cold = buf;
+	}
+	ck_assert_ptr_nonnull(cold);
+	inject(0, 0, request(WIRE_OP_GET, cold, NULL));
+	run();
+	ck_assert_uint_eq(drain(2), 0);
+	ck_assert_uint_eq(collect(0, out, 8), 1);
+	parse_out(out[0], &p);
+	ck_assert_uint_eq(p.msg.op, WIRE_OP_GET | WIRE_REPLY);
+	ck_assert_uint_eq(p.msg.status, WIRE_ST_UNAVAILABLE);
+	ck_assert_uint_eq(p.msg.node, 2);
+	ck_assert_uint_eq(ntohs(p.udp->dst_port), CLIENT_PORT);
+	free_all(out, 1);
+}
+END_TEST
+
+/* Overwrite n bytes at off in a valid request frame. */
+static struct rte_mbuf *corrupt(size_t off, const void *bytes, size_t n)
+{
+	struct rte_mbuf *m = request(WIRE_OP_GET, "alpha", NULL);
+
+	memcpy(rte_pktmbuf_mtod_offset(m, uint8_t *, off), bytes, n);
+	return m;
+}
+
+START_TEST(malformed_dropped_and_counted)
+{
+	const size_t W = 14 + 20 + 8; /* wire header offset */
+	const uint8_t bad_magic[2] = {0x12, 0x34}, bad_ver = 9, bad_op = 0x7f,
+		      bad_flags[2] = {0x80, 0};
+	const uint8_t big_key[2] = {0x00, 0x00}, frag[2] = {0x20, 0x00}, proto = IPPROTO_TCP;
+	const uint8_t big_udp[2] = {0x05, 0xdc}, bad_csum[2] = {0xde, 0xad};
+	struct {
+		struct rte_mbuf *m;
+		enum sw_counter why;
+	} cases[] = {
+	    {corrupt(W + WIRE_OFF_MAGIC, bad_magic, 2), SW_CNT_DROP_WIRE_MAGIC},
+	    {corrupt(W + WIRE_OFF_VER, &bad_ver, 1), SW_CNT_DROP_WIRE_VERSION},
+	    {corrupt(W + WIRE_OFF_OP, &bad_op, 1), SW_CNT_DROP_WIRE_OP},
+	    {corrupt(W + WIRE_OFF_FLAGS, bad_flags, 2), SW_CNT_DROP_WIRE_FLAGS},
+	    {corrupt(W + WIRE_OFF_KEY_LEN, big_key, 2), SW_CNT_DROP_WIRE_KEY_LEN},
+	    {corrupt(14 + 6, frag, 2), SW_CNT_DROP_IP_CSUM}, /* checksum now wrong too */
+	    {corrupt(14 + 10, bad_csum, 2), SW_CNT_DROP_IP_CSUM},
+	    {corrupt(14 + 20 + 4, big_udp, 2), SW_CNT_DROP_UDP_LEN},
+	};
+	unsigned ncases = sizeof(cases) / sizeof(cases[0]);
+	uint64_t before[SW_CNT_COUNT];
+	uint8_t pl[8] = {0x50, 0x47, 1, 1};
+
+	/* Frames whose IP checksum is fixed up after the damage: reach the deeper checks. */
+	struct rte_mbuf *fr = request(WIRE_OP_GET, "alpha", NULL), *tcp, *shrt;
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(fr, struct rte_ipv4_hdr *, 14);
+
+	ip->fragment_offset = htons(RTE_IPV4_HDR_MF_FLAG);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	tcp = request(WIRE_OP_GET, "alpha", NULL);
+	ip = rte_pktmbuf_mtod_offset(tcp, struct rte_ipv4_hdr *, 14);
+	ip->next_proto_id = proto;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	shrt = frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, pl, sizeof(pl));
+
+	for (int c = 0; c < SW_CNT_COUNT; c++)
+		before[c] = sw_counter(&sw, c);
+	for (unsigned i = 0; i < ncases; i++)
+		inject(0, 0, cases[i].m);
+	inject(0, 0, fr);
+	inject(0, 0, tcp);
+	inject(0, 0, shrt);
+	/* A runt and a frame with trailing bytes after the value. */
+	struct rte_mbuf *runt = rte_pktmbuf_alloc(tpool);
+
+	rte_pktmbuf_append(runt, 6);
+	inject(0, 0, runt);
+	run();
+	ck_assert_uint_eq(drain_all(), 0);
+	for (unsigned i = 0; i < ncases; i++)
+		ck_assert_msg(sw_counter(&sw, cases[i].why) > before[cases[i].why], "case %u (%s)",
+			      i, sw_counter_name(cases[i].why));
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_IP_FRAG), before[SW_CNT_DROP_IP_FRAG] + 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_UDP), before[SW_CNT_DROP_NOT_UDP] + 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_WIRE_SHORT),
+			  before[SW_CNT_DROP_WIRE_SHORT] + 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_RUNT), before[SW_CNT_DROP_RUNT] + 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_REQ_FORWARDED), 0);
+	/* And the switch still works. */
+	inject(0, 0, request(WIRE_OP_GET, "alpha", NULL));
+	run();
+	ck_assert_uint_eq(drain(home_of("alpha")), 1);
+}
+END_TEST
+
+START_TEST(arp_for_vip_answered)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool), *out[4];
+	struct rte_ether_hdr *eth =
+	    (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + 28);
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+	memset(eth->dst_addr.addr_bytes, 0xff, 6);
+	memcpy(eth->src_addr.addr_bytes, client_mac, 6);
+	eth->ether_type = htons(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = htons(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = htons(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = 6;
+	arp->arp_plen = 4;
+	arp->arp_opcode = htons(RTE_ARP_OP_REQUEST);
+	memcpy(arp->arp_data.arp_sha.addr_bytes, client_mac, 6);
+	arp->arp_data.arp_sip = htonl(CLIENT_IP);
+	arp->arp_data.arp_tip = htonl(VIP);
+	inject(0, 0, m);
+	run();
+	for (unsigned p = 1; p < NPORTS; p++)
+		ck_assert_uint_eq(drain(p), 0);
+	ck_assert_uint_eq(collect(0, out, 4), 1);
+	eth = rte_pktmbuf_mtod(out[0], struct rte_ether_hdr *);
+	arp = (struct rte_arp_hdr *)(eth + 1);
+	ck_assert_uint_eq(ntohs(eth->ether_type), RTE_ETHER_TYPE_ARP);
+	ck_assert_mem_eq(eth->dst_addr.addr_bytes, client_mac, 6);
+	ck_assert_mem_eq(eth->src_addr.addr_bytes, vip_mac, 6);
+	ck_assert_uint_eq(ntohs(arp->arp_opcode), RTE_ARP_OP_REPLY);
+	ck_assert_mem_eq(arp->arp_data.arp_sha.addr_bytes, vip_mac, 6);
+	ck_assert_uint_eq(ntohl(arp->arp_data.arp_sip), VIP);
+	ck_assert_mem_eq(arp->arp_data.arp_tha.addr_bytes, client_mac, 6);
+	ck_assert_uint_eq(ntohl(arp->arp_data.arp_tip), CLIENT_IP);
+	free_all(out, 1);
+}
+END_TEST
+
+START_TEST(l2_learning_forwards)
+{
+	const uint8_t x_mac[6] = {0x02, 0, 0, 0, 0, 0x77};
+	uint8_t payload[16] = {0}, n3_mac[6];
+	unsigned seen = 0;
+
+	/* a1 -> unknown X (not service traffic): flooded to every other port. */
+	inject(0, 0, frame(client_mac, x_mac, CLIENT_IP, 0x0a4d0077u, 1000, 2000, payload, 16));
+	run();
+	ck_assert_uint_eq(drain(0), 0);
+	for (unsigned p = 1; p < NPORTS; p++)
+		seen += drain(p) == 1;
+	ck_assert_uint_eq(seen, NPORTS - 1);
+	/* X speaks on n3's port, then a1 -> X goes only there. */
+	node_mac(3, n3_mac);
+	inject(3, 0, frame(x_mac, client_mac, 0x0a4d0077u, CLIENT_IP, 2000, 1000, payload, 16));
+	run();
+	ck_assert_uint_eq(drain(0), 1); /* a1 was learnt from the first frame */
+	ck_assert_uint_eq(drain_all(), 0);
+	inject(0, 0, frame(client_mac, x_mac, CLIENT_IP, 0x0a4d0077u, 1000, 2000, payload, 16));
+	run();
+	ck_assert_uint_eq(drain(3), 1);
+	ck_assert_uint_eq(drain_all(), 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_L2_FORWARDED), 2);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_L2_FLOODED), 1);
+	(void)n3_mac;
+}
+END_TEST
+
+START_TEST(write_completion_and_acks)
+{
+	uint16_t home = home_of("w"), other = home == 1 ? 2 : 1, third = home == 3 ? 4 : 3;
+	struct cdt_entry *e;
+	const struct cdt_state *st;
+
+	command_ok("cdt pin %s%s", "w", "");
+	e = cdt_find(sw.cdt, keyhash("w", 1));
+	ck_assert_ptr_nonnull(e);
+	/* RC_ACK(7) while completed is unknown: completed 7, set {home, replica}. */
+	inject(other, 0, node_msg(WIRE_OP_RC_ACK, other, "w", 7));
+	run();
+	st = cdt_entry_state(e);
+	ck_assert_uint_eq(st->completed, 7);
+	ck_assert_uint_eq(st->nreplicas, 2);
+	/* A late ack (6) changes nothing; an ack for 7 adds. */
+	inject(third, 0, node_msg(WIRE_OP_RC_ACK, third, "w", 6));
+	run();
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 2);
+	inject(third, 0, node_msg(WIRE_OP_RC_ACK, third, "w", 7));
+	run();
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 3);
+	/* The write reply (v 8) shrinks the set to {home} before the client sees it. */
+	inject(0, 0, request(WIRE_OP_PUT, "w", "v"));
+	run();
+	ck_assert_uint_eq(drain(home), 1);
+	inject(home, 0, node_msg(WIRE_OP_PUT | WIRE_REPLY, home, "w", 8));
+	run();
+	st = cdt_entry_state(e);
+	ck_assert_uint_eq(st->completed, 8);
+	ck_assert_uint_eq(st->nreplicas, 1);
+	ck_assert_uint_eq(st->replicas[0], home);
+	ck_assert_uint_eq(drain(0), 1);
+	/* An ack that claims to come from `third` but is sent from `other`'s address is dropped. */
+	struct rte_mbuf *spoof = node_msg(WIRE_OP_RC_ACK, third, "w", 8);
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(spoof, struct rte_ipv4_hdr *, 14);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ip->src_addr = htonl(0x0a4d0000u + other);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	inject(other, 0, spoof);
+	run();
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 1);
+}
+END_TEST
+
+START_TEST(hint_answered)
+{
+	struct rte_mbuf *out[4];
+	struct parsed p;
+
+	command_ok("cdt pin %s force n4%s", "hot", "");
+	inject(0, 0, request(WIRE_OP_HINT, "hot", NULL));
+	run();
+	ck_assert_uint_eq(collect(0, out, 4), 1);
+	parse_out(out[0], &p);
+	ck_assert_uint_eq(p.msg.op, WIRE_OP_HINT | WIRE_REPLY);
+	ck_assert_uint_eq(p.msg.status, WIRE_ST_OK);
+	ck_assert_uint_eq(p.msg.node, 4);
+	ck_assert(p.msg.flags & WIRE_F_REPLICATED);
+	ck_assert_uint_eq(ntohl(p.ip->dst_addr), CLIENT_IP);
+	free_all(out, 1);
+	ck_assert_uint_eq(drain_all(), 0);
+}
+END_TEST
+
+START_TEST(debug_logs_decisions)
+{
+	char *out;
+
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	free(ctl_command(&sw, "debug on"));
+	inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
+	run();
+	drain_all();
+	sw_control_poll(&sw, 0);
+	out = ctl_command(&sw, "debug show");
+	ck_assert_msg(strstr(out, "key=hot op=GET dir=yes") && strstr(out, "chosen=n") &&
+			  strstr(out, "inflight=0 health=100;"),
+		      "%s", out);
+	free(out);
+	out = ctl_command(&sw, "stats");
+	ck_assert_msg(strstr(out, "\"requests_forwarded\":1") &&
+			  strstr(out, "\"wire_bad_magic\":0"),
+		      "%s", out);
+	free(out);
+}
+END_TEST
+
+/* Node id's DIGEST with the given queue metric (0..100). */
+static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
+{
+	struct dig_digest d = {.interval_ms = 100,
+			       .seq = seq,
+			       .boot_id = 42,
+			       .ts_us = seq,
+			       .m = {.queue = queue},
+			       .health = 100};
+	uint8_t buf[256], mac[6];
+	int n = dig_datagram_build(id, &d, buf, sizeof(buf));
+
+	ck_assert_int_gt(n, 0);
+	node_mac(id, mac);
+	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, (size_t)n);
+}
+
+START_TEST(digests_drive_health_and_liveness)
+{
+	struct rte_mbuf *out[4];
+	struct parsed p;
+	const char *key = NULL;
+	char buf[32];
+
+	/* A loaded n2: its health drops below 100, and it is up. */
+	inject(2, 0, digest_from(2, 1, 100));
+	run();
+	ck_assert_uint_eq(drain_all(), 0); /* consumed, never forwarded */
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
+	ck_assert_uint_lt(scores_health(&sw.scores, 2), 100);
+	ck_assert_uint_eq(sw.scores.state[1], SCORES_UNKNOWN);
+	/* 3 silent intervals (300 ms): nodes that said nothing are down; n2 keeps talking. */
+	for (uint32_t seq = 2; seq < 8; seq++) {
+		usleep(70 * 1000);
+		inject(2, 0, digest_from(2, seq, 0));
+		run();
+		sw_control_poll(&sw, 0);
+	}
+	ck_assert(scores_alive(&sw.scores, 2));
+	ck_assert(!scores_alive(&sw.scores, 1));
+	ck_assert_uint_eq(sw.scores.state[1], SCORES_DOWN);
+	/* A read whose home is down is answered UNAVAILABLE by the switch. */
+	for (int i = 0; !key && i < 1000; i++) {
+		snprintf(buf, sizeof(buf), "k%d", i);
+		if (home_of(buf) == 1)
+			key = buf;
+	}
+	inject(0, 0, request(WIRE_OP_GET, key, NULL));
+	run();
+	ck_assert_uint_eq(collect(0, out, 4), 1);
+	parse_out(out[0], &p);
+	ck_assert_uint_eq(p.msg.status, WIRE_ST_UNAVAILABLE);
+	free_all(out, 1);
+	ck_assert_uint_eq(drain_all(), 0);
+}
+END_TEST
+
+/* ---- Two workers under concurrent CDT updates. ------------------------------------------ */
+
+START_TEST(two_workers_concurrent_updates)
+{
+	struct cdt_entry *hot, *w;
+	uint16_t set_a[2] = {1, 2}, set_b[2] = {3, 4};
+	uint16_t wh;
+	uint64_t deadline;
+	unsigned hints = 0, sent = 0, flips = 0;
+	struct rte_mbuf *out[64];
+
+	teardown();
+	/* The same switch with two worker lcores. */
+	struct cfg_switch *s1 = (struct cfg_switch *)cfg_switch_lookup(&cfg, "s1");
+
+	s1->nlcores = 2;
+	s1->lcores[1] = 2;
+	start_switch("s1");
+	s1->nlcores = 1;
+	ck_assert_uint_eq(sw.nworkers, 2);
+	learn_nodes();
+	command_ok("cdt pin %s force n1,n2%s", "hot", "");
+	command_ok("cdt pin %s%s", "w", "");
+	hot = cdt_find(sw.cdt, keyhash("hot", 3));
+	w = cdt_find(sw.cdt, keyhash("w", 1));
+	wh = home_of("w");
+	/* Versions pair with sets: 1 <-> {n1,n2}, 2 <-> {n3,n4}. */
+	rte_rcu_qsbr_thread_online(sw.qsbr, sw.nworkers);
+	ck_assert_int_eq(cdt_set_replicas(sw.cdt, hot, set_a, 2, 1), 0);
+	rte_rcu_qsbr_thread_offline(sw.qsbr, sw.nworkers);
+	ck_assert_int_eq(sw_start(&sw), 0);
+
+	deadline = rte_get_tsc_cycles() + rte_get_tsc_hz(); /* 1 s */
+	uint64_t version = 0;
+
+	while (rte_get_tsc_cycles() < deadline) {
+		/* Both workers: HINTs and GETs of hot, write replies for w from two nodes. */
+		for (unsigned q = 0; q < 2; q++) {
+			if (rte_ring_free_count(rx_rings[0][q]) > 8) {
+				inject(0, q, request(WIRE_OP_HINT, "hot", NULL));
+				inject(0, q, request(WIRE_OP_GET, "hot", NULL));
+				sent++;
+			}
+			if (rte_ring_free_count(rx_rings[wh][q]) > 4) {
+				version++;
+				inject(wh, q, node_msg(WIRE_OP_PUT | WIRE_REPLY, wh, "w", version));
+			}
+		}
+		/* The control thread flips hot's set and version. */
+		rte_rcu_qsbr_thread_online(sw.qsbr, sw.nworkers);
+		flips++;
+		ck_assert_int_eq(
+		    cdt_set_replicas(sw.cdt, hot, flips % 2 ? set_b : set_a, 2, flips % 2 ? 2 : 1),
+		    0);
+		rte_rcu_qsbr_thread_offline(sw.qsbr, sw.nworkers);
+		/* HINT answers pair node and version from one snapshot: never torn. */
+		unsigned n = collect(0, out, 64);
+
+		for (unsigned k = 0; k < n; k++) {
+			struct parsed p;
+
+			parse_out(out[k], &p);
+			if (p.msg.op == (WIRE_OP_HINT | WIRE_REPLY)) {
+				hints++;
+				if (p.msg.version == 1)
+					ck_assert(p.msg.node == 1 || p.msg.node == 2);
+				else
+					ck_assert(p.msg.version == 2 &&
+						  (p.msg.node == 3 || p.msg.node == 4));
+			}
+		}
+		free_all(out, n);
+		for (unsigned port = 1; port < NPORTS; port++)
+			drain(port);
+	}
+	__atomic_store_n(&sw.stop, 1, __ATOMIC_RELAXED);
+	rte_eal_mp_wait_lcore();
+	ck_assert_uint_gt(hints, 100);
+	ck_assert_uint_gt(flips, 100);
+	ck_assert_uint_gt(sent, 100);
+	/* Every write reply a worker saw advanced or kept `completed`: it is the max seen. */
+	const struct cdt_state *st = cdt_entry_state(w);
+
+	ck_assert_uint_ge(st->completed, 1);
+	ck_assert_uint_le(st->completed, version);
+	ck_assert_uint_eq(st->nreplicas, 1);
+	ck_assert_uint_eq(st->replicas[0], wh);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_CDT_UPDATE_FAILED), 0);
+	fprintf(stderr,
+		"two workers: %u hints, %u gets, %u flips, %llu write replies, %llu CAS retries\n",
+		hints, sent, flips, (unsigned long long)version,
+		(unsigned long long)sw_counter(&sw, SW_CNT_CDT_UPDATE_RETRIES));
+	for (unsigned q = 0; q < NRX; q++)
+		for (unsigned p = 0; p < NPORTS; p++) {
+			void *m;
+
+			while (rte_ring_dequeue(rx_rings[p][q], &m) == 0)
+				rte_pktmbuf_free(m);
+		}
+}
+END_TEST
+
+/* ---- Pure state transitions (what issue 8's tests build on). -------------------------------- */
+
+START_TEST(state_transitions)
+{
+	struct cdt_state cur = {.completed = 5, .nreplicas = 2, .replicas = {1, 2}}, next;
+
+	ck_assert(!cdt_state_on_reply(&cur, 4, 3, &next)); /* older: nothing */
+	ck_assert(!cdt_state_on_reply(&cur, 0, 3, &next)); /* no version: nothing */
+	ck_assert(cdt_state_on_reply(&cur, 5, 3, &next));  /* equal: replier joins */
+	ck_assert_uint_eq(next.nreplicas, 3);
+	ck_assert(!cdt_state_on_reply(&cur, 5, 2, &next)); /* already in the set */
+	ck_assert(cdt_state_on_reply(&cur, 6, 1, &next));  /* newer: completion */
+	ck_assert_uint_eq(next.completed, 6);
+	ck_assert_uint_eq(next.nreplicas, 1);
+	ck_assert_uint_eq(next.replicas[0], 1);
+	ck_assert(!cdt_state_on_rc_ack(&cur, 4, 3, 1, &next)); /* late ack */
+	ck_assert(cdt_state_on_rc_ack(&cur, 5, 3, 1, &next));
+	ck_assert_uint_eq(next.replicas[2], 3);
+	ck_assert(cdt_state_on_rc_ack(&cur, 9, 4, 1, &next)); /* unknown write: {home, r} */
+	ck_assert_uint_eq(next.completed, 9);
+	ck_assert_uint_eq(next.nreplicas, 2);
+	ck_assert_uint_eq(next.replicas[0], 1);
+	ck_assert_uint_eq(next.replicas[1], 4);
+}
+END_TEST
+
+/* A key colliding with an entry's keyhash is routed to its own home, not the replicas. */
+START_TEST(keyhash_collision_goes_home)
+{
+	uint8_t buf[2048];
+	uint16_t home_bad;
+	struct rte_mbuf *out[4];
+	struct parsed p;
+
+	command_ok("cdt pin %s force n1,n2,n3,n4%s", "hot", "");
+	/* "other" claims hot's keyhash: fingerprint mismatch, routed by the keyhash's home. */
+	size_t n = encode(WIRE_OP_GET, "other", NULL, 0, 0, 0, 0, buf);
+
+	wire_put64(buf + WIRE_OFF_KEYHASH, keyhash("hot", 3));
+	home_bad = home_of("hot");
+	for (int i = 0; i < 20; i++)
+		inject(0, 0, frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, buf, n));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_FP_MISMATCH), 20);
+	ck_assert_uint_eq(collect(home_bad, out, 4), 4);
+	parse_out(out[0], &p);
+	ck_assert(!(p.msg.flags & WIRE_F_REPLICA_READ));
+	free_all(out, 4);
+	ck_assert_uint_eq(drain(home_bad), 16);
+	ck_assert_uint_eq(drain_all(), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("switchd");
+	TCase *tc = tcase_create("fastpath");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, request_goes_home_rewritten);
+	tcase_add_test(tc, reply_returns_to_client);
+	tcase_add_test(tc, pinned_reads_spread_by_load);
+	tcase_add_test(tc, down_node_gets_no_reads);
+	tcase_add_test(tc, malformed_dropped_and_counted);
+	tcase_add_test(tc, arp_for_vip_answered);
+	tcase_add_test(tc, l2_learning_forwards);
+	tcase_add_test(tc, write_completion_and_acks);
+	tcase_add_test(tc, hint_answered);
+	tcase_add_test(tc, debug_logs_decisions);
+	tcase_add_test(tc, keyhash_collision_goes_home);
+	tcase_add_test(tc, digests_drive_health_and_liveness);
+	tcase_add_test(tc, two_workers_concurrent_updates);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("state");
+	tcase_add_test(tc, state_transitions);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	char prefix[64];
+	char *eal[] = {"test_switchd",	"--no-huge", "-m",	 "256",		"--no-pci",
+		       "--file-prefix", prefix,	     "--lcores", "(0-2)@(0-1)", "--log-level",
+		       "lib.eal:error", NULL};
+	char err[CFG_ERR_LEN];
+	int failed;
+
+	snprintf(prefix, sizeof(prefix), "skl_test_switchd_%d", getpid());
+	if (rte_eal_init(11, eal) < 0) {
+		fprintf(stderr, "test_switchd: EAL init failed\n");
+		return 1;
+	}
+	if (cfg_load_string(conf_json, "test.json", &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "test_switchd: %s\n", err);
+		return 1;
+	}
+	tpool = rte_pktmbuf_pool_create("tpool", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	for (unsigned p = 0; p < NPORTS; p++) {
+		char name[32];
+
+		for (unsigned q = 0; q < NRX; q++) {
+			snprintf(name, sizeof(name), "rx_%s_%u", port_names[p], q);
+			rx_rings[p][q] =
+			    rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		}
+		for (unsigned q = 0; q < NTX; q++) {
+			snprintf(name, sizeof(name), "tx_%s_%u", port_names[p], q);
+			tx_rings[p][q] =
+			    rte_ring_create(name, 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		}
+		/* rte_eth_from_rings() names the device net_ring_<name>, as the config says. */
+		snprintf(name, sizeof(name), "net_ring_%s", port_names[p]);
+		if (rte_eth_from_rings(port_names[p], rx_rings[p], NRX, tx_rings[p], NTX, 0) < 0) {
+			fprintf(stderr, "test_switchd: cannot create %s\n", name);
+			return 1;
+		}
+	}
+	SRunner *sr = srunner_create(suite());
+
+	/* One process: EAL and its ports cannot be re-created in forked children. */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	rte_eal_cleanup();
+	return failed ? 1 : 0;
+}
