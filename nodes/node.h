@@ -97,6 +97,7 @@ struct node {
 	char data_dir[CFG_MAX_PATH];
 	int fd;			  /* the UDP socket: rx thread receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
+	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	uint32_t slot_cap;	  /* largest datagram a queue slot holds */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */

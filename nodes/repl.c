@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "server.h"
@@ -162,6 +163,13 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 			   (unsigned long long)held);
 	} else {
 		node_count(n, NODE_CTR_rc_req);
+	}
+	/* Fault injection (--ack-delay-ms): a late ack, as the coherence tests want. */
+	if (n->ack_delay_ms) {
+		struct timespec ts = {.tv_sec = n->ack_delay_ms / 1000,
+				      .tv_nsec = (long)(n->ack_delay_ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
 	}
 	/* The ack states what this node holds; the switch uses it only if it equals completed. */
 	send_ack(n, m, wire_get16(m->value), held);
