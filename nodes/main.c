@@ -199,6 +199,10 @@ int main(int argc, char **argv)
 	n.service_time_us =
 	    a.service_time_us >= 0 ? (uint32_t)a.service_time_us : cfg.node.service_time_us;
 	n.ack_delay_ms = (uint32_t)a.ack_delay_ms;
+	n.dedup = malloc(sizeof(*n.dedup));
+	if (!n.dedup)
+		die("out of memory%s%s", "", "");
+	dedup_init(n.dedup);
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]%s", a.config, "");
 	resolve_switches(&n);

@@ -171,7 +171,7 @@ up() {
 	while read -r kind a b c d e; do
 		[ "$kind" = host ] && [ "$c" = node ] || continue
 		ip netns exec "skl-$a" "$build/nodes/skewless-node" --config "$config" --node "$a" \
-			--data-dir "$run/data/$a" --service-time-us "${SKL_SERVICE_TIME_US:-0}" \
+			--data-dir "$run/data/$a" --service-time-us "${SKL_SERVICE_TIME_US:-0}" ${SKL_NODE_ARGS:-} \
 			>"$run/logs/$a.log" 2>&1 &
 		echo $! >"$run/pids/$a.pid"
 	done < <(plan)
