@@ -51,6 +51,8 @@
 	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
+	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \
+	X(bypass_refused)    /* such writes refused (UNAVAILABLE): a copy holder did not confirm */ \
 	X(del)		     /* DELs served */                                                     \
 	X(probe)	     /* PROBEs served */                                                   \
 	X(replicate)	     /* REPLICATEs served */                                               \

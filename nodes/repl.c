@@ -11,7 +11,11 @@
 #include "repl.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,9 +95,21 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	val[3] = 0;
 	wire_put32(val + 4, ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl);
 	int len = wire_encode(&rc_req, dgram, sizeof(dgram));
+	struct store_copies copies = {.owner = owner};
 
 	if (len < 0)
 		return;
+	/* Remember the holders first: a write that bypasses the owner must find them. */
+	for (uint32_t i = 2; i + 2 <= m->val_len; i += 2) {
+		uint16_t target = wire_get16(m->value + i);
+
+		if (target > 0 && target <= CFG_MAX_NODES && target != n->self->id)
+			copies.targets[target / 8] |= (uint8_t)(1u << (target % 8));
+	}
+	if (store_copies_add(n->store, m->key, m->key_len, &copies) != 0) {
+		node_count(n, NODE_CTR_store_errors);
+		return;
+	}
 	for (uint32_t i = 2; i + 2 <= m->val_len; i += 2) {
 		uint16_t target = wire_get16(m->value + i);
 		const struct cfg_node *cn = cfg_node_by_id(n->cfg, target);
@@ -219,6 +235,115 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	}
 	/* The ack states what this node holds; the switch uses it only if it equals completed. */
 	send_ack(n, m, wire_get16(m->value), held);
+}
+
+/* Whether from is the address of switch `owner` (its vip : service.port). */
+static bool from_switch(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
+{
+	for (int i = 0; i < n->nswitches; i++)
+		if (n->switch_ids[i] == owner &&
+		    n->switch_addr[i].sin_addr.s_addr == from->sin_addr.s_addr &&
+		    n->switch_addr[i].sin_port == from->sin_port)
+			return true;
+	return false;
+}
+
+/*
+ * UNREPLICATE key at node `target` and wait for its answer, from a socket of
+ * this worker's own (replies to it never reach the receive thread).
+ */
+static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t target)
+{
+	static __thread int fd = -1;
+	static __thread uint64_t seq;
+	const struct cfg_node *cn = cfg_node_by_id(n->cfg, target);
+	uint8_t out[WIRE_HDR_LEN + WIRE_MAX_KEY], in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64];
+	struct sockaddr_in to;
+
+	if (!cn)
+		return true; /* not in the config any more: it serves nothing */
+	if (fd < 0 && (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return false;
+	struct wire_msg un = {
+	    .op = WIRE_OP_UNREPLICATE,
+	    .req_id = ((uint64_t)0xffff0000u | n->self->id) << 32 | ++seq,
+	    .keyhash = m->keyhash,
+	    .node = target,
+	    .key = m->key,
+	    .key_len = m->key_len,
+	};
+	int len = wire_encode(&un, out, sizeof(out));
+
+	node_addr(cn, &to);
+	for (int attempt = 0; attempt < REPL_DROP_TRIES && len > 0; attempt++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct wire_msg r;
+
+		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) != len)
+			continue;
+		while (poll(&p, 1, REPL_DROP_WAIT_MS) > 0) {
+			ssize_t got = recv(fd, in, sizeof(in), 0);
+
+			if (got > 0 && wire_decode_header(in, (size_t)got, &r) == WIRE_OK &&
+			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY))
+				return r.status == WIRE_ST_OK;
+		}
+	}
+	return false;
+}
+
+int repl_before_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      uint16_t *owner)
+{
+	struct store_copies c;
+	int rc = store_copies_get(n->store, m->key, m->key_len, &c);
+
+	if (rc <= 0)
+		return rc; /* never replicated here, or -EIO */
+	*owner = c.owner;
+	if (from_switch(n, c.owner, from))
+		return 0; /* through the owner: it records the completion before the client hears */
+	/*
+	 * The write bypasses the switch that may be spreading this key's reads
+	 * over its copies (an agent fallen back to direct routing, a peer switch
+	 * that lost the owner). Drop every copy, confirmed, before applying: a
+	 * replica read then finds nothing and is sent home (MOVED).
+	 */
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+		if (!(c.targets[id / 8] & (1u << (id % 8))))
+			continue;
+		if (!drop_copy_at(n, m, (uint16_t)id)) {
+			node_count(n, NODE_CTR_bypass_refused);
+			return -EAGAIN;
+		}
+	}
+	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
+		return -EIO;
+	node_count(n, NODE_CTR_bypass_writes);
+	return 1;
+}
+
+void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *rep)
+{
+	uint8_t dgram[WIRE_HDR_LEN + WIRE_MAX_KEY];
+	struct wire_msg note = *rep;
+
+	/*
+	 * Shaped as a REPLICATE reply at the new version: the owner applies it
+	 * like any reply (its set shrinks to {home}; the next epoch re-replicates)
+	 * and consumes it, with no request of its own to account for.
+	 */
+	note.op = WIRE_OP_REPLICATE | WIRE_REPLY;
+	note.status = WIRE_ST_OK;
+	note.ret_ip = 0;
+	note.ret_port = 0;
+	note.val_len = 0;
+	note.value = NULL;
+	int len = wire_encode(&note, dgram, sizeof(dgram));
+
+	for (int i = 0; i < n->nswitches && len > 0; i++)
+		if (n->switch_ids[i] == owner)
+			node_send(n, &n->switch_addr[i], dgram, (size_t)len);
 }
 
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)

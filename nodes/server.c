@@ -479,10 +479,13 @@ static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg 
  * PUT or DEL at the home, at most once per req_id (dedup.h): a retry of a
  * write that was applied gets the first attempt's answer.
  */
-static void serve_write(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+static void serve_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+			struct wire_msg *rep)
 {
 	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
+	uint16_t owner = 0;
 	bool applied;
+	int bypass;
 
 	if (done) {
 		node_count(n, NODE_CTR_write_retried);
@@ -491,11 +494,19 @@ static void serve_write(struct node *n, const struct wire_msg *m, struct wire_ms
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
+	bypass = repl_before_write(n, m, from, &owner);
+	if (bypass < 0) {
+		rep->status = bypass == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
+		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
+		return;
+	}
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
+	if (applied && bypass)
+		repl_notify_owner(n, owner, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -547,7 +558,7 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 			rep.status = WIRE_ST_MOVED;
 			rep.node = ring_home(&n->ring, m.keyhash);
 		} else {
-			serve_write(n, &m, &rep);
+			serve_write(n, &m, &r->from, &rep);
 		}
 		break;
 	case WIRE_OP_PROBE:

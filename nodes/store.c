@@ -525,3 +525,73 @@ int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t 
 
 	return timers_round(st, TIMER_TOMBSTONE, cutoff_ms, max, &visited, removed);
 }
+
+/* ---- Copies pushed by this home (meta column family, key "c:" + key bytes). ---- */
+
+static size_t copies_key(uint8_t *out, const void *key, size_t klen)
+{
+	out[0] = 'c';
+	out[1] = ':';
+	memcpy(out + 2, key, klen);
+	return klen + 2;
+}
+
+int store_copies_get(struct store *st, const void *key, size_t klen, struct store_copies *c)
+{
+	uint8_t k[2 + WIRE_MAX_KEY];
+	size_t kl = copies_key(k, key, klen), len = 0;
+	char *rerr = NULL;
+	char *v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len,
+				 &rerr);
+
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	if (!v)
+		return 0;
+	if (len != 2 + sizeof(c->targets)) {
+		free(v);
+		return -EIO;
+	}
+	c->owner = wire_get16((const uint8_t *)v);
+	memcpy(c->targets, v + 2, sizeof(c->targets));
+	free(v);
+	return 1;
+}
+
+int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c)
+{
+	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(c->targets)];
+	struct store_copies old;
+	size_t kl = copies_key(k, key, klen);
+	char *rerr = NULL;
+	int rc = store_copies_get(st, key, klen, &old);
+
+	if (rc < 0)
+		return rc;
+	wire_put16(v, c->owner);
+	for (size_t i = 0; i < sizeof(c->targets); i++)
+		v[2 + i] = (uint8_t)(c->targets[i] | (rc ? old.targets[i] : 0));
+	rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, (const char *)v,
+		       sizeof(v), &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}
+
+int store_copies_clear(struct store *st, const void *key, size_t klen)
+{
+	uint8_t k[2 + WIRE_MAX_KEY];
+	size_t kl = copies_key(k, key, klen);
+	char *rerr = NULL;
+
+	rocksdb_delete_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}

@@ -111,6 +111,23 @@ int store_expire_round(struct store *st, uint64_t now_ms, uint32_t max, uint32_t
 /* Tombstone GC: remove up to max tombstones written at or before cutoff_ms. */
 int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t *removed);
 
+/*
+ * Where this home pushed copies of a key (repl.c): the owner switch whose
+ * REPLICATE asked for them and a bitmap of target node ids. Kept in the meta
+ * column family, so it survives restarts and has no size limit.
+ */
+struct store_copies {
+	uint16_t owner;
+	uint8_t targets[32]; /* bit id set: node id may hold a copy */
+};
+
+/* 1 and *c filled when a record exists, 0 when none, -EIO. */
+int store_copies_get(struct store *st, const void *key, size_t klen, struct store_copies *c);
+/* Record (merge into) the copies of key. 0 or -EIO. */
+int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c);
+/* Forget them (they were dropped). 0 or -EIO. */
+int store_copies_clear(struct store *st, const void *key, size_t klen);
+
 /* The current version floor (for tests and logs). */
 uint64_t store_floor(struct store *st);
 
