@@ -24,7 +24,9 @@
 # Environment: SKL_RUN_DIR (default run/<config name>), SKL_BUILD (default
 # build), SKL_SERVICE_TIME_US (node capacity emulation, default the config's),
 # SKL_NODE_ARGS, SKL_SWITCH_ARGS (extra arguments), SKL_SWITCH_LCORES (EAL -l,
-# default 0,1), SKL_NO_SWITCH=1 (nodes only), SKL_UP_TIMEOUT (seconds, default 30).
+# default 0,1), SKL_NO_SWITCH=1 (nodes only), SKL_UP_TIMEOUT (seconds, default
+# 30), SKL_NS_PREFIX (namespace names, default skl-; the tests use another so
+# that they never collide with a testbed an operator has up).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
@@ -38,6 +40,7 @@ name=$(basename "$config" .json)
 run=${SKL_RUN_DIR:-$repo/run/$name}
 build=${SKL_BUILD:-$repo/build}
 timeout_s=${SKL_UP_TIMEOUT:-30}
+nsp=${SKL_NS_PREFIX:-skl-}
 cdtctl=$build/switchd/cdtctl
 [ "$(id -u)" = 0 ] || { echo "testbed: must run as root (network namespaces, TAP devices): sudo $0 $cmd $config" >&2; exit 1; }
 for b in "$build/switchd/skewless-switchd" "$cdtctl" "$build/nodes/skewless-node" "$build/agent/skewless"; do
@@ -74,7 +77,7 @@ PY
 ns_exists() { ip netns list | awk '{print $1}' | grep -qx -- "$1"; }
 log() { echo "testbed: $*"; }
 die() { echo "testbed: $*" >&2; exit 1; }
-prefix_of() { echo "skl-$name-$1"; } # DPDK --file-prefix of switch NAME
+prefix_of() { echo "$nsp$name-$1"; } # DPDK --file-prefix of switch NAME
 
 # Does PID run a skewless process started with this config?
 ours() {
@@ -150,13 +153,13 @@ down() {
 	local kind a b c d e
 	while read -r kind a b c d e; do
 		case $kind in
-		host) if ns_exists "skl-$a"; then ip netns del "skl-$a"; fi ;;
-		switch) if ns_exists "skl-$b"; then ip netns del "skl-$b"; fi
+		host) if ns_exists "$nsp$a"; then ip netns del "$nsp$a"; fi ;;
+		switch) if ns_exists "$nsp$b"; then ip netns del "$nsp$b"; fi
 			rm -f "$d"
 			rm -rf "/var/run/dpdk/$(prefix_of "$b")" ;;
 		esac
 	done < <(plan)
-	if ns_exists skl-fabric; then ip netns del skl-fabric; fi
+	if ns_exists "${nsp}fabric"; then ip netns del "${nsp}fabric"; fi
 	rm -f "$run/up"
 	log "$name is down (logs kept in $run/logs)"
 }
@@ -168,12 +171,12 @@ check_free() {
 		case $kind in
 		vip) if ip -o addr show | grep -q " inet $a/"; then
 			die "address $a (VIP) is already in use in the root namespace"; fi ;;
-		host) if ns_exists "skl-$a"; then
-			die "namespace skl-$a already exists; if it is a leftover: $0 down $config"; fi
+		host) if ns_exists "$nsp$a"; then
+			die "namespace $nsp$a already exists; if it is a leftover: $0 down $config"; fi
 			if ip -o addr show | grep -q " inet $b/"; then
 				die "address $b ($a) is already in use in the root namespace"; fi ;;
-		switch) if ns_exists "skl-$b"; then
-			die "namespace skl-$b already exists; if it is a leftover: $0 down $config"; fi
+		switch) if ns_exists "$nsp$b"; then
+			die "namespace $nsp$b already exists; if it is a leftover: $0 down $config"; fi
 			if [ -S "$d" ]; then
 				if "$cdtctl" --socket "$d" stats >/dev/null 2>&1; then
 					die "control socket $d is in use by a running switch (another testbed?)"; fi
@@ -183,8 +186,8 @@ check_free() {
 			die "interface $c already exists in the root namespace"; fi ;;
 		esac
 	done < <(plan)
-	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ] && ns_exists skl-fabric; then
-		die "namespace skl-fabric already exists; if it is a leftover: $0 down $config"
+	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ] && ns_exists "${nsp}fabric"; then
+		die "namespace ${nsp}fabric already exists; if it is a leftover: $0 down $config"
 	fi
 	local pat
 	pat=$(printf '%s' "$config" | sed 's/[][\.*^$+?(){}|]/\\&/g')
@@ -208,7 +211,7 @@ start_switch() { # id name role socket
 	rm -rf "/var/run/dpdk/$(prefix_of "$sname")"
 	# --no-pci: never let EAL take the machine's own NIC; no hugepages here.
 	# shellcheck disable=SC2086
-	spawn "$sname" "skl-$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
+	spawn "$sname" "$nsp$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
 		--no-pci --no-huge -m 256 --file-prefix "$(prefix_of "$sname")" \
 		--log-level=lib.member:crit -- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-}
 	# The switch created its TAPs in its own namespace: hand each to its place.
@@ -216,15 +219,15 @@ start_switch() { # id name role socket
 	while read -r kind a b c d e; do
 		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
 		wait_for "$timeout_s" "switch $sname to create $c (log: $run/logs/$sname.log)" \
-			ip -n "skl-$sname" link show "$c" || return 1
+			ip -n "$nsp$sname" link show "$c" || return 1
 		if [ "$role" = one-arm ]; then
-			ip -n "skl-$sname" link set "$c" netns skl-fabric
-			ip -n skl-fabric link set "$c" mtu "$mtu" master br0 up
+			ip -n "$nsp$sname" link set "$c" netns "${nsp}fabric"
+			ip -n "${nsp}fabric" link set "$c" mtu "$mtu" master br0 up
 		else
 			[ "$d" != - ] || { echo "testbed: inline port $c names no host" >&2; return 1; }
-			ip -n "skl-$sname" link set "$c" netns "skl-$d"
-			ip -n "skl-$d" link set "$c" mtu "$mtu" up
-			ip -n "skl-$d" addr add "${ip_of[$d]}/24" dev "$c"
+			ip -n "$nsp$sname" link set "$c" netns "$nsp$d"
+			ip -n "$nsp$d" link set "$c" mtu "$mtu" up
+			ip -n "$nsp$d" addr add "${ip_of[$d]}/24" dev "$c"
 		fi
 	done < <(plan)
 	wait_for "$timeout_s" "switch $sname's control socket $sock" "$cdtctl" --socket "$sock" stats
@@ -234,7 +237,7 @@ start_node() { # name
 	local st=()
 	[ -n "${SKL_SERVICE_TIME_US:-}" ] && st=(--service-time-us "$SKL_SERVICE_TIME_US")
 	# shellcheck disable=SC2086
-	spawn "$1" "skl-$1" "$build/nodes/skewless-node" --config "$config" --node "$1" \
+	spawn "$1" "$nsp$1" "$build/nodes/skewless-node" --config "$config" --node "$1" \
 		--data-dir "$run/data/$1" "${st[@]}" ${SKL_NODE_ARGS:-}
 }
 
@@ -300,8 +303,8 @@ up() {
 		case $kind in
 		mtu) mtu=$a ;;
 		host|switch)
-			local ns=skl-$a
-			[ "$kind" = switch ] && ns=skl-$b
+			local ns=$nsp$a
+			[ "$kind" = switch ] && ns=$nsp$b
 			ip netns add "$ns"
 			ip -n "$ns" link set lo up
 			# No IPv6 chatter (router solicitations, DAD) on the switch's ports.
@@ -312,15 +315,15 @@ up() {
 	done < <(plan)
 
 	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ]; then
-		ip netns add skl-fabric
-		ip -n skl-fabric link add br0 type bridge
-		ip -n skl-fabric link set br0 up
+		ip netns add "${nsp}fabric"
+		ip -n "${nsp}fabric" link add br0 type bridge
+		ip -n "${nsp}fabric" link set br0 up
 		for h in "${!ip_of[@]}"; do
-			ip link add "v-$h" mtu "$mtu" netns skl-fabric type veth peer name eth0 mtu "$mtu" netns "skl-$h"
-			ip -n skl-fabric link set "v-$h" master br0 up
-			ip netns exec "skl-$h" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 >/dev/null 2>&1 || true
-			ip -n "skl-$h" addr add "${ip_of[$h]}/24" dev eth0
-			ip -n "skl-$h" link set eth0 up
+			ip link add "v-$h" mtu "$mtu" netns "${nsp}fabric" type veth peer name eth0 mtu "$mtu" netns "$nsp$h"
+			ip -n "${nsp}fabric" link set "v-$h" master br0 up
+			ip netns exec "$nsp$h" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 >/dev/null 2>&1 || true
+			ip -n "$nsp$h" addr add "${ip_of[$h]}/24" dev eth0
+			ip -n "$nsp$h" link set eth0 up
 		done
 	fi
 	start
@@ -334,9 +337,9 @@ status() {
 	while read -r kind a b c d e; do
 		case $kind in
 		host) printf '%-8s %-6s %-15s namespace %s\n' "$c" "$a" "$b" \
-			"$(ns_exists "skl-$a" && echo present || echo absent)" ;;
+			"$(ns_exists "$nsp$a" && echo present || echo absent)" ;;
 		switch) printf 'switch   %-6s %-15s namespace %s, socket %s\n' "$b" "$c" \
-			"$(ns_exists "skl-$b" && echo present || echo absent)" "$d"
+			"$(ns_exists "$nsp$b" && echo present || echo absent)" "$d"
 			[ -S "$d" ] && "$cdtctl" --socket "$d" nodes || true ;;
 		esac
 	done < <(plan)
