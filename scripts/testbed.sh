@@ -110,12 +110,15 @@ wait_for() { # seconds description command...
 	return 1
 }
 
-# all_alive SOCKET: the switch behind SOCKET reports every configured node up.
+# all_alive SOCKET: the switch behind SOCKET reports every configured node up
+# (digests arriving) and knows its MAC (it can forward to it without an ARP
+# round trip first).
 all_alive() {
 	"$cdtctl" --socket "$1" --json nodes | python3 -c '
 import json, sys
 nodes = json.load(sys.stdin)["nodes"]
-sys.exit(0 if nodes and all(n["alive"] and n["state"] == "up" for n in nodes) else 1)'
+sys.exit(0 if nodes and all(n["alive"] and n["state"] == "up" and n.get("mac")
+                            for n in nodes) else 1)'
 }
 
 healthy() {
