@@ -60,6 +60,7 @@ struct bench {
 	enum skl_consistency consistency;
 	int json_stdout;
 	const char *json_path, *history_path;
+	const char *key_prefix; /* keys are "<prefix><n>" */
 	double rate, duration_s;
 	uint32_t concurrency, value_size, timeout_ms;
 	bool preload;
@@ -130,6 +131,7 @@ static void bench_usage(FILE *out)
 	    "  --seed N                 workload seed (default: from the clock)\n"
 	    "  --json FILE              write the summary as JSON ('-': stdout)\n"
 	    "  --history FILE           one JSON line per operation\n"
+	    "  --key-prefix P           keys are P0, P1, ... (default \"key:\")\n"
 	    "\n"
 	    "Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
 	    "error, 78 config error.\n");
@@ -276,8 +278,8 @@ static void on_done(void *arg, const struct skl_result *res)
 /* Submit c's operation (key and kind already chosen). */
 static int issue(struct bench *b, struct op_ctx *c)
 {
-	char key[32];
-	int klen = snprintf(key, sizeof(key), "key:%llu", (unsigned long long)c->key);
+	char key[96];
+	int klen = snprintf(key, sizeof(key), "%s%llu", b->key_prefix, (unsigned long long)c->key);
 	int rc;
 
 	if (c->kind == WL_READ || (c->kind == WL_RMW && !c->rmw_write)) {
@@ -323,14 +325,15 @@ static void on_preload(void *arg, const struct skl_result *res)
 
 static int run_preload(struct bench *b)
 {
-	char key[32], *value = malloc(b->value_size + 1);
+	char key[96], *value = malloc(b->value_size + 1);
 	uint64_t next = 0, t = mono_ns();
 
 	if (!value)
 		return -ENOMEM;
 	while ((next < b->wl.nkeys || skl_inflight(b->agent)) && !interrupted) {
 		while (next < b->wl.nkeys && skl_inflight(b->agent) < PRELOAD_WINDOW) {
-			int klen = snprintf(key, sizeof(key), "key:%llu", (unsigned long long)next);
+			int klen = snprintf(key, sizeof(key), "%s%llu", b->key_prefix,
+					    (unsigned long long)next);
 
 			fill_value(b, value, UINT32_MAX);
 			if (skl_put(b->agent, key, (size_t)klen, value, b->value_size, NULL,
@@ -562,6 +565,7 @@ enum {
 	B_SEED,
 	B_JSON,
 	B_HISTORY,
+	B_KEY_PREFIX,
 	B_CONFIG,
 };
 
@@ -591,6 +595,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	    {"seed", required_argument, NULL, B_SEED},
 	    {"json", required_argument, NULL, B_JSON},
 	    {"history", required_argument, NULL, B_HISTORY},
+	    {"key-prefix", required_argument, NULL, B_KEY_PREFIX},
 	    {"config", required_argument, NULL, B_CONFIG},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -673,6 +678,13 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 		case B_JSON:
 			b->json_path = optarg;
 			break;
+		case B_KEY_PREFIX:
+			if (strlen(optarg) > 64) {
+				fprintf(stderr, "skewless bench: --key-prefix: at most 64 bytes\n");
+				return 64;
+			}
+			b->key_prefix = optarg;
+			break;
 		case B_HISTORY:
 			b->history_path = optarg;
 			break;
@@ -731,6 +743,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	b->wl.dist = WL_ZIPF;
 	b->wl.zipf_s = 0.99;
 	b->value_size = 64;
+	b->key_prefix = "key:";
 	b->duration_s = 10;
 	b->seed = mono_ns();
 	rc = parse_flags(b, argc, argv);

@@ -31,6 +31,7 @@ struct args {
 	const char *node;
 	const char *data_dir;
 	long service_time_us; /* -1: from the config */
+	long ack_delay_ms;
 	int log_level;
 };
 
@@ -47,6 +48,7 @@ static void usage(FILE *out)
 	    "  -d, --data-dir DIR         data directory (default: the node's data_dir)\n"
 	    "  -s, --service-time-us N    capacity emulation: hold a worker N us per request\n"
 	    "                             (timed sleep; default node.service_time_us, 0 = off)\n"
+	    "      --ack-delay-ms N       fault injection for tests: hold each RC_ACK N ms\n"
 	    "  -l, --log-level LEVEL      error|warn|info|debug (default info)\n"
 	    "  -h, --help                 this text\n"
 	    "\n"
@@ -68,6 +70,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"node", required_argument, NULL, 'n'},
 	    {"data-dir", required_argument, NULL, 'd'},
 	    {"service-time-us", required_argument, NULL, 's'},
+	    {"ack-delay-ms", required_argument, NULL, 'a'},
 	    {"log-level", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -95,6 +98,13 @@ static void parse_args(int argc, char **argv, struct args *a)
 			    a->service_time_us > 10000000)
 				die("--service-time-us: expected an integer 0..10000000, got "
 				    "\"%s\"%s",
+				    optarg, "");
+			break;
+		case 'a':
+			errno = 0;
+			a->ack_delay_ms = strtol(optarg, &end, 10);
+			if (errno || *end || a->ack_delay_ms < 0 || a->ack_delay_ms > 10000)
+				die("--ack-delay-ms: expected an integer 0..10000, got \"%s\"%s",
 				    optarg, "");
 			break;
 		case 'l':
@@ -188,6 +198,11 @@ int main(int argc, char **argv)
 		die("%s: data directory is not writable: %s", n.data_dir, strerror(errno));
 	n.service_time_us =
 	    a.service_time_us >= 0 ? (uint32_t)a.service_time_us : cfg.node.service_time_us;
+	n.ack_delay_ms = (uint32_t)a.ack_delay_ms;
+	n.dedup = malloc(sizeof(*n.dedup));
+	if (!n.dedup)
+		die("out of memory%s%s", "", "");
+	dedup_init(n.dedup);
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]%s", a.config, "");
 	resolve_switches(&n);

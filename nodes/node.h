@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "dedup.h"
 #include "ring.h"
 #include "store.h"
 #include "wire.h"
@@ -49,6 +50,7 @@
 	X(get_replica)	     /* of which from the replica family */                                \
 	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
 	X(put)		     /* PUTs applied */                                                    \
+	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(del)		     /* DELs served */                                                     \
 	X(probe)	     /* PROBEs served */                                                   \
 	X(replicate)	     /* REPLICATEs served */                                               \
@@ -97,7 +99,9 @@ struct node {
 	char data_dir[CFG_MAX_PATH];
 	int fd;			  /* the UDP socket: rx thread receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
+	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	uint32_t slot_cap;	  /* largest datagram a queue slot holds */
+	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */

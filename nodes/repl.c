@@ -11,7 +11,10 @@
 #include "repl.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "server.h"
@@ -106,6 +109,55 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	}
 }
 
+/* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */
+struct late_ack {
+	struct node *n;
+	struct sockaddr_in to;
+	size_t len;
+	uint8_t dgram[WIRE_HDR_LEN + WIRE_MAX_KEY];
+};
+
+static void *late_ack_main(void *arg)
+{
+	struct late_ack *a = arg;
+	struct timespec ts = {.tv_sec = a->n->ack_delay_ms / 1000,
+			      .tv_nsec = (long)(a->n->ack_delay_ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+	if (node_send(a->n, &a->to, a->dgram, a->len) == 0)
+		node_count(a->n, NODE_CTR_rc_ack_sent);
+	free(a);
+	return NULL;
+}
+
+/*
+ * Fault injection for tests: deliver the ack ack_delay_ms late without
+ * holding a worker (a worker asleep would stall the node's other requests,
+ * which is not the fault being injected). Falls back to sending now.
+ */
+static void send_late(struct node *n, const struct sockaddr_in *to, const uint8_t *dgram,
+		      size_t len)
+{
+	struct late_ack *a = malloc(sizeof(*a));
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (a) {
+		*a = (struct late_ack){.n = n, .to = *to, .len = len};
+		memcpy(a->dgram, dgram, len);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, late_ack_main, a) == 0) {
+			pthread_attr_destroy(&attr);
+			return;
+		}
+		pthread_attr_destroy(&attr);
+		free(a);
+	}
+	if (node_send(n, to, dgram, len) == 0)
+		node_count(n, NODE_CTR_rc_ack_sent);
+}
+
 /* Send RC_ACK(version) for key to the owner switch, or to every switch when unknown. */
 static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, uint64_t version)
 {
@@ -130,7 +182,9 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	for (int i = 0; i < n->nswitches; i++) {
 		if (known && n->switch_ids[i] != owner)
 			continue;
-		if (node_send(n, &n->switch_addr[i], dgram, (size_t)len) == 0)
+		if (n->ack_delay_ms)
+			send_late(n, &n->switch_addr[i], dgram, (size_t)len);
+		else if (node_send(n, &n->switch_addr[i], dgram, (size_t)len) == 0)
 			node_count(n, NODE_CTR_rc_ack_sent);
 	}
 }

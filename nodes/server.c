@@ -475,6 +475,30 @@ static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg 
 	rep->version = version;
 }
 
+/*
+ * PUT or DEL at the home, at most once per req_id (dedup.h): a retry of a
+ * write that was applied gets the first attempt's answer.
+ */
+static void serve_write(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
+	bool applied;
+
+	if (done) {
+		node_count(n, NODE_CTR_write_retried);
+		rep->status = done->status;
+		rep->version = done->version;
+		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
+		return;
+	}
+	if (m->op == WIRE_OP_PUT)
+		serve_put(n, m, rep);
+	else
+		serve_del(n, m, rep);
+	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
+	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
+}
+
 /* PROBE: the highest version held, owned or replica copy; no value. */
 static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
 {
@@ -522,10 +546,8 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 			node_count(n, NODE_CTR_moved);
 			rep.status = WIRE_ST_MOVED;
 			rep.node = ring_home(&n->ring, m.keyhash);
-		} else if (m.op == WIRE_OP_PUT) {
-			serve_put(n, &m, &rep);
 		} else {
-			serve_del(n, &m, &rep);
+			serve_write(n, &m, &rep);
 		}
 		break;
 	case WIRE_OP_PROBE:

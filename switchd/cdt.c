@@ -256,6 +256,7 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 		}
 		if (!next && rte_mempool_get(c->states, (void **)&next) != 0)
 			return -ENOMEM;
+		tmp.completed_tsc = tmp.completed != cur->completed ? rte_rdtsc() : cur->completed_tsc;
 		*next = tmp;
 		if (publish(e, cur, next)) {
 			retire(c, worker, cur);

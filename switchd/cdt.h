@@ -44,6 +44,7 @@
 /* Immutable once published: what the directory knows of one key's copies. */
 struct cdt_state {
 	uint64_t completed; /* completed version; 0 = unknown (fresh entry) */
+	uint64_t completed_tsc; /* when `completed` last advanced (replication lag) */
 	uint8_t nreplicas;  /* 1..CDT_MAX_REPLICAS once installed */
 	uint8_t pad[5];
 	uint16_t replicas[CDT_MAX_REPLICAS]; /* node ids holding `completed` */

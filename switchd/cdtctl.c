@@ -7,6 +7,7 @@
  *     cdt show [KEY]                 directory entries
  *     cdt pin KEY... [--replicas N] [--force n1,n2,...]   (KEY "-": keys from stdin)
  *     cdt unpin KEY...
+ *     directory on|off|show          hot-key management (off: ring only, pins stay)
  *     debug on|off|show              decision logs
  *     neigh show | neigh add IP MAC PORT
  *
@@ -42,7 +43,8 @@ static void usage(FILE *f)
 		   "COMMAND\n"
 		   "  stats | nodes | cdt show [KEY] | cdt pin KEY... [--replicas N] "
 		   "[--force n1,n2] |\n"
-		   "  cdt unpin KEY... | debug on|off|show | neigh show | neigh add IP MAC PORT\n"
+		   "  cdt unpin KEY... | directory on|off|show | debug on|off|show |\n"
+		   "  neigh show | neigh add IP MAC PORT\n"
 		   "  KEY \"-\" reads keys from stdin, one per line\n");
 }
 
@@ -107,6 +109,25 @@ static void print_counters(json_t *obj, const char *title)
 		printf("  (all zero)\n");
 }
 
+static void print_directory(json_t *d)
+{
+	printf("directory: %s, hot set %lld (last epoch +%lld -%lld), %lld epochs, %lld installs, "
+	       "%lld retires,\n  %lld REPLICATE / %lld UNREPLICATE sent (%lld failed), "
+	       "replication lag %.0f us mean, %lld replica reads\n",
+	       json_is_true(json_object_get(d, "enabled")) ? "on" : "off",
+	       (long long)json_integer_value(json_object_get(d, "hot_set")),
+	       (long long)json_integer_value(json_object_get(d, "epoch_installs")),
+	       (long long)json_integer_value(json_object_get(d, "epoch_retires")),
+	       (long long)json_integer_value(json_object_get(d, "epochs")),
+	       (long long)json_integer_value(json_object_get(d, "installs")),
+	       (long long)json_integer_value(json_object_get(d, "retires")),
+	       (long long)json_integer_value(json_object_get(d, "replicates_sent")),
+	       (long long)json_integer_value(json_object_get(d, "unreplicates_sent")),
+	       (long long)json_integer_value(json_object_get(d, "send_failed")),
+	       json_real_value(json_object_get(d, "replication_lag_us_mean")),
+	       (long long)json_integer_value(json_object_get(d, "replica_reads")));
+}
+
 static void print_stats(json_t *r)
 {
 	json_t *p, *w;
@@ -118,6 +139,7 @@ static void print_stats(json_t *r)
 	       json_string_value(json_object_get(r, "role")),
 	       (long long)json_integer_value(json_object_get(r, "cdt_entries")),
 	       (long long)json_integer_value(json_object_get(r, "cdt_capacity")));
+	print_directory(json_object_get(r, "directory"));
 	print_counters(json_object_get(r, "counters"), "counters");
 	print_counters(json_object_get(r, "drops"), "drops");
 	printf("ports:\n  %-12s %-20s %-17s %5s %12s %12s %10s\n", "name", "device", "mac", "mtu",
@@ -222,6 +244,8 @@ static int show(json_t *r, const char *what)
 		print_nodes(r);
 	else if (!strcmp(what, "cdt show"))
 		print_cdt(r);
+	else if (!strcmp(what, "directory"))
+		print_directory(json_object_get(r, "directory"));
 	else if (!strcmp(what, "cdt pin")) {
 		print_entry(json_object_get(r, "entry"));
 	} else if (!strcmp(what, "debug")) {
@@ -380,6 +404,10 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "stats") || !strcmp(cmd, "nodes"))
 		return show(request(cmd), cmd);
+	if (!strcmp(cmd, "directory")) {
+		snprintf(line, sizeof(line), "directory %s", nargs > 1 ? args[1] : "show");
+		return show(request(line), "directory");
+	}
 	if (!strcmp(cmd, "debug")) {
 		snprintf(line, sizeof(line), "debug %s", nargs > 1 ? args[1] : "show");
 		return show(request(line), "debug");

@@ -44,6 +44,10 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_L2_FORWARDED, "l2_forwarded", SW_CNT_EVENT)                                       \
 	X(SW_CNT_L2_FLOODED, "l2_flooded", SW_CNT_EVENT)                                           \
 	X(SW_CNT_DEBUG_LOGS, "debug_logs", SW_CNT_EVENT)                                           \
+	X(SW_CNT_HOT_SAMPLES, "hot_samples", SW_CNT_EVENT)                                         \
+	X(SW_CNT_HOT_SAMPLES_DROPPED, "hot_samples_dropped", SW_CNT_EVENT)                         \
+	X(SW_CNT_REPL_LAG_US, "replication_lag_us_sum", SW_CNT_EVENT)                              \
+	X(SW_CNT_REPL_LAG_SAMPLES, "replication_lag_samples", SW_CNT_EVENT)                        \
 	X(SW_CNT_DROP_RUNT, "runt_frame", SW_CNT_DROP)                                             \
 	X(SW_CNT_DROP_MULTISEG, "multi_segment", SW_CNT_DROP)                                      \
 	X(SW_CNT_DROP_ETHERTYPE, "not_ipv4_or_arp", SW_CNT_DROP)                                   \

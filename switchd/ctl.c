@@ -125,6 +125,25 @@ static const char *node_name(const struct sw *sw, uint16_t id)
 
 /* ---- Commands. --------------------------------------------------------------------------- */
 
+/* The directory manager's view: hot set, churn, replication traffic and lag. */
+static json_t *directory_json(struct sw *sw)
+{
+	struct dir_stats d;
+	uint64_t lag_n = sw_counter(sw, SW_CNT_REPL_LAG_SAMPLES);
+
+	dir_get_stats(sw, &d);
+	return json_pack("{s:b, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I}",
+			 "enabled", d.enabled, "hot_set", d.hot_set, "epoch_installs",
+			 d.last_installs, "epoch_retires", d.last_retires, "epochs",
+			 (json_int_t)d.epochs, "installs", (json_int_t)d.installs, "retires",
+			 (json_int_t)d.retires, "replicates_sent", (json_int_t)d.replicates_sent,
+			 "unreplicates_sent", (json_int_t)d.unreplicates_sent, "send_failed",
+			 (json_int_t)d.send_failed, "full", (json_int_t)d.full, "collisions",
+			 (json_int_t)d.collisions, "replication_lag_us_mean",
+			 lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0,
+			 "replica_reads", (json_int_t)sw_counter(sw, SW_CNT_REPLICA_READS));
+}
+
 static json_t *cmd_stats(struct sw *sw)
 {
 	json_t *o =
@@ -170,6 +189,7 @@ static json_t *cmd_stats(struct sw *sw)
 	json_object_set_new(o, "cdt_entries", json_integer(sw->cdt->nentries));
 	json_object_set_new(o, "cdt_capacity", json_integer(sw->cdt->max_entries));
 	json_object_set_new(o, "digests_received", json_integer((json_int_t)sw->digests_received));
+	json_object_set_new(o, "directory", directory_json(sw));
 	return o;
 }
 
@@ -307,11 +327,23 @@ static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
 	if (!e || e->fingerprint != cdt_fingerprint(key, len))
 		return error("cdt unpin: key not in the directory%s", "");
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
-	rc = cdt_remove(sw->cdt, e->keyhash);
+	rc = dir_remove(sw, e);
 	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
 	if (rc != 0)
 		return error("cdt unpin: %s", strerror(-rc));
 	return json_pack("{s:b, s:i}", "ok", 1, "size", sw->cdt->nentries);
+}
+
+static json_t *cmd_directory(struct sw *sw, const char *arg)
+{
+	if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
+		rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+		dir_set_enabled(sw, !strcmp(arg, "on"));
+		rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	} else if (arg && strcmp(arg, "show")) {
+		return error("directory: expected on, off or show, got \"%s\"", arg);
+	}
+	return json_pack("{s:b, s:o}", "ok", 1, "directory", directory_json(sw));
 }
 
 static json_t *cmd_debug(struct sw *sw, const char *arg)
@@ -392,6 +424,8 @@ char *ctl_command(struct sw *sw, const char *line)
 		r = cmd_nodes(sw);
 	else if (!strcmp(argv[0], "debug"))
 		r = cmd_debug(sw, argc > 1 ? argv[1] : NULL);
+	else if (!strcmp(argv[0], "directory"))
+		r = cmd_directory(sw, argc > 1 ? argv[1] : NULL);
 	else if (!strcmp(argv[0], "neigh"))
 		r = cmd_neigh(sw, argv + 1, argc - 1);
 	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "show")) {
@@ -403,7 +437,7 @@ char *ctl_command(struct sw *sw, const char *line)
 	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "unpin"))
 		r = cmd_cdt_unpin(sw, argc > 2 ? argv[2] : NULL);
 	else
-		r = error("unknown command \"%s\" (stats, nodes, cdt show|pin|unpin, debug, neigh)",
+		r = error("unknown command \"%s\" (stats, nodes, cdt show|pin|unpin, directory, debug, neigh)",
 			  argv[0]);
 	out = json_dumps(r, JSON_COMPACT);
 	json_decref(r);

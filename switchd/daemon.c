@@ -4,7 +4,8 @@
  * repair, ARP requests from the VIP, decision logs.
  *
  * The control thread is the single writer of node health and liveness and
- * the only thread that adds or removes CDT entries (see switchd.h).
+ * the only thread that adds or removes CDT entries (see switchd.h); which
+ * keys it holds is directory.c's business, run from here every round.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -89,6 +90,7 @@ static int pick_lcores(struct sw *sw, char *err, size_t errlen)
 		w->index = i;
 		w->lcore = lcore;
 		w->rng = rte_rand() | 1;
+		w->sample_countdown = 1; /* the first request is sampled */
 		sw->workers[i] = w;
 	}
 	return 0;
@@ -163,6 +165,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring)
 		return fail(err, errlen, "cannot create rings: %s", rte_strerror(rte_errno));
 
+	if (dir_init(sw, err, errlen) != 0)
+		return -1;
 	if (ports_init(sw, err, errlen) != 0)
 		return -1;
 	if (ctl_open(sw, opts ? opts->socket_path : NULL, opts && opts->no_telemetry, err,
@@ -208,6 +212,7 @@ void sw_fini(struct sw *sw)
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
 	rte_ring_free(sw->log_ring);
+	dir_fini(sw);
 	cdt_free(sw->cdt);
 	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */
 	rte_mempool_free(sw->pool);
@@ -277,6 +282,61 @@ void sw_send_arp_request(struct sw *sw, uint32_t ip)
 			sw->ctl_counters[SW_CNT_DROP_NO_MBUF]++;
 		}
 	}
+}
+
+static void arp_for(struct sw *sw, uint32_t ip, uint64_t now);
+
+int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
+{
+	size_t wlen = wire_len(msg);
+	uint16_t frame_len = (uint16_t)(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) +
+					sizeof(struct rte_udp_hdr) + wlen);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	struct rte_mbuf *m;
+	uint8_t mac[6], port;
+
+	if (!l2_node_nb(sw->l2, node, mac, &port) || port >= sw->nports) {
+		arp_for(sw, sw->node_ip[node], rte_rdtsc());
+		return -ENOENT;
+	}
+	m = rte_pktmbuf_alloc(sw->pool);
+	if (!m)
+		return -ENOMEM;
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, frame_len);
+	if (!eth) {
+		rte_pktmbuf_free(m);
+		return -ENOMEM;
+	}
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	udp = (struct rte_udp_hdr *)(ip + 1);
+	memcpy(eth->dst_addr.addr_bytes, mac, 6);
+	memcpy(eth->src_addr.addr_bytes, sw->mac, 6);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	memset(ip, 0, sizeof(*ip));
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + sizeof(*udp) + wlen));
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = rte_cpu_to_be_32(sw->vip);
+	ip->dst_addr = rte_cpu_to_be_32(sw->node_ip[node]);
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->src_port = rte_cpu_to_be_16(sw->svc_port);
+	udp->dst_port = rte_cpu_to_be_16(sw->node_port[node]);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + wlen));
+	udp->dgram_cksum = 0;
+	if (wire_encode(msg, udp + 1, wlen) < 0) {
+		rte_pktmbuf_free(m);
+		return -EINVAL;
+	}
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	m->port = port; /* port index: worker 0 sends it on its own TX queue */
+	if (rte_ring_sp_enqueue(sw->ctl_tx_ring, m) != 0) {
+		rte_pktmbuf_free(m);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* Rate-limited: one request per address bucket per SW_ARP_RETRY_MS. */
@@ -404,6 +464,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	take_digests(sw);
+	dir_poll(sw, now_us());
 	take_logs(sw);
 	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)
 		arp_for(sw, ip, now);

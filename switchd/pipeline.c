@@ -516,6 +516,11 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	uint16_t target, flags;
 
 	CNT(w, SW_CNT_REQUESTS);
+	/* 1 in sample_every requests feeds hot-key detection (directory.c). */
+	if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+		w->sample_countdown = sw->sample_every;
+		dir_sample(w, msg);
+	}
 	e = entry_for(w, e, msg);
 	/* A directory entry knows its home: no ring lookup for hot keys. */
 	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
@@ -584,6 +589,8 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		    msg->op == (WIRE_OP_DEL | WIRE_REPLY)) {
 			CNT(w, SW_CNT_WRITE_COMPLETIONS);
 			cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
+			/* The set is {home} now: have the new version copied out. */
+			dir_completed(w, e->keyhash, msg->version);
 		}
 	} else if (r < 0) {
 		CNT(w, SW_CNT_CDT_UPDATE_FAILED);
@@ -636,7 +643,7 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 
 /* RC_ACK(v) from a replica: it holds v; join the set when v is the completed version. */
 static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		      uint32_t now_s)
+		      uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
@@ -656,6 +663,15 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 
 		w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
 		if (r > 0) {
+			const struct cdt_state *st = cdt_entry_state(e);
+
+			/* Replication lag: this version's completion to this replica's ack. */
+			if (st->completed == msg->version && st->completed_tsc &&
+			    now_tsc > st->completed_tsc) {
+				w->counters[SW_CNT_REPL_LAG_US] +=
+				    (now_tsc - st->completed_tsc) * 1000000u / sw->tsc_hz;
+				CNT(w, SW_CNT_REPL_LAG_SAMPLES);
+			}
 			CNT(w, SW_CNT_CDT_UPDATES);
 			CNT(w, SW_CNT_RC_ACK_ADDED);
 			cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
@@ -725,7 +741,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			do_reply(w, p, e, in_port, now_s, now_tsc);
 			break;
 		case K_RC_ACK:
-			do_rc_ack(w, p, e, in_port, now_s);
+			do_rc_ack(w, p, e, in_port, now_s, now_tsc);
 			break;
 		case K_HINT:
 			do_hint(w, p, e, in_port);

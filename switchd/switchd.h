@@ -29,6 +29,7 @@
 #include "cdt.h"
 #include "config.h"
 #include "counters.h"
+#include "directory.h"
 #include "l2.h"
 #include "ring.h"
 #include "scores.h"
@@ -45,7 +46,7 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_ARP_RING	 1024 /* addresses workers want resolved */
 #define SW_LOG_RING	 1024 /* decision-log records */
 #define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
-#define SW_CTL_TX_RING	 512  /* frames the control thread sends through worker 0 */
+#define SW_CTL_TX_RING	 4096 /* frames the control thread sends through worker 0 */
 
 struct sw_rxq {
 	uint16_t port; /* index in sw->ports */
@@ -73,7 +74,8 @@ struct sw_worker {
 		uint8_t port;
 	} learnt[64];
 	uint32_t idle_polls;
-	uint8_t burst_src[6]; /* last source MAC learnt in this burst */
+	uint32_t sample_countdown; /* requests until the next hot-key sample */
+	uint8_t burst_src[6];	   /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
@@ -144,7 +146,10 @@ struct sw {
 	struct rte_ring
 	    *ctl_tx_ring; /* control thread -> worker 0: frames to send (m->port = index) */
 
-	uint8_t debug; /* relaxed atomic: decision logs for every request */
+	uint8_t debug;	       /* relaxed atomic: decision logs for every request */
+	uint8_t dir_on;	       /* relaxed atomic: hot-key sampling and management on */
+	uint32_t sample_every; /* sample 1 in N requests for hot-key detection */
+	struct directory *dir; /* directory.h: hot keys, REPLICATE/UNREPLICATE */
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -186,6 +191,12 @@ void sw_fini(struct sw *sw);
 
 /* Control thread: send an ARP request for ip from the VIP (all ports inline, else the one). */
 void sw_send_arp_request(struct sw *sw, uint32_t ip);
+
+/*
+ * Control thread: send msg to node from the VIP (through worker 0's TX queue).
+ * 0, or -ENOENT when the node's MAC is not known yet (an ARP goes out), -ENOMEM.
+ */
+int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
 
 /* Sum a counter over workers (and the control thread). */
 uint64_t sw_counter(const struct sw *sw, enum sw_counter c);

@@ -106,7 +106,8 @@ static int rpc_to(int id, struct wire_msg *req, struct wire_msg *rep, uint8_t *b
 	int len;
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
-	req->req_id = ((uint64_t)7 << 32) | ++seq;
+	if (!req->req_id) /* a caller that sets one is retrying */
+		req->req_id = ((uint64_t)7 << 32) | ++seq;
 	if (req->key && !req->keyhash)
 		req->keyhash = keyhash(req->key, req->key_len);
 	len = wire_encode(req, out, sizeof(out));
@@ -781,6 +782,41 @@ START_TEST(kill9_keeps_acked_puts)
 }
 END_TEST
 
+/* A retried write (same req_id) is answered from its first attempt, not applied again. */
+START_TEST(retried_write_applied_once)
+{
+	char k[64];
+	struct wire_msg first, again, r;
+	const uint64_t req_id = ((uint64_t)9 << 32) | 77;
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "retry");
+	for (int op = 0; op < 2; op++) {
+		uint8_t code = op ? WIRE_OP_DEL : WIRE_OP_PUT;
+		struct wire_msg m = {.op = code,
+				     .req_id = req_id + (uint64_t)op,
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
+				     .value = code == WIRE_OP_PUT ? (const void *)"once" : NULL,
+				     .val_len = code == WIRE_OP_PUT ? 4 : 0};
+
+		ck_assert_int_eq(rpc_to(1, &m, &first, rbuf, sizeof(rbuf), 2000), 0);
+		ck_assert_uint_eq(first.status, WIRE_ST_OK);
+		uint64_t v = first.version;
+
+		ck_assert_int_eq(rpc_to(1, &m, &again, rbuf, sizeof(rbuf), 2000), 0);
+		ck_assert_uint_eq(again.status, WIRE_ST_OK);
+		ck_assert_uint_eq(again.version, v);
+		r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+		ck_assert_uint_eq(r.version, v);
+	}
+	/* A new req_id is a new write. */
+	r = req(1, WIRE_OP_PUT, k, "twice", 5, 0, 0);
+	ck_assert_uint_gt(r.version, first.version);
+}
+END_TEST
+
 START_TEST(startup_errors)
 {
 	char cmd[1024];
@@ -832,6 +868,7 @@ int main(void)
 	tcase_add_test(tc, overloaded_burst);
 	tcase_add_test(tc, malformed_flood);
 	tcase_add_test(tc, kill9_keeps_acked_puts);
+	tcase_add_test(tc, retried_write_applied_once);
 	tcase_add_test(tc, startup_errors);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

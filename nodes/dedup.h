@@ -1,0 +1,48 @@
+/*
+ * dedup.h - at-most-once writes. An agent retries a PUT or DEL that timed out
+ * with the same req_id; if the first attempt was applied after all, applying
+ * the retry too would write the value twice under two versions, and a reader
+ * could see it, another write, then it again. The home remembers the outcome
+ * of recent writes by req_id and answers a retry with it instead.
+ *
+ * Slots are partitioned by key stripe, and a stripe's lock is held across the
+ * check and the write, so a retry racing its first attempt waits for it. The
+ * memory is bounded (DEDUP_SLOTS): a retry later than that many writes per
+ * stripe is applied again, as it would be after a restart.
+ */
+#ifndef SKL_NODE_DEDUP_H
+#define SKL_NODE_DEDUP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DEDUP_STRIPES 64
+#define DEDUP_SLOTS_PER_STRIPE 128
+
+struct dedup_slot {
+	uint64_t req_id;
+	uint64_t keyhash;
+	uint64_t version;
+	uint8_t status;
+	uint8_t used;
+};
+
+struct dedup {
+	pthread_mutex_t lock[DEDUP_STRIPES];
+	struct dedup_slot slot[DEDUP_STRIPES][DEDUP_SLOTS_PER_STRIPE];
+};
+
+void dedup_init(struct dedup *d);
+void dedup_fini(struct dedup *d);
+
+/*
+ * Lock keyhash's stripe. Returns the remembered outcome of req_id's write to
+ * this key, or NULL when it has not been applied. dedup_end() must follow.
+ */
+const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t keyhash);
+/* Remember the outcome (when applied) and unlock the stripe. */
+void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
+	       uint64_t version);
+
+#endif
