@@ -102,9 +102,9 @@ running() { [ -e "$run/pids/$1.pid" ] && ours "$(cat "$run/pids/$1.pid")"; }
 wait_for() { # seconds description command...
 	local secs=$1 what=$2
 	shift 2
-	for _ in $(seq $((secs * 10))); do
+	for _ in $(seq $((secs * 50))); do
 		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
+		sleep 0.02
 	done
 	echo "testbed: timed out after ${secs}s waiting for $what" >&2
 	return 1
@@ -217,12 +217,15 @@ start_switch() { # id name role socket
 	spawn "$sname" "$nsp$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
 		--no-pci --no-huge -m 256 --file-prefix "$(prefix_of "$sname")" \
 		--log-level=lib.member:crit -- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-}
-	# The switch created its TAPs in its own namespace: hand each to its place.
+	# The switch creates its TAPs in its own namespace; hand each to its place
+	# as soon as the switch has started it (net_tap finds its interface by name
+	# until then: moved earlier, the port fails to start). Nodes cannot reach
+	# a switch before that, so every moment counts: it already times silence.
 	local kind a b c d e
 	while read -r kind a b c d e; do
 		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
-		wait_for "$timeout_s" "switch $sname to create $c (log: $run/logs/$sname.log)" \
-			ip -n "$nsp$sname" link show "$c" || return 1
+		wait_for "$timeout_s" "switch $sname to start port $c (log: $run/logs/$sname.log)" \
+			port_started "$nsp$sname" "$c" "$sock" || return 1
 		if [ "$role" = one-arm ]; then
 			ip -n "$nsp$sname" link set "$c" netns "${nsp}fabric"
 			ip -n "${nsp}fabric" link set "$c" mtu "$mtu" master br0 up
@@ -233,7 +236,14 @@ start_switch() { # id name role socket
 			ip -n "$nsp$d" addr add "${ip_of[$d]}/24" dev "$c"
 		fi
 	done < <(plan)
-	wait_for "$timeout_s" "switch $sname's control socket $sock" "$cdtctl" --socket "$sock" stats
+}
+
+# port_started NAMESPACE IFACE SOCKET: the switch has started the TAP IFACE:
+# promiscuous mode is the last thing it sets by name, or, for a device that
+# refuses it, the control socket answers (every port is set up by then).
+port_started() {
+	ip -n "$1" link show "$2" 2>/dev/null | grep -q 'PROMISC' && return 0
+	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1
 }
 
 start_node() { # name

@@ -87,6 +87,11 @@ class Testbed:
             cfg = json.load(f)
         for s in cfg.get("switches", []):
             s["control_socket"] = os.path.join(self.dir, f"switch-{s['id']}.sock")
+        # Loaded nodes report every fast_interval_ms (20) and the switch marks
+        # one down after 3 silent intervals: 60 ms, less than a node's digest
+        # thread can be held off the CPU on this 2-core machine saturated by the
+        # tests themselves. 50 ms (150 ms to down) keeps false downs out.
+        cfg.setdefault("digest", {})["fast_interval_ms"] = 50
         self.cfg = cfg
         self.config = os.path.join(self.dir, f"e2e-{tag}.json")
         with open(self.config, "w") as f:
@@ -146,6 +151,33 @@ class Testbed:
                 return f.read().split(") ", 1)[1][0] != "Z"
         except (OSError, ValueError):
             return False
+
+    def start_watching(self, name, timeout=60):
+        """testbed.sh start NAME, polling the switch's node states meanwhile: the
+        distinct state strings seen, in order ('?' unknown, 'U' up, 'D' down)."""
+        cmd = [os.path.join(SRC, "scripts", "testbed.sh"), "start", self.config, name]
+        p = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        seen = []
+        deadline = time.monotonic() + timeout
+        try:
+            while p.poll() is None and time.monotonic() < deadline:
+                try:
+                    nodes = self.cdtctl("nodes")["nodes"]
+                    st = "".join({"unknown": "?", "up": "U", "down": "D"}.get(n["state"], "x")
+                                 for n in nodes)
+                    if not seen or seen[-1] != st:
+                        seen.append(st)
+                except (Fail, ValueError, subprocess.TimeoutExpired):
+                    pass  # not listening yet
+                time.sleep(0.01)
+        finally:
+            if p.poll() is None:
+                p.kill()
+            out = p.communicate()[0]
+        if p.returncode != 0:
+            raise Fail(f"testbed.sh start {name} failed ({p.returncode}): {out.strip()}")
+        return seen
 
     def cdtctl(self, *args):
         r = subprocess.run([os.path.join(self.build, "switchd", "cdtctl"), "--socket",
@@ -410,9 +442,13 @@ def scenario_switch_kill(tb):
         log(f"kill -9 {tb.switch} at {time.monotonic() - t0:.1f} s"
             f" ({before_kill['requests']} requests through it)")
         time.sleep(max(0, restart_at - (time.monotonic() - t0)))
-        tb.testbed("start", tb.switch)
+        states = tb.start_watching(tb.switch)
         t_back = time.monotonic() - t0
-        log(f"{tb.switch} restarted and healthy at {t_back:.1f} s")
+        log(f"{tb.switch} restarted and healthy at {t_back:.1f} s; node states seen: {states}")
+        # A fresh switch must not declare nodes down before their first digest
+        # could arrive (it would answer UNAVAILABLE to returning agents).
+        check(not any("D" in st for st in states),
+              "no node was marked down by the restarted switch")
         # Agents re-check a switch they gave up every recheck_ms. A restarted
         # switch learns a one-arm client's MAC by ARP, so the first replies to
         # a returning agent can be dropped (no_neighbour) and the agent may
