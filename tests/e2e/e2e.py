@@ -222,33 +222,23 @@ class Testbed:
 
 
 def scenario_ops(tb):
-    """put/get/del/get through the switch for 1,000 keys, 4 CLI processes at a time."""
+    """put/get/del/get through the switch for 1,000 keys: one CLI process per
+    operation, 4 at a time, started inside the agent's namespace."""
     tb.up()
     n = 1000
     before = tb.counters()
-    tag = "%x" % int(time.time() * 1000)
-
-    def one(i):
-        key, value = f"e2e:{i}", f"value-{i}-{tag}"
-        problems = []
-        rc, r, _ = tb.cli("put", key, value)
-        if rc != 0 or not r or r["status"] != "OK" or r["sends"] != 1:
-            problems.append(f"put {key}: exit {rc} {r}")
-        rc, r, _ = tb.cli("get", key)
-        if rc != 0 or not r or r.get("value") != value or r["sends"] != 1:
-            problems.append(f"get {key}: exit {rc} {r}")
-        rc, r, _ = tb.cli("del", key)
-        if rc != 0 or not r or r["status"] != "OK" or r["sends"] != 1:
-            problems.append(f"del {key}: exit {rc} {r}")
-        rc, r, _ = tb.cli("get", key)
-        if rc != 1 or not r or r["status"] != "NOT_FOUND" or r["sends"] != 1:
-            problems.append(f"get after del {key}: exit {rc} {r}")
-        return problems
-
+    driver = os.path.join(tb.dir, "ops.py")
+    with open(driver, "w") as f:
+        f.write(OPS_PY)
     t0 = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        problems = [p for ps in pool.map(one, range(n)) for p in ps]
+    r = subprocess.run(["ip", "netns", "exec", f"{NSP}a1", sys.executable, driver,
+                        os.path.join(tb.build, "agent", "skewless"), tb.config, str(n),
+                        "%x" % int(time.time() * 1000)], capture_output=True, text=True,
+                       timeout=300)
     dt = time.monotonic() - t0
+    if r.returncode != 0:
+        raise Fail(f"ops driver failed: {r.stderr.strip()}")
+    problems = json.loads(r.stdout)
     for p in problems[:10]:
         log("problem: " + p)
     check(not problems, f"{4 * n} CLI operations (put, get, del, get) on {n} keys in {dt:.1f} s,"
@@ -258,6 +248,37 @@ def scenario_ops(tb):
     rep = after["replies_forwarded"] - before["replies_forwarded"]
     check(fwd == 4 * n and rep == 4 * n,
           f"every one went through the switch: {fwd} requests and {rep} replies forwarded")
+
+
+OPS_PY = r'''
+import concurrent.futures, json, subprocess, sys
+cli, config, n, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def call(*args):
+    r = subprocess.run([cli, "--config", config, "--json", *args], capture_output=True,
+                       text=True, timeout=10)
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        return r.returncode, None
+def one(i):
+    key, value = f"e2e:{i}", f"value-{i}-{tag}"
+    out = []
+    rc, r = call("put", key, value)
+    if rc != 0 or not r or r["status"] != "OK" or r["sends"] != 1:
+        out.append(f"put {key}: exit {rc} {r}")
+    rc, r = call("get", key)
+    if rc != 0 or not r or r.get("value") != value or r["sends"] != 1:
+        out.append(f"get {key}: exit {rc} {r}")
+    rc, r = call("del", key)
+    if rc != 0 or not r or r["status"] != "OK" or r["sends"] != 1:
+        out.append(f"del {key}: exit {rc} {r}")
+    rc, r = call("get", key)
+    if rc != 1 or not r or r["status"] != "NOT_FOUND" or r["sends"] != 1:
+        out.append(f"get after del {key}: exit {rc} {r}")
+    return out
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    print(json.dumps([p for ps in pool.map(one, range(n)) for p in ps]))
+'''
 
 
 def scenario_malformed(tb):
