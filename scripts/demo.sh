@@ -35,7 +35,7 @@ duration=${SKL_DEMO_DURATION:-15}
 timeout_ms=500
 t_start=$(date +%s)
 
-[ -n "${SKL_DEMO_SKIP_SETUP:-}" ] || scripts/setup.sh
+[ -n "${SKL_DEMO_SKIP_SETUP:-}" ] || scripts/setup.sh --release
 build=${SKL_BUILD:-$repo/build}
 cdtctl=$build/switchd/cdtctl
 socket=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["switches"][0]; print(s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]))' "$config")
