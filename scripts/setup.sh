@@ -2,6 +2,7 @@
 # Install the Debian packages skewless needs (only those missing), then
 # configure and build: build/ (optimised) and build-asan/ (AddressSanitizer +
 # UndefinedBehaviorSanitizer, used by the unit tests). Safe to run again.
+# --release: build/ only (what the demo and the testbed run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,7 @@ fi
 
 # --reconfigure picks up components that appeared since the last setup.
 if [ -f build/build.ninja ]; then meson setup --reconfigure build >/dev/null; else meson setup build --buildtype=release; fi
+if [ "${1:-}" = --release ]; then ninja -C build; exit 0; fi
 if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan >/dev/null; else
 	meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false; fi
 ninja -C build

@@ -22,6 +22,8 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run unit meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
 # Integration tests start real processes from the optimised build.
 run integration meson test -C build --suite integration --print-errorlogs --num-processes 1
+# End to end on the namespace testbed (root; skipped with the reason otherwise).
+run e2e meson test -C build --suite e2e --print-errorlogs --num-processes 1
 # Placement against a live twemproxy, when it is installed.
 live=$(mktemp)
 if python3 tests/proto/nutcracker_compare.py "$live"; then

@@ -1,221 +1,383 @@
 #!/usr/bin/env bash
-# testbed.sh up|down|status CONFIG - the one-machine testbed (DESIGN.md 10).
+# testbed.sh up|down|status|start CONFIG [NAME...] - the one-machine testbed
+# (DESIGN.md 10, docs/operations.md "Testbed").
 #
 # Every host of CONFIG (agents and nodes) gets a network namespace skl-<name>;
-# each switch runs in its own namespace skl-<switch name>. Inline switches own
-# one net_tap port per host, moved into that host's namespace. A one-arm
-# switch's single TAP sits on a Linux bridge in namespace skl-fabric, with the
-# hosts attached by veth pairs. Processes log and keep pid files under the run
-# directory (SKL_RUN_DIR, default run/<config name>). All traffic stays inside
-# these namespaces: nothing is addressed in the root namespace.
+# each switch runs in its own namespace skl-<switch name>, where its net_tap
+# ports appear. Inline: each port is then moved into the namespace of the host
+# it names. One-arm: the switch's single TAP joins a Linux bridge in namespace
+# skl-fabric, to which every host is attached by a veth pair (eth0 inside the
+# host). Processes log to RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node
+# data lives in RUN/data/NAME. All traffic stays inside these namespaces:
+# nothing is addressed in the root namespace.
 #
-# Environment: SKL_RUN_DIR, SKL_BUILD (default build), SKL_SERVICE_TIME_US
-# (node capacity emulation, default 0), SKL_SWITCH_ARGS (extra switchd args),
-# SKL_NO_SWITCH=1 (nodes only).
+#   up      bring everything up and wait until the switch reports every node
+#           up; a testbed already up and healthy is left alone, one that is
+#           marked up but broken is torn down and brought up again
+#   down    stop every process started with CONFIG (pid files, then command
+#           line) and delete every namespace named by CONFIG; works after a
+#           crash and when nothing is up
+#   status  namespaces, processes, the switch's view of the nodes
+#   start   (re)start the named processes (switch or node names; default all)
+#           that are not running, re-plumb a switch's TAPs, wait for health
+#
+# Environment: SKL_RUN_DIR (default run/<config name>), SKL_BUILD (default
+# build), SKL_SERVICE_TIME_US (node capacity emulation, default the config's),
+# SKL_NODE_ARGS, SKL_SWITCH_ARGS (extra arguments), SKL_SWITCH_LCORES (EAL -l,
+# default 0,1), SKL_NO_SWITCH=1 (nodes only), SKL_UP_TIMEOUT (seconds, default
+# 30), SKL_NS_PREFIX (namespace names, default skl-; the tests use another so
+# that they never collide with a testbed an operator has up).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
 config=${2:-}
-usage() { echo "usage: $0 up|down|status CONFIG" >&2; exit 64; }
+usage() { echo "usage: $0 up|down|status|start CONFIG [NAME...]" >&2; exit 64; }
 [ -n "$cmd" ] && [ -n "$config" ] || usage
+shift 2
 [ -f "$config" ] || { echo "testbed: $config: no such file" >&2; exit 1; }
 config=$(cd "$(dirname "$config")" && pwd)/$(basename "$config")
 name=$(basename "$config" .json)
 run=${SKL_RUN_DIR:-$repo/run/$name}
 build=${SKL_BUILD:-$repo/build}
-[ "$(id -u)" = 0 ] || { echo "testbed: must run as root (network namespaces, TAP devices)" >&2; exit 1; }
+timeout_s=${SKL_UP_TIMEOUT:-30}
+nsp=${SKL_NS_PREFIX:-skl-}
+cdtctl=$build/switchd/cdtctl
+[ "$(id -u)" = 0 ] || { echo "testbed: must run as root (network namespaces, TAP devices): sudo $0 $cmd $config" >&2; exit 1; }
+for b in "$build/switchd/skewless-switchd" "$cdtctl" "$build/nodes/skewless-node" "$build/agent/skewless"; do
+	[ -x "$b" ] || { echo "testbed: $b missing; build first (scripts/setup.sh, or ninja -C $build)" >&2; exit 1; }
+done
 
-# One line per thing to make, from the config (validated by skewless first).
+# One line per thing to make, from the config:
+#   vip IP | mtu N | host NAME IP agent|node ID | switch ID NAME ROLE SOCKET
+#   port SWITCH_ID SWITCH_NAME IFACE HOST|-
+# The config is validated by the C loader first (skewless where).
 plan() {
 	python3 - "$config" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
+svc = c["service"]
+print("vip", svc["vip"])
+# net_tap in DPDK 22.11 takes frames of at most 1522 bytes: MTU 1500.
+print("mtu", min(svc.get("mtu", 1500), 1500))
 for a in c.get("agents", []):
     print("host", a["name"], a["ip"], "agent", "-")
 for n in c["nodes"]:
     print("host", n["name"], n["ip"], "node", n["id"])
 for s in c.get("switches", []):
     sname = s.get("name", "s%d" % s["id"])
-    print("switch", s["id"], sname, s.get("role", "inline"), s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]))
+    print("switch", s["id"], sname, s.get("role", "inline"),
+          s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]))
     for p in s["ports"]:
-        vdev = p.get("vdev", "")
-        iface = [kv.split("=", 1)[1] for kv in vdev.split(",") if kv.startswith("iface=")]
-        print("port", s["id"], sname, iface[0] if iface else "-", p.get("host", "-") or "-")
+        kv = [x.split("=", 1) for x in p.get("vdev", "").split(",") if "=" in x]
+        iface = [v for k, v in kv if k == "iface"]
+        print("port", s["id"], sname, iface[0] if iface else "-", p.get("host") or "-")
 PY
 }
 
-ns_exists() { ip netns list | awk '{print $1}' | grep -qx "$1"; }
+ns_exists() { ip netns list | awk '{print $1}' | grep -qx -- "$1"; }
+log() { echo "testbed: $*"; }
+die() { echo "testbed: $*" >&2; exit 1; }
+prefix_of() { echo "$nsp$name-$1"; } # DPDK --file-prefix of switch NAME
 
-# Stop every process the testbed started, by pid file, then by command line.
-stop_processes() {
-	local f pid
-	for f in "$run"/pids/*.pid; do
-		[ -e "$f" ] || continue
-		pid=$(cat "$f")
+# Does PID run a skewless process started with this config?
+ours() {
+	[ -r "/proc/$1/cmdline" ] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$config"
+}
+
+# kill_proc NAME: stop the process of pid file NAME (TERM, then KILL after 5 s).
+kill_proc() {
+	local f="$run/pids/$1.pid" pid
+	[ -e "$f" ] || return 0
+	pid=$(cat "$f")
+	if ours "$pid"; then
 		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for _ in $(seq 50); do
-		local alive=0
-		for f in "$run"/pids/*.pid; do
-			[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1
-		done
-		[ $alive = 0 ] && break
-		sleep 0.1
-	done
-	for f in "$run"/pids/*.pid; do
-		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
-		rm -f "$f"
-	done
-	pkill -KILL -f "skewless-(switchd|node) .*--config $config" 2>/dev/null || true
+		for _ in $(seq 50); do ours "$pid" || break; sleep 0.1; done
+		ours "$pid" && kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
 }
 
-down() {
-	stop_processes
-	local kind a b c d e
-	while read -r kind a b c d e; do
-		case $kind in
-		host) ns_exists "skl-$a" && ip netns del "skl-$a" ;;
-		switch) ns_exists "skl-$b" && ip netns del "skl-$b" ;;
-		esac
-	done < <(plan)
-	ns_exists skl-fabric && ip netns del skl-fabric
-	rm -f "$run/up"
-	echo "testbed: $name is down"
-}
-
-start_switch() { # id name role socket
-	local id=$1 sname=$2 log="$run/logs/$2.log" lcores
-	lcores=${SKL_SWITCH_LCORES:-0,1}
-	mkdir -p "$(dirname "$4")"
-	# --no-pci: never let EAL take the machine's own NIC; no hugepages here.
-	ip netns exec "skl-$sname" "$build/switchd/skewless-switchd" -l "$lcores" --no-pci \
-		--no-huge -m 256 --file-prefix "skl-$name-$sname" --log-level=lib.member:crit \
-		-- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-} >"$log" 2>&1 &
-	echo $! >"$run/pids/$sname.pid"
-}
+running() { [ -e "$run/pids/$1.pid" ] && ours "$(cat "$run/pids/$1.pid")"; }
 
 wait_for() { # seconds description command...
 	local secs=$1 what=$2
 	shift 2
-	for _ in $(seq $((secs * 10))); do
+	for _ in $(seq $((secs * 50))); do
 		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
+		sleep 0.02
 	done
 	echo "testbed: timed out after ${secs}s waiting for $what" >&2
 	return 1
 }
 
-up() {
-	if [ -e "$run/up" ]; then
-		echo "testbed: $name is already up (run: $run)"
-		return 0
-	fi
-	"$build/agent/skewless" --config "$config" where probe >/dev/null || exit 1
+# all_alive SOCKET: the switch behind SOCKET reports every configured node up
+# (digests arriving) and knows its MAC (it can forward to it without an ARP
+# round trip first).
+all_alive() {
+	"$cdtctl" --socket "$1" --json nodes | python3 -c '
+import json, sys
+nodes = json.load(sys.stdin)["nodes"]
+sys.exit(0 if nodes and all(n["alive"] and n["state"] == "up" and n.get("mac")
+                            for n in nodes) else 1)'
+}
+
+healthy() {
 	local kind a b c d e
-	# Refuse names and addresses already in use by something else.
 	while read -r kind a b c d e; do
 		case $kind in
-		host) ns_exists "skl-$a" && { echo "testbed: namespace skl-$a already exists; run '$0 down $config' or remove it" >&2; exit 1; }
-		      ip -o addr show | grep -q " $b/" && { echo "testbed: address $b is already in use in the root namespace" >&2; exit 1; } ;;
-		switch) ns_exists "skl-$b" && { echo "testbed: namespace skl-$b already exists" >&2; exit 1; } ;;
-		port) [ "$c" != - ] && ip link show "$c" >/dev/null 2>&1 && { echo "testbed: interface $c already exists" >&2; exit 1; } ;;
+		host) if [ "$c" = node ] && ! running "$a"; then return 1; fi ;;
+		switch) [ -z "${SKL_NO_SWITCH:-}" ] || continue
+			running "$b" && all_alive "$d" || return 1 ;;
+		esac
+	done < <(plan)
+}
+
+stop_all() {
+	local f
+	for f in "$run"/pids/*.pid; do
+		[ -e "$f" ] || continue
+		if ours "$(cat "$f")"; then kill -TERM "$(cat "$f")" 2>/dev/null || true; fi
+	done
+	for f in "$run"/pids/*.pid; do
+		if [ -e "$f" ]; then kill_proc "$(basename "$f" .pid)"; fi
+	done
+	# Whatever is left (pid files lost, a run dir removed): by command line.
+	local pat
+	pat=$(printf '%s' "$config" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+	pkill -KILL -f "skewless-(switchd|node) .*--config $pat( |\$)" 2>/dev/null || true
+	for _ in $(seq 30); do
+		pgrep -f "skewless-(switchd|node) .*--config $pat( |\$)" >/dev/null || break
+		sleep 0.1
+	done
+}
+
+down() {
+	stop_all
+	local kind a b c d e
+	while read -r kind a b c d e; do
+		case $kind in
+		host) if ns_exists "$nsp$a"; then ip netns del "$nsp$a"; fi ;;
+		switch) if ns_exists "$nsp$b"; then ip netns del "$nsp$b"; fi
+			rm -f "$d"
+			rm -rf "/var/run/dpdk/$(prefix_of "$b")" ;;
+		esac
+	done < <(plan)
+	if ns_exists "${nsp}fabric"; then ip netns del "${nsp}fabric"; fi
+	rm -f "$run/up"
+	log "$name is down (logs kept in $run/logs)"
+}
+
+# Refuse to touch names and addresses that something else already uses.
+check_free() {
+	local kind a b c d e
+	while read -r kind a b c d e; do
+		case $kind in
+		vip) if ip -o addr show | grep -q " inet $a/"; then
+			die "address $a (VIP) is already in use in the root namespace"; fi ;;
+		host) if ns_exists "$nsp$a"; then
+			die "namespace $nsp$a already exists; if it is a leftover: $0 down $config"; fi
+			if ip -o addr show | grep -q " inet $b/"; then
+				die "address $b ($a) is already in use in the root namespace"; fi ;;
+		switch) if ns_exists "$nsp$b"; then
+			die "namespace $nsp$b already exists; if it is a leftover: $0 down $config"; fi
+			if [ -S "$d" ]; then
+				if "$cdtctl" --socket "$d" stats >/dev/null 2>&1; then
+					die "control socket $d is in use by a running switch (another testbed?)"; fi
+				rm -f "$d"
+			fi ;;
+		port) if [ "$c" != - ] && ip link show "$c" >/dev/null 2>&1; then
+			die "interface $c already exists in the root namespace"; fi ;;
+		esac
+	done < <(plan)
+	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ] && ns_exists "${nsp}fabric"; then
+		die "namespace ${nsp}fabric already exists; if it is a leftover: $0 down $config"
+	fi
+	local pat
+	pat=$(printf '%s' "$config" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+	if pgrep -f "skewless-(switchd|node) .*--config $pat( |\$)" >/dev/null; then
+		die "processes started with $config are running; $0 down $config"; fi
+}
+
+# spawn NAME NAMESPACE COMMAND...: start a process in NAMESPACE, detached from
+# this shell's session, logging to RUN/logs/NAME.log (appended).
+spawn() {
+	local pname=$1 ns=$2
+	shift 2
+	echo "=== $(date '+%F %T') start: $*" >>"$run/logs/$pname.log"
+	setsid ip netns exec "$ns" "$@" </dev/null >>"$run/logs/$pname.log" 2>&1 &
+	echo $! >"$run/pids/$pname.pid"
+}
+
+start_switch() { # id name role socket
+	local id=$1 sname=$2 role=$3 sock=$4
+	mkdir -p "$(dirname "$sock")"
+	rm -rf "/var/run/dpdk/$(prefix_of "$sname")"
+	# --no-pci: never let EAL take the machine's own NIC; no hugepages here.
+	# shellcheck disable=SC2086
+	spawn "$sname" "$nsp$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
+		--no-pci --no-huge -m 256 --file-prefix "$(prefix_of "$sname")" \
+		--log-level=lib.member:crit -- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-}
+	# The switch creates its TAPs in its own namespace; hand each to its place
+	# as soon as the switch has started it (net_tap finds its interface by name
+	# until then: moved earlier, the port fails to start). Nodes cannot reach
+	# a switch before that, so every moment counts: it already times silence.
+	local kind a b c d e
+	while read -r kind a b c d e; do
+		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
+		wait_for "$timeout_s" "switch $sname to start port $c (log: $run/logs/$sname.log)" \
+			port_started "$nsp$sname" "$c" "$sock" || return 1
+		if [ "$role" = one-arm ]; then
+			ip -n "$nsp$sname" link set "$c" netns "${nsp}fabric"
+			ip -n "${nsp}fabric" link set "$c" mtu "$mtu" master br0 up
+		else
+			[ "$d" != - ] || { echo "testbed: inline port $c names no host" >&2; return 1; }
+			ip -n "$nsp$sname" link set "$c" netns "$nsp$d"
+			ip -n "$nsp$d" link set "$c" mtu "$mtu" up
+			ip -n "$nsp$d" addr add "${ip_of[$d]}/24" dev "$c"
+		fi
+	done < <(plan)
+}
+
+# port_started NAMESPACE IFACE SOCKET: the switch has started the TAP IFACE:
+# promiscuous mode is the last thing it sets by name, or, for a device that
+# refuses it, the control socket answers (every port is set up by then).
+port_started() {
+	ip -n "$1" link show "$2" 2>/dev/null | grep -q 'PROMISC' && return 0
+	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1
+}
+
+start_node() { # name
+	local st=()
+	[ -n "${SKL_SERVICE_TIME_US:-}" ] && st=(--service-time-us "$SKL_SERVICE_TIME_US")
+	# shellcheck disable=SC2086
+	spawn "$1" "$nsp$1" "$build/nodes/skewless-node" --config "$config" --node "$1" \
+		--data-dir "$run/data/$1" "${st[@]}" ${SKL_NODE_ARGS:-}
+}
+
+# start [NAME...]: start the named (default: all) processes not running, in
+# order switches then nodes, and wait until every switch sees every node up.
+declare -A ip_of
+mtu=1500
+start() {
+	local kind a b c d e want=" $* "
+	while read -r kind a b c d e; do
+		case $kind in
+		host) ip_of[$a]=$b ;;
+		mtu) mtu=$a ;;
 		esac
 	done < <(plan)
 	mkdir -p "$run/logs" "$run/pids" "$run/data"
-	trap 'echo "testbed: bring-up failed; tearing down (logs in $run/logs)" >&2; down >/dev/null 2>&1 || true' ERR
-
-	declare -A ip_of
-	while read -r kind a b c d e; do
-		[ "$kind" = host ] || continue
-		ip netns add "skl-$a"
-		ip -n "skl-$a" link set lo up
-		ip_of[$a]=$b
-	done < <(plan)
-
-	local have_fabric=0
-	while read -r kind a b c d e; do
-		[ "$kind" = switch ] || continue
-		ip netns add "skl-$b"
-		ip -n "skl-$b" link set lo up
-		if [ "$c" = one-arm ] && [ $have_fabric = 0 ]; then
-			have_fabric=1
-			ip netns add skl-fabric
-			ip -n skl-fabric link add br0 type bridge
-			ip -n skl-fabric link set br0 up
-			for h in "${!ip_of[@]}"; do
-				ip link add "v-$h" mtu 1500 netns skl-fabric type veth peer name eth0 mtu 1500 netns "skl-$h"
-				ip -n skl-fabric link set "v-$h" master br0 up
-				ip -n "skl-$h" addr add "${ip_of[$h]}/24" dev eth0
-				ip -n "skl-$h" link set eth0 up
-			done
-		fi
-		[ -n "${SKL_NO_SWITCH:-}" ] || start_switch "$a" "$b" "$c" "$d"
-	done < <(plan)
-
-	# The switch created its TAPs in its own namespace: hand each to its host.
-	if [ -z "${SKL_NO_SWITCH:-}" ]; then
-		while read -r kind a b c d e; do
-			[ "$kind" = port ] && [ "$c" != - ] || continue
-			wait_for 30 "switch $b to create $c" ip -n "skl-$b" link show "$c"
-			if [ "$d" = - ]; then # one-arm: the TAP joins the fabric bridge
-				ip -n "skl-$b" link set "$c" netns skl-fabric
-				ip -n skl-fabric link set "$c" mtu 1500 master br0 up
-			else
-				ip -n "skl-$b" link set "$c" netns "skl-$d"
-				ip -n "skl-$d" link set "$c" mtu 1500 up
-				ip -n "skl-$d" addr add "${ip_of[$d]}/24" dev "$c"
-			fi
-		done < <(plan)
-	fi
-
-	while read -r kind a b c d e; do
-		[ "$kind" = host ] && [ "$c" = node ] || continue
-		ip netns exec "skl-$a" "$build/nodes/skewless-node" --config "$config" --node "$a" \
-			--data-dir "$run/data/$a" --service-time-us "${SKL_SERVICE_TIME_US:-0}" ${SKL_NODE_ARGS:-} \
-			>"$run/logs/$a.log" 2>&1 &
-		echo $! >"$run/pids/$a.pid"
-	done < <(plan)
-
 	if [ -z "${SKL_NO_SWITCH:-}" ]; then
 		while read -r kind a b c d e; do
 			[ "$kind" = switch ] || continue
-			wait_for 30 "switch $b to see every node alive" all_alive "$d"
+			[ "$want" = "  " ] || [[ "$want" == *" $b "* ]] || continue
+			running "$b" && continue
+			start_switch "$a" "$b" "$c" "$d" || return 1
 		done < <(plan)
 	fi
-	trap - ERR
-	touch "$run/up"
-	echo "testbed: $name is up (run: $run)"
+	while read -r kind a b c d e; do
+		[ "$kind" = host ] && [ "$c" = node ] || continue
+		[ "$want" = "  " ] || [[ "$want" == *" $a "* ]] || continue
+		running "$a" || start_node "$a"
+	done < <(plan)
+	if [ -z "${SKL_NO_SWITCH:-}" ]; then
+		while read -r kind a b c d e; do
+			[ "$kind" = switch ] || continue
+			wait_for "$timeout_s" "switch $b to report every node up ($cdtctl --socket $d nodes; logs in $run/logs)" \
+				all_alive "$d" || return 1
+		done < <(plan)
+	else
+		sleep 0.5
+	fi
+	local f
+	for f in "$run"/pids/*.pid; do
+		running "$(basename "$f" .pid)" || { echo "testbed: $(basename "$f" .pid) exited (log: $run/logs/$(basename "$f" .pid).log)" >&2; return 1; }
+	done
 }
 
-# Succeeds when the switch behind SOCKET reports every configured node alive.
-all_alive() {
-	"$build/switchd/cdtctl" --socket "$1" --json nodes | python3 -c '
-import json, sys
-nodes = json.load(sys.stdin)["nodes"]
-sys.exit(0 if nodes and all(n["alive"] for n in nodes) else 1)'
-}
+# Namespaces, bridge and veths; then the processes.
+up() {
+	if [ -e "$run/up" ]; then
+		if healthy; then
+			log "$name is already up (run: $run)"
+			return 0
+		fi
+		log "$name is marked up but not healthy: tearing it down first"
+		down >/dev/null
+	fi
+	[ -c /dev/net/tun ] || die "/dev/net/tun is missing (modprobe tun)"
+	"$build/agent/skewless" --config "$config" where probe >/dev/null || exit 1
+	check_free
+	mkdir -p "$run/logs" "$run/pids" "$run/data"
+	trap 'echo "testbed: bring-up failed; tearing down (logs in $run/logs)" >&2; down >/dev/null 2>&1 || true; exit 1' ERR
 
-status() {
 	local kind a b c d e
 	while read -r kind a b c d e; do
 		case $kind in
+		mtu) mtu=$a ;;
+		host|switch)
+			local ns=$nsp$a
+			[ "$kind" = switch ] && ns=$nsp$b
+			ip netns add "$ns"
+			ip -n "$ns" link set lo up
+			# No IPv6 chatter (router solicitations, DAD) on the switch's ports.
+			ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+				net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1 || true ;;
+		esac
+		if [ "$kind" = host ]; then ip_of[$a]=$b; fi
+	done < <(plan)
+
+	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ]; then
+		ip netns add "${nsp}fabric"
+		ip -n "${nsp}fabric" link add br0 type bridge
+		ip -n "${nsp}fabric" link set br0 up
+		for h in "${!ip_of[@]}"; do
+			ip link add "v-$h" mtu "$mtu" netns "${nsp}fabric" type veth peer name eth0 mtu "$mtu" netns "$nsp$h"
+			ip -n "${nsp}fabric" link set "v-$h" master br0 up
+			ip netns exec "$nsp$h" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 >/dev/null 2>&1 || true
+			ip -n "$nsp$h" addr add "${ip_of[$h]}/24" dev eth0
+			ip -n "$nsp$h" link set eth0 up
+		done
+	fi
+	start
+	trap - ERR
+	touch "$run/up"
+	log "$name is up (run: $run)"
+}
+
+status() {
+	local kind a b c d e rc=0
+	while read -r kind a b c d e; do
+		case $kind in
 		host) printf '%-8s %-6s %-15s namespace %s\n' "$c" "$a" "$b" \
-			"$(ns_exists "skl-$a" && echo up || echo absent)" ;;
-		switch) printf 'switch   %-6s %-15s namespace %s\n' "$b" "$c" \
-			"$(ns_exists "skl-$b" && echo up || echo absent)"
-			[ -S "$d" ] && "$build/switchd/cdtctl" --socket "$d" nodes || true ;;
+			"$(ns_exists "$nsp$a" && echo present || echo absent)" ;;
+		switch) printf 'switch   %-6s %-15s namespace %s, socket %s\n' "$b" "$c" \
+			"$(ns_exists "$nsp$b" && echo present || echo absent)" "$d"
+			[ -S "$d" ] && "$cdtctl" --socket "$d" nodes || true ;;
 		esac
 	done < <(plan)
+	local f
 	for f in "$run"/pids/*.pid; do
 		[ -e "$f" ] || continue
 		printf 'process  %-10s pid %-8s %s\n' "$(basename "$f" .pid)" "$(cat "$f")" \
-			"$(kill -0 "$(cat "$f")" 2>/dev/null && echo running || echo dead)"
+			"$(running "$(basename "$f" .pid)" && echo running || echo dead)"
 	done
+	if [ -e "$run/up" ] && healthy; then
+		echo "$name: up, healthy (run: $run)"
+	elif [ -e "$run/up" ]; then
+		echo "$name: up, NOT healthy (logs in $run/logs)"
+		rc=1
+	else
+		echo "$name: down"
+		rc=3
+	fi
+	return $rc
 }
 
 case $cmd in
 up) up ;;
 down) down ;;
 status) status ;;
+start) start "$@" && log "started ${*:-everything}" ;;
 *) usage ;;
 esac

@@ -177,10 +177,18 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 
 int sw_start(struct sw *sw)
 {
-	for (uint16_t i = 0; i < sw->nworkers; i++) {
-		int rc =
-		    rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
+	/*
+	 * Failure detection counts silence from now, not from sw_init(): port
+	 * set-up (seconds on a NIC, ~0.5 s for nine TAPs) would otherwise pass for
+	 * 3 silent intervals and mark every node down before its first digest
+	 * could arrive, and a restarted switch would answer UNAVAILABLE meanwhile.
+	 */
+	int rc = dig_table_track_all(sw->dig, sw->cfg, now_us());
 
+	if (rc != 0)
+		return rc;
+	for (uint16_t i = 0; i < sw->nworkers; i++) {
+		rc = rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
 		if (rc != 0)
 			return rc;
 	}
