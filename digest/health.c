@@ -180,7 +180,15 @@ unsigned dig_table_tick(struct dig_table *t, uint64_t now_us)
 
 		if (!n->tracked || !t->alive[id])
 			continue;
-		silent_limit = (uint64_t)t->cfg.down_after_intervals * n->interval_ms * 1000;
+		/*
+		 * 3 x the node's current interval, but never under 3 x the base
+		 * interval: a loaded node announces 20 ms, and 60 ms of silence on
+		 * a busy machine is scheduling noise, not a failure.
+		 */
+		uint32_t interval = n->interval_ms > t->cfg.interval_ms ? n->interval_ms
+									  : t->cfg.interval_ms;
+
+		silent_limit = (uint64_t)t->cfg.down_after_intervals * interval * 1000;
 		if (now_us < n->last_digest_us || now_us - n->last_digest_us < silent_limit)
 			continue;
 		/* Health first: a reader that sees alive still 1 then sees the node at its worst. */

@@ -172,17 +172,20 @@ START_TEST(down_uses_the_nodes_current_interval)
 	struct dig_digest d = digest_at(1, 10);
 	struct dig_node_view v;
 
-	d.interval_ms = 20; /* fast mode: 3 x 20 ms */
+	/* Fast mode (20 ms) is floored at the base interval: 3 x 100 ms, not 60 ms. */
+	d.interval_ms = 20;
 	ck_assert_int_eq(dig_table_receive(t, 1, &d, 0), 0);
 	ck_assert_int_eq(dig_table_node(t, 1, &v), 0);
 	ck_assert_uint_eq(v.interval_ms, 20);
 	struct dig_digest steady = digest_at(1, 10); /* node 2: 100 ms interval */
 	ck_assert_int_eq(dig_table_receive(t, 2, &steady, 0), 0);
-	dig_table_tick(t, 59 * MS);
-	ck_assert(dig_alive(t, 1));
 	dig_table_tick(t, 60 * MS);
+	ck_assert(dig_alive(t, 1));
+	dig_table_tick(t, 299 * MS);
+	ck_assert(dig_alive(t, 1));
+	dig_table_tick(t, 300 * MS);
 	ck_assert(!dig_alive(t, 1));
-	ck_assert(dig_alive(t, 2));
+	ck_assert(!dig_alive(t, 2));
 	d = digest_at(2, 10);
 	d.interval_ms = 200; /* slow mode: 3 x 200 ms */
 	ck_assert_int_eq(dig_table_receive(t, 1, &d, 100 * MS), 0);
