@@ -565,6 +565,8 @@ void cluster_poll(struct sw *sw, uint64_t now_us)
 	struct cluster *c = sw->cluster;
 	bool fresh = false;
 
+	uint64_t t0 = rte_rdtsc(), took_us;
+
 	if (!c)
 		return;
 	take_syncs(sw, now_us);
@@ -582,9 +584,24 @@ void cluster_poll(struct sw *sw, uint64_t now_us)
 		c->nrows = c->ps.nslots;
 		c->rows_leased = c->leased;
 		pthread_mutex_unlock(&sw->tel_lock);
-	} else if (fresh) {
-		reconcile(sw, now_us, false);
+	} else {
+		if (c->ps.hot_dirty)
+			peer_compute_hot(&c->ps, now_us);
+		if (fresh)
+			reconcile(sw, now_us, false);
 	}
+	took_us = (rte_rdtsc() - t0) * 1000000u / sw->tsc_hz;
+	if (took_us > c->st.slowest_round_us)
+		c->st.slowest_round_us = took_us;
+	if (took_us > 50000)
+		fprintf(stderr,
+			"skewless-switchd: peers: a control round took %llu ms (resets %llu, "
+			"installs %llu+%llu, removes %llu+%llu)\n",
+			(unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
+			(unsigned long long)c->st.owned_installs,
+			(unsigned long long)c->st.remote_installs,
+			(unsigned long long)c->st.owned_retires,
+			(unsigned long long)c->st.remote_removes);
 }
 
 unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased)
@@ -663,5 +680,7 @@ json_t *cluster_json(struct sw *sw)
 		(json_int_t)c->st.remote_installs, "remote_removes",
 		(json_int_t)c->st.remote_removes, "remote_failed", (json_int_t)c->st.remote_failed,
 		"health_from_peer", (json_int_t)c->st.health_from_peer));
+	json_object_set_new(json_object_get(o, "stats"), "slowest_round_us",
+			    json_integer((json_int_t)c->st.slowest_round_us));
 	return o;
 }

@@ -46,6 +46,7 @@ struct cluster_stats {
 	uint64_t remote_removes;
 	uint64_t remote_failed;	   /* a peer's key that could not be installed (directory full) */
 	uint64_t health_from_peer; /* node score updates taken from a peer */
+	uint64_t slowest_round_us; /* longest cluster_poll() (grace periods of CDT changes) */
 };
 
 int cluster_init(struct sw *sw, char *err, size_t errlen);

@@ -495,6 +495,7 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		break;
 	case PEER_K_CANDS:
 		receive_cands(ps, sl, &m);
+		ps->hot_dirty = true;
 		break;
 	case PEER_K_OWNED:
 		if (m.owned_total <= ps->owned_cap)
@@ -733,6 +734,7 @@ void peer_compute_hot(struct peer_state *ps, uint64_t now_us)
 	for (unsigned s = 0; s < ps->nslots; s++)
 		use[s] = peer_live(ps, s, now_us);
 	ps->nhot = peer_merge(ps, use, ps->hot, 2 * ps->top_k);
+	ps->hot_dirty = false;
 }
 
 bool peer_tick(struct peer_state *ps, uint64_t now_us)

@@ -200,7 +200,12 @@ struct peer_state {
 	uint32_t pending_epochs, npending;
 	struct peer_key *pending; /* 2 x top_k slots */
 	uint64_t window_id;
-	/* cluster hot set, hottest first */
+	/*
+	 * Cluster hot set, hottest first. hot_dirty: a peer's window changed
+	 * since it was computed; recomputing then (not only at our own tick)
+	 * makes both switches merge the same windows a moment after each SYNC.
+	 */
+	bool hot_dirty;
 	uint32_t nhot;
 	struct peer_key *hot;
 	/* this switch's owned list (cluster.c sets it) */
