@@ -536,8 +536,7 @@ static void fill_rows(struct sw *sw, uint64_t now_us, struct cluster_row *rows)
 
 	for (unsigned s = 0; s < c->ps.nslots; s++) {
 		const struct peer_slot *sl = &c->ps.slot[s];
-		const struct peer_window *w =
-		    sl->nwin ? &sl->win[(sl->head + c->ps.nwin - 1) % c->ps.nwin] : NULL;
+		const struct peer_window *w = sl->nwin ? &sl->win[0] : NULL;
 		struct cluster_row *r = &rows[s];
 
 		memset(r, 0, sizeof(*r));

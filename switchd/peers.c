@@ -326,7 +326,8 @@ static void forget_peer(struct peer_state *ps, struct peer_slot *sl)
 {
 	for (unsigned w = 0; w < ps->nwin; w++)
 		sl->win[w].n = 0, sl->win[w].id = 0;
-	sl->nwin = sl->head = 0;
+	sl->nwin = 0;
+	sl->resend_windows = PEER_RESEND_ROUNDS;
 	sl->rx_version = 0;
 	sl->rx_total = sl->rx_have = 0;
 	sl->owned_version = 0;
@@ -341,32 +342,45 @@ static void forget_peer(struct peer_state *ps, struct peer_slot *sl)
 	memset(sl->sent_any, 0, sizeof(sl->sent_any));
 }
 
+/* Windows are kept newest first (win[0]), ordered by id. */
 static struct peer_window *newest(const struct peer_state *ps, const struct peer_slot *sl)
 {
-	return sl->nwin ? &sl->win[(sl->head + ps->nwin - 1) % ps->nwin] : NULL;
+	(void)ps;
+	return sl->nwin ? &sl->win[0] : NULL;
 }
 
 /* The i-th most recent window of sl (0 = newest), NULL when it has fewer. */
 static const struct peer_window *recent(const struct peer_state *ps, const struct peer_slot *sl,
 					unsigned i)
 {
-	if (i >= sl->nwin)
-		return NULL;
-	return &sl->win[(sl->head + 2u * ps->nwin - 1 - i) % ps->nwin];
+	(void)ps;
+	return i < sl->nwin ? &sl->win[i] : NULL;
 }
 
-static struct peer_window *open_window(struct peer_state *ps, struct peer_slot *sl, uint64_t id,
-				       uint64_t samples)
+/*
+ * The window with this id, made room for in id order (the oldest one goes
+ * when all N are used); NULL when it is older than every window kept.
+ */
+static struct peer_window *window_at(struct peer_state *ps, struct peer_slot *sl, uint64_t id,
+				     uint64_t samples)
 {
-	struct peer_window *w = &sl->win[sl->head];
+	unsigned pos = 0;
+	struct peer_key *keys;
 
-	sl->head = (sl->head + 1) % ps->nwin;
+	for (unsigned i = 0; i < sl->nwin; i++)
+		if (sl->win[i].id == id)
+			return &sl->win[i];
+	while (pos < sl->nwin && sl->win[pos].id > id)
+		pos++;
+	if (pos == ps->nwin)
+		return NULL;
 	if (sl->nwin < ps->nwin)
 		sl->nwin++;
-	w->id = id;
-	w->samples = samples;
-	w->n = 0;
-	return w;
+	/* Shift older windows down one; the last one's buffer is reused. */
+	keys = sl->win[sl->nwin - 1].keys;
+	memmove(&sl->win[pos + 1], &sl->win[pos], (sl->nwin - 1 - pos) * sizeof(sl->win[0]));
+	sl->win[pos] = (struct peer_window){.id = id, .samples = samples, .n = 0, .keys = keys};
+	return &sl->win[pos];
 }
 
 static void window_put(struct peer_state *ps, struct peer_window *w, const struct peer_cand *c)
@@ -387,22 +401,11 @@ static void window_put(struct peer_state *ps, struct peer_window *w, const struc
 
 static void receive_cands(struct peer_state *ps, struct peer_slot *sl, const struct peer_msg *m)
 {
-	struct peer_window *w = newest(ps, sl);
+	struct peer_window *w = window_at(ps, sl, m->window_id, m->samples);
 	size_t off = 0;
 
-	if (!w || m->window_id > w->id) {
-		w = open_window(ps, sl, m->window_id, m->samples);
-	} else if (m->window_id != w->id) {
-		w = NULL; /* an older window: the one it belongs to may be gone, ignore it */
-		for (unsigned i = 1; i < sl->nwin; i++) {
-			struct peer_window *o = (struct peer_window *)recent(ps, sl, i);
-
-			if (o->id == m->window_id)
-				w = o;
-		}
-		if (!w)
-			return;
-	}
+	if (!w)
+		return; /* older than every window kept */
 	for (unsigned i = 0; i < m->count; i++) {
 		struct peer_cand c;
 
@@ -468,6 +471,9 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 	sl = &ps->slot[s];
 	if (sl->heard && sl->incarnation != m.incarnation)
 		forget_peer(ps, sl);
+	/* (Back) in touch: it may have missed our windows; send it all of them. */
+	if (!peer_live(ps, (unsigned)s, now_us))
+		sl->resend_windows = PEER_RESEND_ROUNDS;
 	sl->incarnation = m.incarnation;
 	sl->heard = true;
 	sl->last_heard_us = now_us;
@@ -627,7 +633,7 @@ static void close_window(struct peer_state *ps)
 	struct peer_window *w;
 
 	qsort(ps->pending, ps->npending, sizeof(*ps->pending), by_count_desc);
-	w = open_window(ps, &ps->slot[0], ++ps->window_id, ps->pending_samples);
+	w = window_at(ps, &ps->slot[0], ++ps->window_id, ps->pending_samples);
 	for (uint32_t i = 0; i < ps->npending && i < 2 * ps->top_k; i++)
 		w->keys[w->n++] = ps->pending[i];
 	ps->npending = 0;
@@ -838,8 +844,12 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 	}
 	emit(arg, buf, peer_enc_end(&e));
 
-	/* 2. Our newest window's candidates. */
-	if (w) {
+	/* 2. Our newest window's candidates; all N windows after we (re)gained touch. */
+	/* A peer we do not hear (yet) may have missed any of them: all of them too. */
+	if (!peer_live(ps, slot, now_us) && !sl->resend_windows)
+		sl->resend_windows = 1;
+	for (unsigned wi = 0; wi < (sl->resend_windows ? ps->slot[0].nwin : (w ? 1u : 0u)); wi++) {
+		w = &ps->slot[0].win[wi];
 		h.kind = PEER_K_CANDS;
 		h.window_id = w->id;
 		h.samples = w->samples;
@@ -857,6 +867,8 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 		}
 		emit(arg, buf, peer_enc_end(&e));
 	}
+	if (sl->resend_windows)
+		sl->resend_windows--;
 
 	/* 3. The keys we own (the whole list, every time: it is what peers confirm). */
 	h.kind = PEER_K_OWNED;

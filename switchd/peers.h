@@ -41,6 +41,9 @@
 #define PEER_LEASE_INTERVALS 3		/* L = 3 x interval */
 #define PEER_AGE_NEVER	     UINT32_MAX /* no digest from that node yet */
 #define PEER_MAX_OWNED	     4096 /* keys one switch may claim (bounded by directory.max_keys) */
+/* Rounds that carry every window after a peer is (back) in touch: 2, so one lost datagram does
+ * not leave the two switches merging different windows for N rounds. */
+#define PEER_RESEND_ROUNDS 2
 
 /* What one SYNC datagram carries after the common header. */
 enum peer_kind { PEER_K_SCORES = 0, PEER_K_CANDS = 1, PEER_K_OWNED = 2, PEER_K_COUNT };
@@ -163,9 +166,10 @@ struct peer_slot {
 	uint64_t lease_echo_us;	  /* newest of OUR send times it echoed */
 	uint64_t lease_confirmed; /* our owned version it confirmed in that same datagram */
 	uint64_t lag_us;	  /* our clock now - echoed send time, at the echo */
-	/* windows, newest at (head - 1) mod N */
+	/* windows, newest first (ordered by id), nwin of N used */
 	struct peer_window *win;
-	uint32_t nwin, head;
+	uint32_t nwin;
+	uint32_t resend_windows; /* rounds that carry all our windows to it, not just the newest */
 	/* its owned list: being assembled (rx_*) and the last complete one */
 	uint64_t rx_version;
 	uint16_t rx_total, rx_have;

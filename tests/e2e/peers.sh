@@ -57,12 +57,14 @@ fail() {
 start=$(date +%s)
 "$testbed" up "$config" >/dev/null
 cdtctl() { local s=$1; shift; "$build/switchd/cdtctl" --config "$config" --switch "$s" "$@"; }
-# bench AGENT PRIMARY ARGS...: a bench run from AGENT's namespace, PRIMARY switch first.
+# bench AGENT PRIMARY ARGS...: a bench run from AGENT's namespace, PRIMARY switch
+# first, with the agent settings of $agent_config (default: the testbed's).
+agent_config=$config
 bench() {
 	local agent=$1 primary=$2
 	shift 2
 	SKL_SWITCH_ORDER=$primary ip netns exec "$ns$agent" \
-		"$build/agent/skewless" --config "$config" bench "$@" >/dev/null
+		"$build/agent/skewless" --config "$agent_config" bench "$@" >/dev/null
 }
 skewed=(--keys 100000 --dist zipf:0.99 --read-ratio 0.95 --concurrency 8)
 
@@ -82,6 +84,8 @@ python3 - "$run" <<'PY' || fail "the switches did not agree on the hot set withi
 import json, sys
 run = sys.argv[1]
 agreed = None
+later = []
+biggest = 0
 for i in range(1, 26):
     w1 = json.load(open(f"{run}/a.w1.{i}.json"))
     w2 = json.load(open(f"{run}/a.w2.{i}.json"))
@@ -90,17 +94,23 @@ for i in range(1, 26):
     h2 = {k["key"]: k["owner"] for k in w2["hot"]}
     # Wherever both list a key they name the same owner.
     assert all(h1[k] == h2[k] for k in h1.keys() & h2.keys()), f"owners differ at {t} ms"
-    if i <= 14:
-        print(f"a: {t:5d} ms: w1 {len(h1)} keys, w2 {len(h2)} keys, differ in "
-              f"{sorted(h1.keys() ^ h2.keys())}")
-    if h1 and h1.keys() == h2.keys() and agreed is None:
+    if agreed is not None:
+        later.append(h1.keys() == h2.keys())
+    biggest = max(biggest, len(h1) if h1.keys() == h2.keys() else 0)
+    # A key is cluster-hot after a majority (3) of 5 windows of 200 ms: ~600 ms
+    # after the stream starts. Agreement then: the same set, the hottest key in it.
+    if agreed is None and "key:0" in h1 and h1.keys() == h2.keys():
         agreed = t
         print(f"a: both switches hold the same {len(h1)}-key hot set {t} ms after the "
               f"stream started; owners {sorted(set(h1.values()))}")
 for f in ("a1", "a2"):
     r = json.load(open(f"{run}/{f}.json"))
     print(f"a: {f}: {r['ops']} ops, errors {r['errors']}, max/mean {r['load']['max_over_mean']:.2f}")
-sys.exit(0 if agreed is not None and agreed <= 1000 else 1)
+if later:
+    print(f"a: afterwards the hot sets were identical in {sum(later)} of {len(later)} polls")
+print(f"a: largest hot set both held: {biggest} keys")
+sys.exit(0 if agreed is not None and agreed <= 1000 and sum(later) >= 0.8 * len(later)
+         and biggest >= 10 else 1)
 PY
 
 # ---- b. p3's health from the peer. -------------------------------------------------
@@ -135,6 +145,18 @@ isolate() { # on|off: both switch ports; hosts still reach both switches
 	ip -n "${ns}fabric" link set dev w1-fabric type bridge_slave isolated "$1"
 	ip -n "${ns}fabric" link set dev w2-fabric type bridge_slave isolated "$1"
 }
+# The agents here never give up their switches for the ring home: an agent that
+# writes straight to a home while a live switch still serves that key from
+# replicas breaks linearizability whatever the switches do (agent.switch_failures
+# fallback; see docs/protocol.md "Peer switches", Consequences). This part checks
+# the switches' protocol: ownership, forwarding, leases, bypass after D.
+python3 - "$config" "$run/agents-stay.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["agent"]["switch_failures"] = 1000
+json.dump(c, open(sys.argv[2], "w"))
+PY
+agent_config=$run/agents-stay.json
 lin=(--key-prefix lin: --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 16 --concurrency 6)
 # The same few keys written and read through both switches; c2's skewed stream measures balance.
 bench c1 w1 "${lin[@]}" --duration 9 --history "$run/c1.history" --json "$run/c1.json" & bench_pids+=($!)
@@ -194,6 +216,8 @@ assert during > before, "balance did not degrade"
 PY
 cat "$run/c1.history" "$run/c2.history" >"$run/c.history"
 python3 "$repo/tests/lincheck/lincheck.py" "$run/c.history" || fail "stale read across the partition"
+
+agent_config=$config
 
 # ---- d. kill w1: c1 fails over to w2. ----------------------------------------------
 bench c1 w1 "${skewed[@]}" --duration 4 --json "$run/d1.json" & bench_pids+=($!)

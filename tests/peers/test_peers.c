@@ -363,6 +363,42 @@ START_TEST(merged_windows_sum_counts_over_live_switches)
 }
 END_TEST
 
+START_TEST(after_a_partition_both_switches_merge_the_same_windows)
+{
+	struct peer_state a, b;
+	const char *ka[] = {"a"}, *kb[] = {"b"};
+	uint64_t c[] = {100};
+	uint64_t t = 10000 * MS;
+
+	load_cfg(",\"sync\":{\"window\":5}");
+	two(&a, &b);
+	for (int r = 0; r < 5; r++, t += 200 * MS) {
+		epoch(&a, t, ka, c, 1);
+		epoch(&b, t, kb, c, 1);
+		exchange(&a, &b, t, 1 * MS);
+		exchange(&b, &a, t, 1 * MS);
+	}
+	/* Cut off for 2 s: each closes 10 windows the other never sees. */
+	for (int r = 0; r < 10; r++, t += 200 * MS) {
+		epoch(&a, t, ka, c, 1);
+		epoch(&b, t, kb, c, 1);
+	}
+	ck_assert(!peer_live(&a, 1, t) && !peer_live(&b, 1, t));
+	/* Back in touch: the first round carries every window, not just the newest. */
+	exchange(&a, &b, t, 1 * MS);
+	exchange(&b, &a, t, 1 * MS);
+	for (unsigned i = 0; i < 5; i++) {
+		ck_assert_uint_eq(a.slot[1].win[i].id, b.slot[0].win[i].id);
+		ck_assert_uint_eq(b.slot[1].win[i].id, a.slot[0].win[i].id);
+	}
+	peer_compute_hot(&a, t + 2 * MS);
+	peer_compute_hot(&b, t + 2 * MS);
+	ck_assert(is_hot(&a, "a") && is_hot(&a, "b") && is_hot(&b, "a") && is_hot(&b, "b"));
+	peer_fini(&a);
+	peer_fini(&b);
+}
+END_TEST
+
 /* ---- Rendezvous ownership. ------------------------------------------------------------------ */
 
 START_TEST(rendezvous_owner_is_stable_and_balanced)
@@ -587,6 +623,7 @@ int main(void)
 	tcase_add_test(t, encoder_stops_at_capacity);
 	tcase_add_test(t, majority_of_windows_alone_reduces_to_local);
 	tcase_add_test(t, merged_windows_sum_counts_over_live_switches);
+	tcase_add_test(t, after_a_partition_both_switches_merge_the_same_windows);
 	tcase_add_test(t, rendezvous_owner_is_stable_and_balanced);
 	tcase_add_test(t, lease_ends_before_the_peer_judges_us_dead);
 	tcase_add_test(t, echoes_of_another_incarnation_or_the_future_are_ignored);
