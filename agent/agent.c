@@ -298,17 +298,52 @@ static int agent_new(const struct cfg *cfg, const struct sockaddr_in *sw, size_t
 	return 0;
 }
 
+/*
+ * The order to try the config's switches in: those named in `order` (a comma
+ * list of switch names or ids, the primary first), then the rest in config
+ * order. Returns 0, or -EINVAL for a name the config does not have.
+ */
+static int switch_order(const struct cfg *cfg, const char *order, int *idx)
+{
+	bool used[CFG_MAX_SWITCHES] = {false};
+	char list[256], *save = NULL;
+	int n = 0;
+
+	snprintf(list, sizeof(list), "%s", order ? order : "");
+	for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		const struct cfg_switch *s = cfg_switch_lookup(cfg, t);
+		int i = s ? (int)(s - cfg->switches) : -1;
+
+		if (i < 0)
+			return -EINVAL;
+		if (!used[i]) {
+			used[i] = true;
+			idx[n++] = i;
+		}
+	}
+	for (int i = 0; i < cfg->nswitches; i++)
+		if (!used[i])
+			idx[n++] = i;
+	return 0;
+}
+
 int skl_create(const struct cfg *cfg, const struct skl_options *opt, struct skl_agent **out)
 {
 	struct sockaddr_in sw[CFG_MAX_SWITCHES];
+	int order[CFG_MAX_SWITCHES];
 	size_t nsw = 0;
 
 	if (!cfg || !out)
 		return -EINVAL;
-	/* Switches in config order, each at its vip : service.port; a config
-	 * without switches still names the service VIP. */
+	/* Switches in config order (or opt->switch_order / $SKL_SWITCH_ORDER first),
+	 * each at its vip : service.port; a config without switches still names
+	 * the service VIP. */
+	if (switch_order(cfg,
+			 opt && opt->switch_order ? opt->switch_order : getenv("SKL_SWITCH_ORDER"),
+			 order) != 0)
+		return -EINVAL;
 	for (int i = 0; i < cfg->nswitches; i++)
-		sw[nsw++] = sockaddr_of(cfg->switches[i].vip, cfg->service.port);
+		sw[nsw++] = sockaddr_of(cfg->switches[order[i]].vip, cfg->service.port);
 	if (nsw == 0 && cfg->service.vip)
 		sw[nsw++] = sockaddr_of(cfg->service.vip, cfg->service.port);
 	return agent_new(cfg, sw, nsw, opt, out);

@@ -777,7 +777,10 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	o.consistency = b->consistency;
 	o.timeout_ms = b->timeout_ms;
 	if (skl_create(b->cfg, &o, &b->agent)) {
-		fprintf(stderr, "skewless bench: cannot create the agent\n");
+		fprintf(stderr, "skewless bench: cannot create the agent%s\n",
+			getenv("SKL_SWITCH_ORDER")
+			    ? " (does $SKL_SWITCH_ORDER name switches of the config?)"
+			    : "");
 		goto out;
 	}
 	b->max_inflight = b->rate > 0 ? b->cfg->agent.max_inflight : b->concurrency;

@@ -115,6 +115,12 @@ struct skl_options {
 	uint32_t max_inflight;	  /* 0: config */
 	uint32_t bind_ip;	  /* host order; 0: any */
 	uint16_t bind_port;	  /* 0: ephemeral */
+	/*
+	 * Switches to try first, in order: "w2" or "w2,w1" (names or ids); the
+	 * others follow in config order. NULL: $SKL_SWITCH_ORDER, else the
+	 * config's order. An unknown name makes skl_create() fail with -EINVAL.
+	 */
+	const char *switch_order;
 };
 
 /* A switch or node address, host byte order. */

@@ -256,7 +256,8 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 		}
 		if (!next && rte_mempool_get(c->states, (void **)&next) != 0)
 			return -ENOMEM;
-		tmp.completed_tsc = tmp.completed != cur->completed ? rte_rdtsc() : cur->completed_tsc;
+		tmp.completed_tsc =
+		    tmp.completed != cur->completed ? rte_rdtsc() : cur->completed_tsc;
 		*next = tmp;
 		if (publish(e, cur, next)) {
 			retire(c, worker, cur);
@@ -348,6 +349,8 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	e->index = (uint16_t)idx;
 	e->pinned = 0;
 	e->want_replicas = 0;
+	e->owner = 0;
+	e->spread = 0;
 	memcpy(c->keys[idx], key, key_len);
 	c->key_len[idx] = (uint16_t)key_len;
 	for (unsigned w = 0; w <= c->nworkers; w++)

@@ -43,9 +43,9 @@
 
 /* Immutable once published: what the directory knows of one key's copies. */
 struct cdt_state {
-	uint64_t completed; /* completed version; 0 = unknown (fresh entry) */
+	uint64_t completed;	/* completed version; 0 = unknown (fresh entry) */
 	uint64_t completed_tsc; /* when `completed` last advanced (replication lag) */
-	uint8_t nreplicas;  /* 1..CDT_MAX_REPLICAS once installed */
+	uint8_t nreplicas;	/* 1..CDT_MAX_REPLICAS once installed */
 	uint8_t pad[5];
 	uint16_t replicas[CDT_MAX_REPLICAS]; /* node ids holding `completed` */
 };
@@ -66,6 +66,15 @@ struct cdt_entry {
 	uint16_t index;	      /* slot in entries[] and the counter arrays */
 	uint8_t pinned;	      /* control thread: manual pin, never retired automatically */
 	uint8_t want_replicas;
+	/*
+	 * Peer switches (cluster.c writes, relaxed; workers read, relaxed):
+	 * owner 0 = this switch owns the key; else the id of the peer switch
+	 * requests for it are sent to. spread = this switch may send reads of
+	 * it to replicas (every peer confirmed routing it here). Both unused
+	 * (0) without peers.
+	 */
+	uint16_t owner;
+	uint8_t spread;
 	struct cdt_state *state; /* RCU: acquire load, CAS with release */
 };
 

@@ -4,6 +4,8 @@
  *   cdtctl (--switch ID|NAME [--config FILE] | --socket PATH) [--json] COMMAND
  *     stats                          counters, drops by reason, ports, workers
  *     nodes                          per node: in-flight, health, alive, neighbour
+ *     peers                          peer switches: live, lease, last sync, lag, window,
+ *                                    owned keys; the cluster hot set
  *     cdt show [KEY]                 directory entries
  *     cdt pin KEY... [--replicas N] [--force n1,n2,...]   (KEY "-": keys from stdin)
  *     cdt unpin KEY...
@@ -41,7 +43,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: cdtctl (--switch ID|NAME [--config FILE] | --socket PATH) [--json] "
 		   "COMMAND\n"
-		   "  stats | nodes | cdt show [KEY] | cdt pin KEY... [--replicas N] "
+		   "  stats | nodes | peers | cdt show [KEY] | cdt pin KEY... [--replicas N] "
 		   "[--force n1,n2] |\n"
 		   "  cdt unpin KEY... | directory on|off|show | debug on|off|show |\n"
 		   "  neigh show | neigh add IP MAC PORT\n"
@@ -186,6 +188,44 @@ static void print_nodes(json_t *r)
 	}
 }
 
+static void print_peers(json_t *r)
+{
+	json_t *p, *k;
+	size_t i;
+
+	if (!json_is_true(json_object_get(r, "peers_configured"))) {
+		printf("no peer switches configured\n");
+		return;
+	}
+	printf("leases: %s (%lld ms left); cluster hot set: %zu keys\n",
+	       json_is_true(json_object_get(r, "leased")) ? "all held" : "MISSING (reads go home)",
+	       (long long)json_integer_value(json_object_get(r, "lease_left_ms")),
+	       json_array_size(json_object_get(r, "hot")));
+	printf("%4s %-10s %-5s %-5s %12s %8s %8s %10s %8s\n", "id", "name", "live", "lease",
+	       "last_sync_ms", "lag_ms", "window", "owned_keys", "claimed");
+	json_array_foreach (json_object_get(r, "switches"), i, p) {
+		char name[80];
+
+		snprintf(name, sizeof(name), "%s%s", json_string_value(json_object_get(p, "name")),
+			 json_is_true(json_object_get(p, "self")) ? "*" : "");
+		printf("%4lld %-10s %-5s %-5s %12lld %8lld %8lld %10lld %8lld\n",
+		       (long long)json_integer_value(json_object_get(p, "id")), name,
+		       json_is_true(json_object_get(p, "live")) ? "yes" : "no",
+		       json_is_true(json_object_get(p, "lease")) ? "yes" : "no",
+		       (long long)json_integer_value(json_object_get(p, "last_sync_ms")),
+		       (long long)json_integer_value(json_object_get(p, "lag_ms")),
+		       (long long)json_integer_value(json_object_get(p, "window")),
+		       (long long)json_integer_value(json_object_get(p, "owned_keys")),
+		       (long long)json_integer_value(json_object_get(p, "claimed")));
+	}
+	json_array_foreach (json_object_get(r, "hot"), i, k)
+		printf("  hot %-24s count %-8lld replicas %-3lld owner %s\n",
+		       json_string_value(json_object_get(k, "key")),
+		       (long long)json_integer_value(json_object_get(k, "count")),
+		       (long long)json_integer_value(json_object_get(k, "replicas")),
+		       json_string_value(json_object_get(k, "owner")));
+}
+
 static void print_entry(json_t *e)
 {
 	char reps[256] = "";
@@ -198,7 +238,9 @@ static void print_entry(json_t *e)
 		if (off >= sizeof(reps))
 			break;
 	}
-	printf("%-24s %-16s %-6s %10lld %-24s %6s %10lld %10lld %8lld\n",
+	const char *owner = json_string_value(json_object_get(e, "owner"));
+
+	printf("%-24s %-16s %-6s %10lld %-24s %6s %10lld %10lld %8lld %s\n",
 	       json_string_value(json_object_get(e, "key")),
 	       json_string_value(json_object_get(e, "keyhash")),
 	       json_string_value(json_object_get(e, "home")),
@@ -206,7 +248,7 @@ static void print_entry(json_t *e)
 	       json_is_true(json_object_get(e, "pinned")) ? "yes" : "no",
 	       (long long)json_integer_value(json_object_get(e, "reads")),
 	       (long long)json_integer_value(json_object_get(e, "replica_reads")),
-	       (long long)json_integer_value(json_object_get(e, "writes")));
+	       (long long)json_integer_value(json_object_get(e, "writes")), owner ? owner : "");
 }
 
 static void print_cdt(json_t *r)
@@ -217,8 +259,8 @@ static void print_cdt(json_t *r)
 	printf("directory: %lld/%lld entries\n",
 	       (long long)json_integer_value(json_object_get(r, "size")),
 	       (long long)json_integer_value(json_object_get(r, "capacity")));
-	printf("%-24s %-16s %-6s %10s %-24s %6s %10s %10s %8s\n", "key", "keyhash", "home",
-	       "completed", "replicas", "pinned", "reads", "rep_reads", "writes");
+	printf("%-24s %-16s %-6s %10s %-24s %6s %10s %10s %8s %s\n", "key", "keyhash", "home",
+	       "completed", "replicas", "pinned", "reads", "rep_reads", "writes", "owner");
 	json_array_foreach (json_object_get(r, "entries"), i, e)
 		print_entry(e);
 }
@@ -242,6 +284,8 @@ static int show(json_t *r, const char *what)
 		print_stats(r);
 	else if (!strcmp(what, "nodes"))
 		print_nodes(r);
+	else if (!strcmp(what, "peers"))
+		print_peers(r);
 	else if (!strcmp(what, "cdt show"))
 		print_cdt(r);
 	else if (!strcmp(what, "directory"))
@@ -402,7 +446,7 @@ int main(int argc, char **argv)
 	const char *cmd = args[0];
 	char line[512];
 
-	if (!strcmp(cmd, "stats") || !strcmp(cmd, "nodes"))
+	if (!strcmp(cmd, "stats") || !strcmp(cmd, "nodes") || !strcmp(cmd, "peers"))
 		return show(request(cmd), cmd);
 	if (!strcmp(cmd, "directory")) {
 		snprintf(line, sizeof(line), "directory %s", nargs > 1 ? args[1] : "show");

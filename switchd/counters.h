@@ -48,6 +48,10 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_HOT_SAMPLES_DROPPED, "hot_samples_dropped", SW_CNT_EVENT)                         \
 	X(SW_CNT_REPL_LAG_US, "replication_lag_us_sum", SW_CNT_EVENT)                              \
 	X(SW_CNT_REPL_LAG_SAMPLES, "replication_lag_samples", SW_CNT_EVENT)                        \
+	X(SW_CNT_SYNCS, "syncs_received", SW_CNT_EVENT)                                            \
+	X(SW_CNT_PEER_FORWARDED, "requests_to_owner", SW_CNT_EVENT)                                \
+	X(SW_CNT_FROM_PEER, "requests_from_peers", SW_CNT_EVENT)                                   \
+	X(SW_CNT_LEASE_HOME_READS, "reads_home_without_lease", SW_CNT_EVENT)                       \
 	X(SW_CNT_DROP_RUNT, "runt_frame", SW_CNT_DROP)                                             \
 	X(SW_CNT_DROP_MULTISEG, "multi_segment", SW_CNT_DROP)                                      \
 	X(SW_CNT_DROP_ETHERTYPE, "not_ipv4_or_arp", SW_CNT_DROP)                                   \
@@ -74,7 +78,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_DROP_NO_RETURN, "no_return_address", SW_CNT_DROP)                                 \
 	X(SW_CNT_DROP_NO_NEIGHBOUR, "no_neighbour", SW_CNT_DROP)                                   \
 	X(SW_CNT_DROP_DIGEST_QUEUE, "digest_queue_full", SW_CNT_DROP)                              \
-	X(SW_CNT_DROP_SYNC, "sync_unsupported", SW_CNT_DROP)                                       \
+	X(SW_CNT_DROP_SYNC, "sync_not_from_peer", SW_CNT_DROP)                                     \
+	X(SW_CNT_DROP_SYNC_QUEUE, "sync_queue_full", SW_CNT_DROP)                                  \
 	X(SW_CNT_DROP_L2_SAME_PORT, "l2_same_port", SW_CNT_DROP)                                   \
 	X(SW_CNT_DROP_NO_MBUF, "no_mbuf", SW_CNT_DROP)
 

@@ -17,6 +17,7 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include "cluster.h"
 #include "ctl.h"
 #include "keyhash.h"
 #include "switchd.h"
@@ -92,7 +93,7 @@ static int hex_decode(const char *hex, uint8_t *out, size_t cap, size_t *len)
 }
 
 /* A key as text when printable, else "hex:..." */
-static json_t *key_json(const uint8_t *key, uint16_t len)
+json_t *ctl_key_json(const uint8_t *key, uint16_t len)
 {
 	char buf[2 * WIRE_MAX_KEY + 8];
 	bool printable = len > 0;
@@ -214,6 +215,11 @@ static json_t *cmd_nodes(struct sw *sw)
 			      scores_alive(&sw->scores, n->id), "state",
 			      scores_state_name(sw->scores.state[n->id]), "mac", known ? mac : NULL,
 			      "port", known && port < sw->nports ? sw->ports[port].name : NULL));
+		/* Whose digests the score comes from: this switch's, or a peer's. */
+		const char *src = cluster_score_source(sw, n->id);
+
+		json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "score_from",
+				    json_string(src ? src : sw->self->name));
 	}
 	return json_pack("{s:b, s:o}", "ok", 1, "nodes", arr);
 }
@@ -232,12 +238,24 @@ static json_t *entry_json(struct sw *sw, const struct cdt_entry *e)
 		json_array_append_new(reps, json_string(node_name(sw, st->replicas[i])));
 	snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
 	return json_pack("{s:o, s:s, s:s, s:I, s:o, s:b, s:i, s:I, s:I, s:I, s:I, s:I}", "key",
-			 key_json(key, klen), "keyhash", kh, "home", node_name(sw, e->home),
+			 ctl_key_json(key, klen), "keyhash", kh, "home", node_name(sw, e->home),
 			 "completed", (json_int_t)st->completed, "replicas", reps, "pinned",
 			 e->pinned, "want_replicas", e->want_replicas, "reads", (json_int_t)c.reads,
 			 "replica_reads", (json_int_t)c.replica_reads, "writes",
 			 (json_int_t)c.writes, "completions", (json_int_t)c.completions,
 			 "acks_added", (json_int_t)c.acks_added);
+}
+
+/* entry_json plus who owns the key (peer switches) and whether reads are spread. */
+static json_t *entry_json_owned(struct sw *sw, const struct cdt_entry *e)
+{
+	json_t *o = entry_json(sw, e);
+	uint16_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+
+	json_object_set_new(o, "owner",
+			    json_string(owner ? cluster_switch_name(sw, owner) : sw->self->name));
+	json_object_set_new(o, "spread", json_boolean(!sw->peers_on || (!owner && e->spread)));
+	return o;
 }
 
 static json_t *cmd_cdt_show(struct sw *sw, const char *hexkey)
@@ -255,13 +273,13 @@ static json_t *cmd_cdt_show(struct sw *sw, const char *hexkey)
 		}
 		e = cdt_find(sw->cdt, keyhash(key, len));
 		if (e && e->fingerprint == cdt_fingerprint(key, len))
-			json_array_append_new(arr, entry_json(sw, e));
+			json_array_append_new(arr, entry_json_owned(sw, e));
 	} else {
 		uint32_t it = 0;
 		struct cdt_entry *e;
 
 		while ((e = cdt_next(sw->cdt, &it)) != NULL)
-			json_array_append_new(arr, entry_json(sw, e));
+			json_array_append_new(arr, entry_json_owned(sw, e));
 	}
 	return json_pack("{s:b, s:i, s:i, s:o}", "ok", 1, "size", sw->cdt->nentries, "capacity",
 			 sw->cdt->max_entries, "entries", arr);
@@ -428,6 +446,8 @@ char *ctl_command(struct sw *sw, const char *line)
 		r = cmd_directory(sw, argc > 1 ? argv[1] : NULL);
 	else if (!strcmp(argv[0], "neigh"))
 		r = cmd_neigh(sw, argv + 1, argc - 1);
+	else if (!strcmp(argv[0], "peers"))
+		r = cluster_json(sw);
 	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "show")) {
 		rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 		r = cmd_cdt_show(sw, argc > 2 ? argv[2] : NULL);
@@ -437,7 +457,8 @@ char *ctl_command(struct sw *sw, const char *line)
 	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "unpin"))
 		r = cmd_cdt_unpin(sw, argc > 2 ? argv[2] : NULL);
 	else
-		r = error("unknown command \"%s\" (stats, nodes, cdt show|pin|unpin, directory, debug, neigh)",
+		r = error("unknown command \"%s\" (stats, nodes, peers, cdt show|pin|unpin, "
+			  "directory, debug, neigh)",
 			  argv[0]);
 	out = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
@@ -699,6 +720,41 @@ static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static int tel_peers(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sw *sw = tel_sw;
+	struct cluster_row rows[PEER_MAX];
+	bool leased = false;
+	unsigned n;
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	n = cluster_rows_snapshot(sw, rows, &leased);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "peers_configured", sw->npeers);
+	rte_tel_data_add_dict_u64(d, "leased", leased);
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_tel_data *pd = rte_tel_data_alloc();
+
+		if (!pd)
+			return -1;
+		rte_tel_data_start_dict(pd);
+		rte_tel_data_add_dict_u64(pd, "id", rows[i].id);
+		rte_tel_data_add_dict_u64(pd, "self", rows[i].self);
+		rte_tel_data_add_dict_u64(pd, "live", rows[i].live);
+		rte_tel_data_add_dict_u64(pd, "lease", rows[i].lease);
+		rte_tel_data_add_dict_int(pd, "last_sync_ms", (int)rows[i].last_sync_ms);
+		rte_tel_data_add_dict_int(pd, "lag_ms", (int)rows[i].lag_ms);
+		rte_tel_data_add_dict_u64(pd, "window", rows[i].window);
+		rte_tel_data_add_dict_u64(pd, "owned_keys", rows[i].owned_keys);
+		rte_tel_data_add_dict_u64(pd, "claimed", rows[i].claimed);
+		rte_tel_data_add_dict_container(d, rows[i].name, pd, 0);
+	}
+	return 0;
+}
+
 /* Registered once per process; the commands answer for tel_sw. */
 __attribute__((constructor)) static void tel_register(void)
 {
@@ -706,6 +762,9 @@ __attribute__((constructor)) static void tel_register(void)
 				   "Switch counters: events, drops by reason, per port");
 	rte_telemetry_register_cmd("/skewless/nodes", tel_nodes,
 				   "Per node: in-flight, health, alive, state");
+	rte_telemetry_register_cmd("/skewless/peers", tel_peers,
+				   "Peer switches: live, lease, last sync, lag, window, owned keys "
+				   "(as of the last sync round)");
 	rte_telemetry_register_cmd("/skewless/cdt", tel_cdt,
 				   "Directory entries: home, completed version, replica set");
 }

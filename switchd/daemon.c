@@ -23,6 +23,7 @@
 #include <rte_random.h>
 #include <rte_udp.h>
 
+#include "cluster.h"
 #include "ctl.h"
 #include "health.h"
 #include "keyhash.h"
@@ -159,13 +160,16 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	snprintf(name, sizeof(name), "log_%s", sw->tag);
 	sw->log_ring = rte_ring_create_elem(name, sizeof(struct sw_decision), SW_LOG_RING,
 					    SOCKET_ID_ANY, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "sync_%s", sw->tag);
+	sw->sync_ring = rte_ring_create(name, SW_SYNC_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "ctx_%s", sw->tag);
 	sw->ctl_tx_ring =
 	    rte_ring_create(name, SW_CTL_TX_RING, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring)
+	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring ||
+	    !sw->sync_ring)
 		return fail(err, errlen, "cannot create rings: %s", rte_strerror(rte_errno));
 
-	if (dir_init(sw, err, errlen) != 0)
+	if (dir_init(sw, err, errlen) != 0 || cluster_init(sw, err, errlen) != 0)
 		return -1;
 	if (ports_init(sw, err, errlen) != 0)
 		return -1;
@@ -216,6 +220,14 @@ void sw_fini(struct sw *sw)
 		while (rte_ring_dequeue(sw->ctl_tx_ring, (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 	}
+	if (sw->sync_ring) {
+		struct rte_mbuf *m;
+
+		while (rte_ring_dequeue(sw->sync_ring, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
+	rte_ring_free(sw->sync_ring);
+	cluster_fini(sw);
 	rte_ring_free(sw->ctl_tx_ring);
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
@@ -294,7 +306,45 @@ void sw_send_arp_request(struct sw *sw, uint32_t ip)
 
 static void arp_for(struct sw *sw, uint32_t ip, uint64_t now);
 
+/* Build msg as a datagram VIP:service.port -> ip:port to mac and queue it for worker 0. */
+static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint32_t dst_ip,
+			 uint16_t dst_port, const struct wire_msg *msg);
+
 int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
+{
+	uint8_t mac[6], port;
+
+	if (!l2_node_nb(sw->l2, node, mac, &port) || port >= sw->nports) {
+		arp_for(sw, sw->node_ip[node], rte_rdtsc());
+		return -ENOENT;
+	}
+	return send_datagram(sw, mac, port, sw->node_ip[node], sw->node_port[node], msg);
+}
+
+int sw_send_to_peer(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
+{
+	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, id);
+	uint8_t mac[6], port;
+	uint64_t now = rte_rdtsc();
+
+	if (!peer || len > WIRE_MAX_DATAGRAM - WIRE_HDR_LEN)
+		return -EINVAL;
+	if (!l2_nb_lookup(sw->l2, peer->vip, mac, &port, (uint32_t)(now / sw->tsc_hz)) ||
+	    port >= sw->nports) {
+		arp_for(sw, peer->vip, now);
+		return -ENOENT;
+	}
+	struct wire_msg m = {
+	    .op = WIRE_OP_SYNC,
+	    .flags = WIRE_F_VIA_SWITCH,
+	    .val_len = (uint32_t)len,
+	    .value = value,
+	};
+	return send_datagram(sw, mac, port, peer->vip, sw->svc_port, &m);
+}
+
+static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint32_t dst_ip,
+			 uint16_t dst_port, const struct wire_msg *msg)
 {
 	size_t wlen = wire_len(msg);
 	uint16_t frame_len = (uint16_t)(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) +
@@ -303,12 +353,7 @@ int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
 	struct rte_ipv4_hdr *ip;
 	struct rte_udp_hdr *udp;
 	struct rte_mbuf *m;
-	uint8_t mac[6], port;
 
-	if (!l2_node_nb(sw->l2, node, mac, &port) || port >= sw->nports) {
-		arp_for(sw, sw->node_ip[node], rte_rdtsc());
-		return -ENOENT;
-	}
 	m = rte_pktmbuf_alloc(sw->pool);
 	if (!m)
 		return -ENOMEM;
@@ -328,10 +373,10 @@ int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
 	ip->time_to_live = 64;
 	ip->next_proto_id = IPPROTO_UDP;
 	ip->src_addr = rte_cpu_to_be_32(sw->vip);
-	ip->dst_addr = rte_cpu_to_be_32(sw->node_ip[node]);
+	ip->dst_addr = rte_cpu_to_be_32(dst_ip);
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	udp->src_port = rte_cpu_to_be_16(sw->svc_port);
-	udp->dst_port = rte_cpu_to_be_16(sw->node_port[node]);
+	udp->dst_port = rte_cpu_to_be_16(dst_port);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + wlen));
 	udp->dgram_cksum = 0;
 	if (wire_encode(msg, udp + 1, wlen) < 0) {
@@ -396,7 +441,12 @@ static void take_digests(struct sw *sw)
 		enum scores_state st;
 		uint8_t health = dig_health(sw->dig, id);
 
-		if (!dig_alive(sw->dig, id))
+		bool alive = dig_alive(sw->dig, id);
+
+		if (cluster_node_score(sw, id, now, &health, &alive) > 0)
+			st = alive ? SCORES_UP
+				   : SCORES_DOWN; /* our digests are stale: a peer's view */
+		else if (!alive)
 			st = SCORES_DOWN;
 		else if (sw->dig->node[id].received == 0)
 			st = SCORES_UNKNOWN; /* tracked, no digest yet: routed to, health 100 */
@@ -472,6 +522,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	take_digests(sw);
+	cluster_poll(sw, now_us());
 	dir_poll(sw, now_us());
 	take_logs(sw);
 	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)

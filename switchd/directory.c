@@ -12,9 +12,10 @@
 
 #include <rte_ring.h>
 
+#include "cluster.h"
 #include "switchd.h"
 
-#define DIR_SAMPLE_RING 8192	 /* sampled keys per control round, at most */
+#define DIR_SAMPLE_RING	    8192 /* sampled keys per control round, at most */
 #define DIR_COMPLETION_RING 4096 /* write completions per control round, at most */
 
 /* A sampled request key; its size is a multiple of 4 as rte_ring elements need. */
@@ -166,7 +167,8 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	uint16_t key_len;
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
-	if (st->nreplicas >= want || key_len == 0)
+	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
+	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
 		return;
 	n = pick_targets(sw, st, e->home, want - st->nreplicas, targets);
 	if (n == 0)
@@ -175,15 +177,15 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	for (unsigned i = 0; i < n; i++)
 		wire_put16(payload + 2 + 2 * i, targets[i]);
 	struct wire_msg m = {
-		.op = WIRE_OP_REPLICATE,
-		.flags = WIRE_F_VIA_SWITCH,
-		.keyhash = e->keyhash,
-		.version = version,
-		.node = e->home,
-		.key_len = key_len,
-		.val_len = 2 + 2 * n,
-		.key = key,
-		.value = payload,
+	    .op = WIRE_OP_REPLICATE,
+	    .flags = WIRE_F_VIA_SWITCH,
+	    .keyhash = e->keyhash,
+	    .version = version,
+	    .node = e->home,
+	    .key_len = key_len,
+	    .val_len = 2 + 2 * n,
+	    .key = key,
+	    .value = payload,
 	};
 	if (sw_send_to_node(sw, e->home, &m) == 0)
 		d->stats.replicates_sent++;
@@ -200,11 +202,15 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
 	int rc;
 
+	bool owned = e->owner == 0;
+
 	memcpy(key, k, key_len);
 	rc = cdt_remove(sw->cdt, kh);
 	if (rc != 0)
 		return rc;
 	hot_forget(d->hot, kh);
+	if (!owned) /* routed to a peer: the copies are the owner's business */
+		return 0;
 	/*
 	 * After the removal (and its grace period) no read goes to a replica any
 	 * more: drop the copies everywhere but the home. A copy left behind by a
@@ -212,11 +218,11 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 	 * node joins a set only by acking the completed version.
 	 */
 	struct wire_msg m = {
-		.op = WIRE_OP_UNREPLICATE,
-		.flags = WIRE_F_VIA_SWITCH,
-		.keyhash = kh,
-		.key_len = key_len,
-		.key = key,
+	    .op = WIRE_OP_UNREPLICATE,
+	    .flags = WIRE_F_VIA_SWITCH,
+	    .keyhash = kh,
+	    .key_len = key_len,
+	    .key = key,
 	};
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
@@ -232,6 +238,34 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 	return 0;
 }
 
+struct cdt_entry *dir_install(struct sw *sw, uint64_t keyhash, const uint8_t *key, uint16_t key_len,
+			      uint8_t want)
+{
+	struct directory *d = sw->dir;
+	uint16_t home = ring_home(&sw->ring, keyhash);
+	struct cdt_entry *e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
+
+	if (!e) {
+		if (errno == ENOSPC)
+			d->stats.full++;
+		else if (errno == EEXIST)
+			d->stats.collisions++;
+		return NULL;
+	}
+	e->want_replicas = want;
+	d->stats.installs++;
+	/* v = 0: "your current version"; the replies converge from there (DESIGN.md 5). */
+	replicate(sw, e, cdt_entry_state(e), 0);
+	return e;
+}
+
+void dir_replicate(struct sw *sw, struct cdt_entry *e)
+{
+	const struct cdt_state *st = cdt_entry_state(e);
+
+	replicate(sw, e, st, st->completed);
+}
+
 /* Install or refresh the epoch's hot keys; retire the ones gone cold. */
 static void run_epoch(struct sw *sw)
 {
@@ -240,10 +274,16 @@ static void run_epoch(struct sw *sw)
 	uint32_t installs = 0, retires = 0;
 
 	hot_epoch(d->hot, r);
+	if (cluster_on(sw)) {
+		/* With peers the cluster hot set decides what is installed (cluster.c). */
+		cluster_epoch(sw, r);
+		d->stats.hot_set = r->nhot;
+		d->stats.epochs++;
+		return;
+	}
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		const struct hot_key *k = &r->hot[i];
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
-		uint16_t home;
 
 		if (e) {
 			if (e->fingerprint != cdt_fingerprint(k->key, k->key_len))
@@ -252,19 +292,8 @@ static void run_epoch(struct sw *sw)
 				e->want_replicas = (uint8_t)k->replicas;
 			continue;
 		}
-		home = ring_home(&sw->ring, k->keyhash);
-		e = cdt_install(sw->cdt, k->keyhash, k->key, k->key_len, home, &home, 1, 0);
-		if (!e) {
-			if (errno == ENOSPC)
-				d->stats.full++;
-			else if (errno == EEXIST)
-				d->stats.collisions++;
-			continue;
-		}
-		e->want_replicas = (uint8_t)k->replicas;
-		installs++;
-		/* v = 0: "your current version"; the replies converge from there (DESIGN.md 5). */
-		replicate(sw, e, cdt_entry_state(e), 0);
+		if (dir_install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas))
+			installs++;
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct cdt_entry *e = cdt_find(sw->cdt, r->retired[i]);
@@ -275,7 +304,6 @@ static void run_epoch(struct sw *sw)
 	d->stats.hot_set = r->nhot;
 	d->stats.last_installs = installs;
 	d->stats.last_retires = retires;
-	d->stats.installs += installs;
 	d->stats.retires += retires;
 	d->stats.epochs++;
 }
@@ -335,8 +363,9 @@ void dir_set_enabled(struct sw *sw, bool on)
 
 	if (!victims)
 		return;
+	/* A peer's keys stay routed to it: that is not ours to switch off. */
 	while ((e = cdt_next(sw->cdt, &it)) != NULL)
-		if (!e->pinned)
+		if (!e->pinned && e->owner == 0)
 			victims[n++] = e->keyhash;
 	for (uint32_t i = 0; i < n; i++)
 		if ((e = cdt_find(sw->cdt, victims[i])) != NULL && dir_remove(sw, e) == 0)

@@ -31,9 +31,9 @@ struct wire_msg;
 /* What `cdtctl stats` and /skewless/stats show of the directory. */
 struct dir_stats {
 	bool enabled;
-	uint32_t hot_set;	 /* keys in the last epoch's hot set */
-	uint32_t last_installs;	 /* in the last epoch */
-	uint32_t last_retires;	 /* in the last epoch */
+	uint32_t hot_set;	/* keys in the last epoch's hot set */
+	uint32_t last_installs; /* in the last epoch */
+	uint32_t last_retires;	/* in the last epoch */
 	uint64_t epochs;
 	uint64_t installs;
 	uint64_t retires;
@@ -53,7 +53,18 @@ void dir_poll(struct sw *sw, uint64_t now_us);
 /* Turn hot-key management on or off; off removes every entry that is not pinned. */
 void dir_set_enabled(struct sw *sw, bool on);
 
-/* Remove one entry (unpin, retire): CDT removal, then UNREPLICATE to the other nodes. */
+/*
+ * Install a key this switch owns with set {home}, want replicas, and send the
+ * home REPLICATE(0). The entry, or NULL (directory full, keyhash collision).
+ */
+struct cdt_entry *dir_install(struct sw *sw, uint64_t keyhash, const uint8_t *key, uint16_t key_len,
+			      uint8_t want);
+
+/* REPLICATE the entry's completed version to as many nodes as it is short of. */
+void dir_replicate(struct sw *sw, struct cdt_entry *e);
+
+/* Remove one entry (unpin, retire): CDT removal, then UNREPLICATE to the other nodes
+ * (none for a key owned by a peer switch). */
 int dir_remove(struct sw *sw, struct cdt_entry *e);
 
 void dir_get_stats(const struct sw *sw, struct dir_stats *out);

@@ -283,7 +283,7 @@ static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr
 }
 
 /* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
-static uint8_t service_kind(struct sw_worker *w, struct pkt *p)
+static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
 	struct sw *sw = w->sw;
 	uint8_t op = p->msg.op;
@@ -320,9 +320,23 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p)
 		CNT(w, SW_CNT_DIGESTS);
 		return K_DONE;
 	}
-	case WIRE_OP_SYNC:
-		drop(w, p->m, SW_CNT_DROP_SYNC);
+	case WIRE_OP_SYNC: {
+		uint32_t src = rte_be_to_cpu_32(p->ip->src_addr);
+
+		/* Only from a configured peer's VIP; the control thread decodes it. */
+		if (sw_peer_of_ip(sw, src) < 0) {
+			drop(w, p->m, SW_CNT_DROP_SYNC);
+			return K_DONE;
+		}
+		l2_nb_learn(sw->l2, src, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s,
+			    false);
+		if (rte_ring_mp_enqueue(sw->sync_ring, p->m) != 0) {
+			drop(w, p->m, SW_CNT_DROP_SYNC_QUEUE);
+			return K_DONE;
+		}
+		CNT(w, SW_CNT_SYNCS);
 		return K_DONE;
+	}
 	default:
 		drop(w, p->m, SW_CNT_DROP_UNEXPECTED_OP);
 		return K_DONE;
@@ -419,7 +433,7 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 		drop(w, m, sw_cnt_wire(err));
 		return K_DONE;
 	}
-	return service_kind(w, p);
+	return service_kind(w, p, in_port, now_s);
 }
 
 /* ---- Pass 2: the service datagrams, after the bulk CDT lookup. ------------------------ */
@@ -502,9 +516,51 @@ static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16
 	memcpy(c->mac, mac, 6);
 }
 
-/* GET/PUT/DEL from a client: choose the node, stamp the return address, forward. */
+/*
+ * May reads of e go to replicas? Without peers: whenever it is in the
+ * directory. With peers: only keys this switch owns, whose routing every peer
+ * confirmed, and only while every peer's lease runs (docs/protocol.md, "Peer
+ * switches"); the deadline is checked here, not only by the control thread.
+ */
+static inline bool may_spread(const struct sw *sw, const struct cdt_entry *e, uint64_t now_tsc)
+{
+	if (!e)
+		return false;
+	if (!__atomic_load_n(&sw->peers_on, __ATOMIC_RELAXED))
+		return true;
+	return __atomic_load_n(&e->owner, __ATOMIC_RELAXED) == 0 &&
+	       __atomic_load_n(&e->spread, __ATOMIC_RELAXED) &&
+	       now_tsc < __atomic_load_n(&sw->lease_until_tsc, __ATOMIC_RELAXED);
+}
+
+/*
+ * A request for a key a peer switch owns: to that peer's VIP, return address
+ * stamped with the client's; the owner routes it and answers the client.
+ */
+static void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
+	uint8_t mac[6], out;
+
+	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, mac, &out, now_s) || out >= sw->nports) {
+		want_neighbour(w, peer ? peer->vip : 0);
+		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
+		return;
+	}
+	rewrite(sw, p, mac, sw->vip, peer->vip, sw->svc_port, sw->svc_port,
+		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
+		rte_be_to_cpu_32(p->ip->src_addr), rte_be_to_cpu_16(p->udp->src_port));
+	CNT(w, SW_CNT_PEER_FORWARDED);
+	tx(w, out, p->m);
+}
+
+/*
+ * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
+ * key's owner): choose the node, stamp the return address, forward.
+ */
 static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		       uint32_t now_s)
+		       uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
@@ -512,24 +568,51 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	bool debug = __atomic_load_n(&sw->debug, __ATOMIC_RELAXED) || (msg->flags & WIRE_F_DEBUG);
 	struct sel_trace trace, *tr = debug ? &trace : NULL;
 	bool is_read = msg->op == WIRE_OP_GET;
+	/* A peer already stamped the client's address; it is never sent on again. */
+	bool from_peer = sw->npeers && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
+	uint32_t ret_ip = from_peer ? msg->ret_ip : rte_be_to_cpu_32(p->ip->src_addr);
+	uint16_t ret_port = from_peer ? msg->ret_port : rte_be_to_cpu_16(p->udp->src_port);
 	uint8_t mac[6], out;
-	uint16_t target, flags;
+	uint16_t target, flags, owner;
 
 	CNT(w, SW_CNT_REQUESTS);
-	/* 1 in sample_every requests feeds hot-key detection (directory.c). */
-	if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+	if (from_peer) {
+		CNT(w, SW_CNT_FROM_PEER);
+		if (ret_ip == 0 || ret_port == 0) {
+			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
+			return;
+		}
+	} else if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+		/* 1 in sample_every client requests feeds hot-key detection (directory.c);
+		 * a peer's forwarded requests were counted by that peer already. */
 		w->sample_countdown = sw->sample_every;
 		dir_sample(w, msg);
 	}
 	e = entry_for(w, e, msg);
+	owner = e ? __atomic_load_n(&e->owner, __ATOMIC_RELAXED) : 0;
+	if (owner && !from_peer) {
+		to_owner(w, p, owner, now_s);
+		return;
+	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
 	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
-	target = is_read ? read_target(w, e, home, tr, NULL) : home;
+	if (!is_read)
+		target = home;
+	else if (may_spread(sw, e, now_tsc))
+		target = read_target(w, e, home, tr, NULL);
+	else {
+		target = home;
+		if (e && !owner)
+			CNT(w, SW_CNT_LEASE_HOME_READS);
+	}
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, is_read && e ? tr : NULL);
 	if (!scores_alive(&sw->scores, target)) {
 		CNT(w, SW_CNT_UNAVAILABLE);
-		answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
+		if (from_peer) /* the client is not behind the sender: let it time out and retry */
+			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
+		else
+			answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
 		return;
 	}
 	if (!l2_node_nb(sw->l2, target, mac, &out) || out >= sw->nports) {
@@ -537,14 +620,14 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	learn_client(w, p, in_port, now_s);
+	if (!from_peer)
+		learn_client(w, p, in_port, now_s);
 
 	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
 	rewrite(sw, p, mac, sw->vip, sw->node_ip[target], sw->svc_port, sw->node_port[target],
-		flags, target, rte_be_to_cpu_32(p->ip->src_addr),
-		rte_be_to_cpu_16(p->udp->src_port));
+		flags, target, ret_ip, ret_port);
 	scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
@@ -691,7 +774,8 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 
 	e = entry_for(w, e, &p->msg);
 	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
-	target = read_target(w, e, home, NULL, &version);
+	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
+	target = read_target(w, may_spread(sw, e, rte_rdtsc()) ? e : NULL, home, NULL, &version);
 	CNT(w, SW_CNT_HINTS);
 	answer(w, p, in_port, scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE,
 	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
@@ -734,7 +818,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 
 		switch (p->kind) {
 		case K_REQUEST:
-			do_request(w, p, e, in_port, now_s);
+			do_request(w, p, e, in_port, now_s, now_tsc);
 			break;
 		case K_REPLY:
 		case K_CTL_REPLY:

@@ -47,6 +47,8 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_LOG_RING	 1024 /* decision-log records */
 #define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
 #define SW_CTL_TX_RING	 4096 /* frames the control thread sends through worker 0 */
+#define SW_SYNC_RING	 1024 /* SYNC mbufs from peer switches waiting for the control thread */
+#define SW_MAX_PEERS	 (CFG_MAX_SWITCHES - 1)
 
 struct sw_rxq {
 	uint16_t port; /* index in sw->ports */
@@ -118,6 +120,7 @@ struct sw_opts {
 
 struct ctl;
 struct dig_table;
+struct cluster;
 
 struct sw {
 	const struct cfg *cfg;
@@ -155,6 +158,19 @@ struct sw {
 	uint32_t idle_polls;
 	uint64_t tsc_hz;
 	uint64_t drain_tsc;
+
+	/*
+	 * Peer switches (cluster.h). Addresses read-only after start-up; the
+	 * lease deadline is written by the control thread (relaxed) and read by
+	 * workers: replica reads only while now_tsc < lease_until_tsc.
+	 */
+	uint8_t peers_on; /* switch has configured peers */
+	uint16_t npeers;
+	uint16_t peer_id[SW_MAX_PEERS];
+	uint32_t peer_vip[SW_MAX_PEERS]; /* host order */
+	uint64_t lease_until_tsc;
+	struct rte_ring *sync_ring;
+	struct cluster *cluster;
 
 	/* Node addressing, read-only after start-up. Host order. */
 	uint32_t node_ip[CFG_MAX_NODES + 1];
@@ -205,6 +221,21 @@ uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counte
 /* Install a key with `want` replicas starting from {home} (REPLICATE is issue 8's). */
 struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
 			 unsigned nforce, uint8_t want);
+
+/*
+ * Control thread: send a SYNC value to peer switch id from the VIP. 0, or
+ * -ENOENT when its MAC is not known yet (an ARP goes out), -ENOMEM, -EINVAL.
+ */
+int sw_send_to_peer(struct sw *sw, uint16_t id, const uint8_t *value, size_t len);
+
+/* Index of a peer switch by its VIP (host order), or -1. Workers and control thread. */
+static inline int sw_peer_of_ip(const struct sw *sw, uint32_t ip)
+{
+	for (uint16_t i = 0; i < sw->npeers; i++)
+		if (sw->peer_vip[i] == ip)
+			return i;
+	return -1;
+}
 
 /* ---- pipeline.c: the fast path. ------------------------------------------------------ */
 

@@ -1,0 +1,281 @@
+/*
+ * peers.h - peer switches (DESIGN.md 7, docs/protocol.md "Peer switches"):
+ * the SYNC codec and the protocol state a switch keeps about its peers.
+ *
+ * Pure logic, no DPDK and no clock of its own: every function takes the
+ * caller's monotonic time in microseconds, so the unit tests drive it on a
+ * simulated clock. switchd's control thread is the only caller (cluster.c)
+ * and the only writer; cdtctl's answers are built on the same thread.
+ *
+ * What it keeps, per configured switch (slot 0 is this switch):
+ *   liveness   a peer is live when a SYNC from it arrived within D = 5 x
+ *              sync.interval_ms;
+ *   lease      this switch holds a lease from peer P while P has echoed one
+ *              of this switch's heartbeats sent within L = 3 x interval (L < D:
+ *              the lease always ends before P can judge this switch dead);
+ *   windows    the last sync.window candidate windows (hot keys with counts);
+ *   claims     the keys a peer says it owns (its versioned owned list), and
+ *              which version of OUR owned list it confirmed routing to us;
+ *   scores     the peer's view of each node (health, alive, digest age).
+ * From these it computes the cluster hot set (sliding-window consensus) and
+ * the owner of a key (rendezvous hash over the live switches).
+ */
+#ifndef SKL_PEERS_H
+#define SKL_PEERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "hotkeys.h"
+
+#define PEER_LAYOUT	     1
+#define PEER_MAX	     CFG_MAX_SWITCHES /* slots, this switch included */
+#define PEER_HDR_LEN	     44
+#define PEER_CAND_HDR_LEN    16 /* window_id, samples */
+#define PEER_OWNED_HDR_LEN   12 /* version, total, first */
+#define PEER_SCORE_LEN	     8
+#define PEER_FULL_EVERY	     5		/* every 5th SYNC carries every score entry */
+#define PEER_DEAD_INTERVALS  5		/* D = 5 x interval */
+#define PEER_LEASE_INTERVALS 3		/* L = 3 x interval */
+#define PEER_AGE_NEVER	     UINT32_MAX /* no digest from that node yet */
+#define PEER_MAX_OWNED	     4096 /* keys one switch may claim (bounded by directory.max_keys) */
+/* Rounds that carry every window after a peer is (back) in touch: 2, so one lost datagram does
+ * not leave the two switches merging different windows for N rounds. */
+#define PEER_RESEND_ROUNDS 2
+
+/* What one SYNC datagram carries after the common header. */
+enum peer_kind { PEER_K_SCORES = 0, PEER_K_CANDS = 1, PEER_K_OWNED = 2, PEER_K_COUNT };
+
+/* Why peer_decode() rejected a SYNC payload: X(enum name, counter name). */
+#define PEER_ERRORS(X)                                                                             \
+	X(PEER_OK, "ok")                                                                           \
+	X(PEER_ERR_SHORT, "sync_short")                                                            \
+	X(PEER_ERR_LAYOUT, "sync_bad_layout")                                                      \
+	X(PEER_ERR_KIND, "sync_bad_kind")                                                          \
+	X(PEER_ERR_SENDER, "sync_bad_sender")                                                      \
+	X(PEER_ERR_INCARNATION, "sync_bad_incarnation")                                            \
+	X(PEER_ERR_SEQ, "sync_bad_seq")                                                            \
+	X(PEER_ERR_RESERVED, "sync_bad_reserved")                                                  \
+	X(PEER_ERR_TRUNCATED, "sync_truncated")                                                    \
+	X(PEER_ERR_TRAILING, "sync_trailing_bytes")                                                \
+	X(PEER_ERR_NODE, "sync_bad_node")                                                          \
+	X(PEER_ERR_HEALTH, "sync_bad_health")                                                      \
+	X(PEER_ERR_FLAGS, "sync_bad_flags")                                                        \
+	X(PEER_ERR_KEY_LEN, "sync_bad_key_len")                                                    \
+	X(PEER_ERR_RANGE, "sync_bad_range")
+
+enum peer_error {
+#define X(name, str) name,
+	PEER_ERRORS(X)
+#undef X
+	    PEER_ERR_COUNT
+};
+
+const char *peer_error_name(enum peer_error e);
+
+struct peer_score {
+	uint16_t node;
+	uint8_t health;	 /* 0..100 */
+	uint8_t alive;	 /* 0 or 1 */
+	uint32_t age_ms; /* age of the sender's last digest from node; PEER_AGE_NEVER */
+};
+
+struct peer_cand {
+	uint64_t keyhash;
+	uint32_t count; /* samples in the window */
+	uint16_t key_len;
+	const uint8_t *key; /* decode: points into the datagram */
+};
+
+/* A decoded SYNC datagram; arrays point into the datagram (scores are copied). */
+struct peer_msg {
+	uint8_t kind;
+	uint16_t sender;
+	uint32_t incarnation;
+	uint32_t seq;
+	uint32_t echo_incarnation; /* the destination's incarnation, as the sender knows it */
+	uint64_t ts_us;		   /* sender's clock at send */
+	uint64_t echo_ts_us;	   /* newest heartbeat ts the sender got from the destination */
+	uint64_t confirmed;	   /* the destination's owned-list version the sender applied */
+	uint16_t count;
+	/* PEER_K_CANDS */
+	uint64_t window_id;
+	uint64_t samples;
+	/* PEER_K_OWNED */
+	uint64_t owned_version;
+	uint16_t owned_total, owned_first;
+	/* items; for PEER_K_OWNED the count field of each cand is 0 */
+	const uint8_t *items; /* raw, validated */
+	size_t items_len;
+};
+
+/* Validate buf[0..len) (the SYNC datagram's value) and fill *m. */
+enum peer_error peer_decode(const void *buf, size_t len, struct peer_msg *m);
+/* Item i of a decoded message (scores: *s; cands/owned: *c). Valid after PEER_OK. */
+void peer_msg_score(const struct peer_msg *m, unsigned i, struct peer_score *s);
+/* Walk cands/owned items in order: *off starts at 0. */
+void peer_msg_cand(const struct peer_msg *m, size_t *off, struct peer_cand *c);
+
+/*
+ * Encoder: a header template plus items appended while they fit. peer_enc_*
+ * return 0, or -EMSGSIZE when the item does not fit (nothing written).
+ */
+struct peer_enc {
+	uint8_t *buf;
+	size_t cap, len;
+	uint16_t count;
+	uint8_t kind;
+};
+int peer_enc_begin(struct peer_enc *e, void *buf, size_t cap, const struct peer_msg *hdr);
+int peer_enc_score(struct peer_enc *e, const struct peer_score *s);
+int peer_enc_cand(struct peer_enc *e, uint64_t keyhash, uint32_t count, const uint8_t *key,
+		  uint16_t key_len);
+/* Patch the item count; returns the datagram value's length. */
+size_t peer_enc_end(struct peer_enc *e);
+
+/* ---- Protocol state. ------------------------------------------------------------------- */
+
+struct peer_key {
+	uint64_t keyhash;
+	uint64_t count;	   /* merged: summed samples */
+	uint16_t replicas; /* cluster hot set: replicas its share calls for */
+	uint16_t key_len;
+	uint8_t key[HOT_MAX_KEY];
+};
+
+struct peer_window {
+	uint64_t id;
+	uint64_t samples;
+	uint32_t n;
+	struct peer_key *keys; /* 2 x top_k slots: a switch's candidates */
+};
+
+/* Per configured switch; slot 0 is this switch. */
+struct peer_slot {
+	uint16_t id;
+	char name[CFG_MAX_NAME];
+	uint32_t vip;
+	uint8_t mac[6];
+	uint32_t incarnation; /* 0 until heard (peers) */
+	uint64_t last_heard_us;
+	bool heard;
+	uint32_t last_seq;
+	uint64_t their_ts_us;	  /* newest heartbeat ts received from it (echoed back) */
+	uint64_t lease_echo_us;	  /* newest of OUR send times it echoed */
+	uint64_t lease_confirmed; /* our owned version it confirmed in that same datagram */
+	uint64_t lag_us;	  /* our clock now - echoed send time, at the echo */
+	/* windows, newest first (ordered by id), nwin of N used */
+	struct peer_window *win;
+	uint32_t nwin;
+	uint32_t resend_windows; /* rounds that carry all our windows to it, not just the newest */
+	/* its owned list: being assembled (rx_*) and the last complete one */
+	uint64_t rx_version;
+	uint16_t rx_total, rx_have;
+	uint8_t *rx_filled;
+	struct peer_key *rx_keys;
+	uint64_t owned_version; /* complete list; 0 none */
+	uint32_t nowned;
+	struct peer_key *owned;
+	bool owned_fresh; /* a new complete list arrived since cluster.c last applied it */
+	/* its node scores, and when each arrived (our clock) */
+	struct peer_score score[CFG_MAX_NODES + 1];
+	uint64_t score_rx_us[CFG_MAX_NODES + 1];
+	/* what we last sent it of each node (for deltas) */
+	uint8_t sent_health[CFG_MAX_NODES + 1];
+	uint8_t sent_alive[CFG_MAX_NODES + 1];
+	bool sent_any[CFG_MAX_NODES + 1];
+	/* the version of ITS owned list we have applied (cluster.c sets it) */
+	uint64_t applied_version;
+	uint64_t syncs_rx, syncs_tx, stale_rx;
+};
+
+struct peer_state {
+	uint16_t nslots; /* 1 + configured peers */
+	struct peer_slot slot[PEER_MAX];
+	uint32_t interval_ms, delta_pct, nwin, top_k, nnodes, max_replicas;
+	uint32_t owned_cap; /* keys an owned list may hold: directory.max_keys, capped */
+	uint64_t dead_us, lease_us;
+	uint32_t seq;
+	uint64_t next_tick_us;
+	/* this switch's pending window: the epochs since the last tick */
+	uint64_t pending_samples;
+	uint32_t pending_epochs, npending;
+	struct peer_key *pending; /* 2 x top_k slots */
+	uint64_t window_id;
+	/*
+	 * Cluster hot set, hottest first. hot_dirty: a peer's window changed
+	 * since it was computed; recomputing then (not only at our own tick)
+	 * makes both switches merge the same windows a moment after each SYNC.
+	 */
+	bool hot_dirty;
+	uint32_t nhot;
+	struct peer_key *hot;
+	/* this switch's owned list (cluster.c sets it) */
+	uint64_t owned_version;
+	uint32_t nowned;
+	struct peer_key *owned;
+	uint64_t errors[PEER_ERR_COUNT];
+};
+
+/*
+ * Set up for switch self_id of cfg: its configured peers get slots 1..n.
+ * incarnation: random, nonzero, new at every start. Returns 0 or -errno.
+ */
+int peer_init(struct peer_state *ps, const struct cfg *cfg, uint16_t self_id, uint32_t incarnation,
+	      uint64_t now_us);
+void peer_fini(struct peer_state *ps);
+
+/* Slot of a switch id, or -1. */
+int peer_slot_of(const struct peer_state *ps, uint16_t id);
+
+/* Apply one received SYNC value (already known to come from a peer's VIP). */
+enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len, uint64_t now_us);
+
+bool peer_live(const struct peer_state *ps, unsigned slot, uint64_t now_us);
+bool peer_lease(const struct peer_state *ps, unsigned slot, uint64_t now_us);
+/* Whether this switch holds a lease from every configured peer; *until_us: when that ends. */
+bool peer_all_leases(const struct peer_state *ps, uint64_t now_us, uint64_t *until_us);
+/* The smallest version of our owned list every configured peer confirmed (with its lease). */
+uint64_t peer_min_confirmed(const struct peer_state *ps);
+
+/* Rendezvous score of switch id for keyhash; the owner has the highest. */
+uint64_t peer_rendezvous(uint16_t switch_id, uint64_t keyhash);
+/* The owner of keyhash among the live switches (this one always counts): a switch id. */
+uint16_t peer_owner(const struct peer_state *ps, uint64_t keyhash, uint64_t now_us);
+
+/* This switch's epoch ended (directory.c): add its hot keys to the pending window. */
+void peer_add_epoch(struct peer_state *ps, const struct hot_report *r);
+
+/*
+ * Once per sync interval (true when it ran): close this switch's window
+ * (when an epoch ended since the last one), recompute the cluster hot set.
+ */
+bool peer_tick(struct peer_state *ps, uint64_t now_us);
+/* Recompute the cluster hot set from the windows of the live switches. */
+void peer_compute_hot(struct peer_state *ps, uint64_t now_us);
+
+/* Replace this switch's owned list (bumps the version when it changed). */
+void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t n);
+
+/*
+ * Build the SYNC values for peer `slot` at now_us: calls emit(arg, buf, len)
+ * once per datagram, at most cap bytes each. Scores are read through
+ * get_score(arg, node, &score) for nodes 1..nnodes of the config ids given.
+ */
+typedef void (*peer_emit_fn)(void *arg, const uint8_t *buf, size_t len);
+typedef void (*peer_score_fn)(void *arg, uint16_t node, struct peer_score *s);
+void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
+		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
+		void *arg);
+
+/*
+ * Merge: the i-th most recent windows of the given slots, counts summed; the
+ * top k of each merged window; a key is hot when it is in the top k of more
+ * than nwin/2 merged windows. Exposed for tests. Writes at most max keys.
+ */
+uint32_t peer_merge(const struct peer_state *ps, const bool *use, struct peer_key *out,
+		    uint32_t max);
+
+#endif
