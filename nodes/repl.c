@@ -350,6 +350,13 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 {
 	int rc = store_replica_drop(n->store, m->keyhash, m->key, m->key_len);
 
+	/*
+	 * At the home, UNREPLICATE means the switch retired the key: forget the
+	 * copies record. A copy whose own UNREPLICATE was lost stays out of every
+	 * replica set (a node joins one only by acking the completed version).
+	 */
+	if (rc >= 0 && ring_home(&n->ring, m->keyhash) == n->self->id)
+		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;

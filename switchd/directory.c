@@ -197,7 +197,7 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 {
 	struct directory *d = sw->dir;
 	uint8_t key[WIRE_MAX_KEY];
-	uint16_t key_len, home = e->home;
+	uint16_t key_len;
 	uint64_t kh = e->keyhash;
 	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
 	int rc;
@@ -213,9 +213,10 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 		return 0;
 	/*
 	 * After the removal (and its grace period) no read goes to a replica any
-	 * more: drop the copies everywhere but the home. A copy left behind by a
-	 * lost UNREPLICATE is harmless: reads go only to nodes in a set, and a
-	 * node joins a set only by acking the completed version.
+	 * more: drop the copies everywhere; the home forgets where it pushed them
+	 * (nodes/repl.c). A copy left behind by a lost UNREPLICATE is harmless:
+	 * reads go only to nodes in a set, and a node joins a set only by acking
+	 * the completed version.
 	 */
 	struct wire_msg m = {
 	    .op = WIRE_OP_UNREPLICATE,
@@ -227,8 +228,6 @@ int dir_remove(struct sw *sw, struct cdt_entry *e)
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
-		if (id == home)
-			continue;
 		m.node = id;
 		if (sw_send_to_node(sw, id, &m) == 0)
 			d->stats.unreplicates_sent++;

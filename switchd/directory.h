@@ -63,7 +63,7 @@ struct cdt_entry *dir_install(struct sw *sw, uint64_t keyhash, const uint8_t *ke
 /* REPLICATE the entry's completed version to as many nodes as it is short of. */
 void dir_replicate(struct sw *sw, struct cdt_entry *e);
 
-/* Remove one entry (unpin, retire): CDT removal, then UNREPLICATE to the other nodes
+/* Remove one entry (unpin, retire): CDT removal, then UNREPLICATE to every node
  * (none for a key owned by a peer switch). */
 int dir_remove(struct sw *sw, struct cdt_entry *e);
 

@@ -823,6 +823,16 @@ START_TEST(bypassing_write_drops_copies)
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(counter(1, "bypass_writes"), 1);
 
+	/* Retired by the switch: UNREPLICATE at the home forgets where copies went,
+	 * so a later direct write has nothing to drop. */
+	v = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0).version;
+	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(req(2, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0).status, WIRE_ST_OK);
+	ck_assert_uint_eq(req(1, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0).status, WIRE_ST_OK);
+	ck_assert_uint_eq(req(1, WIRE_OP_PUT, k, "later", 5, 0, 0).status, WIRE_ST_OK);
+	ck_assert_uint_eq(counter(1, "bypass_writes"), 1);
+
 	/* Copied again, holder down: the bypassing write is refused, nothing applied. */
 	v = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0).version;
 	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
