@@ -576,6 +576,10 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	uint16_t target, flags, owner;
 
 	CNT(w, SW_CNT_REQUESTS);
+	/* Learn the client before anything can drop the request: its reply (or
+	 * the switch's own answer) needs the way back, even right after a restart. */
+	if (!from_peer)
+		learn_client(w, p, in_port, now_s);
 	if (from_peer) {
 		CNT(w, SW_CNT_FROM_PEER);
 		if (ret_ip == 0 || ret_port == 0) {
@@ -620,9 +624,6 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	if (!from_peer)
-		learn_client(w, p, in_port, now_s);
-
 	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
