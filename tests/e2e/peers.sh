@@ -57,14 +57,12 @@ fail() {
 start=$(date +%s)
 "$testbed" up "$config" >/dev/null
 cdtctl() { local s=$1; shift; "$build/switchd/cdtctl" --config "$config" --switch "$s" "$@"; }
-# bench AGENT PRIMARY ARGS...: a bench run from AGENT's namespace, PRIMARY switch
-# first, with the agent settings of $agent_config (default: the testbed's).
-agent_config=$config
+# bench AGENT PRIMARY ARGS...: a bench run from AGENT's namespace, PRIMARY switch first.
 bench() {
 	local agent=$1 primary=$2
 	shift 2
 	SKL_SWITCH_ORDER=$primary ip netns exec "$ns$agent" \
-		"$build/agent/skewless" --config "$agent_config" bench "$@" >/dev/null
+		"$build/agent/skewless" --config "$config" bench "$@" >/dev/null
 }
 skewed=(--keys 100000 --dist zipf:0.99 --read-ratio 0.95 --concurrency 8)
 
@@ -145,18 +143,6 @@ isolate() { # on|off: both switch ports; hosts still reach both switches
 	ip -n "${ns}fabric" link set dev w1-fabric type bridge_slave isolated "$1"
 	ip -n "${ns}fabric" link set dev w2-fabric type bridge_slave isolated "$1"
 }
-# The agents here never give up their switches for the ring home: an agent that
-# writes straight to a home while a live switch still serves that key from
-# replicas breaks linearizability whatever the switches do (agent.switch_failures
-# fallback; see docs/protocol.md "Peer switches", Consequences). This part checks
-# the switches' protocol: ownership, forwarding, leases, bypass after D.
-python3 - "$config" "$run/agents-stay.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["agent"]["switch_failures"] = 1000
-json.dump(c, open(sys.argv[2], "w"))
-PY
-agent_config=$run/agents-stay.json
 lin=(--key-prefix lin: --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 16 --concurrency 6)
 # The same few keys written and read through both switches; c2's skewed stream measures balance.
 bench c1 w1 "${lin[@]}" --duration 9 --history "$run/c1.history" --json "$run/c1.json" & bench_pids+=($!)
@@ -216,8 +202,6 @@ assert during > before, "balance did not degrade"
 PY
 cat "$run/c1.history" "$run/c2.history" >"$run/c.history"
 python3 "$repo/tests/lincheck/lincheck.py" "$run/c.history" || fail "stale read across the partition"
-
-agent_config=$config
 
 # ---- d. kill w1: c1 fails over to w2. ----------------------------------------------
 bench c1 w1 "${skewed[@]}" --duration 4 --json "$run/d1.json" & bench_pids+=($!)
