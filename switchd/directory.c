@@ -110,17 +110,9 @@ void dir_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 
 /* ---- Control thread. ------------------------------------------------------------------------ */
 
-/* Expected delay of a read at node id, as select.c weighs it: in-flight scaled by health. */
-static double expected_delay(const struct sw *sw, uint16_t id)
-{
-	uint8_t health = scores_health(&sw->scores, id);
-
-	return (double)(scores_inflight(&sw->scores, id) + 1) * 100.0 / (health ? health : 1);
-}
-
 /*
  * Pick up to want targets among alive nodes outside the set, least expected
- * delay first. Returns how many.
+ * delay first (sel_cost(), as reads are weighed). Returns how many.
  */
 static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, uint16_t home,
 			     unsigned want, uint16_t *out)
@@ -129,7 +121,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 
 	while (n < want) {
 		uint16_t best = 0;
-		double best_delay = 0;
+		uint64_t best_cost = 0;
 
 		for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 			uint16_t id = sw->cfg->nodes[i].id;
@@ -139,9 +131,11 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 				taken = out[j] == id;
 			if (taken || !scores_alive(&sw->scores, id))
 				continue;
-			if (!best || expected_delay(sw, id) < best_delay) {
+			uint64_t cost = sel_cost(&sw->scores, id);
+
+			if (!best || cost < best_cost) {
 				best = id;
-				best_delay = expected_delay(sw, id);
+				best_cost = cost;
 			}
 		}
 		if (!best)
@@ -313,11 +307,8 @@ static void repair(struct sw *sw)
 	uint32_t it = 0;
 	struct cdt_entry *e;
 
-	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
-		const struct cdt_state *st = cdt_entry_state(e);
-
-		replicate(sw, e, st, st->completed);
-	}
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		dir_replicate(sw, e);
 }
 
 void dir_poll(struct sw *sw, uint64_t now_us)
