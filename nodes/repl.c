@@ -174,6 +174,15 @@ static void send_late(struct node *n, const struct sockaddr_in *to, const uint8_
 		node_count(n, NODE_CTR_rc_ack_sent);
 }
 
+/* The address of switch `owner` (its vip : service.port), or NULL when not configured. */
+static const struct sockaddr_in *switch_addr_of(const struct node *n, uint16_t owner)
+{
+	for (int i = 0; i < n->nswitches; i++)
+		if (owner != 0 && n->switch_ids[i] == owner)
+			return &n->switch_addr[i];
+	return NULL;
+}
+
 /* Send RC_ACK(version) for key to the owner switch, or to every switch when unknown. */
 static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, uint64_t version)
 {
@@ -188,15 +197,13 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	    .key = m->key,
 	    .key_len = m->key_len,
 	};
-	int len = wire_encode(&ack, dgram, sizeof(dgram)), known = 0;
+	int len = wire_encode(&ack, dgram, sizeof(dgram));
+	const struct sockaddr_in *to = switch_addr_of(n, owner);
 
 	if (len < 0)
 		return;
-	for (int i = 0; i < n->nswitches; i++)
-		if (owner != 0 && n->switch_ids[i] == owner)
-			known = 1;
 	for (int i = 0; i < n->nswitches; i++) {
-		if (known && n->switch_ids[i] != owner)
+		if (to && &n->switch_addr[i] != to)
 			continue;
 		if (n->ack_delay_ms)
 			send_late(n, &n->switch_addr[i], dgram, (size_t)len);
@@ -237,15 +244,12 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	send_ack(n, m, wire_get16(m->value), held);
 }
 
-/* Whether from is the address of switch `owner` (its vip : service.port). */
+/* Whether from is the address of switch `owner`. */
 static bool from_switch(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
 {
-	for (int i = 0; i < n->nswitches; i++)
-		if (n->switch_ids[i] == owner &&
-		    n->switch_addr[i].sin_addr.s_addr == from->sin_addr.s_addr &&
-		    n->switch_addr[i].sin_port == from->sin_port)
-			return true;
-	return false;
+	const struct sockaddr_in *a = switch_addr_of(n, owner);
+
+	return a && a->sin_addr.s_addr == from->sin_addr.s_addr && a->sin_port == from->sin_port;
 }
 
 /*
@@ -340,10 +344,10 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
 	note.val_len = 0;
 	note.value = NULL;
 	int len = wire_encode(&note, dgram, sizeof(dgram));
+	const struct sockaddr_in *to = switch_addr_of(n, owner);
 
-	for (int i = 0; i < n->nswitches && len > 0; i++)
-		if (n->switch_ids[i] == owner)
-			node_send(n, &n->switch_addr[i], dgram, (size_t)len);
+	if (to && len > 0)
+		node_send(n, to, dgram, (size_t)len);
 }
 
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
