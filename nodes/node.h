@@ -29,7 +29,7 @@
  */
 #define NODE_COUNTERS(X)                                                                           \
 	X(rx_datagrams)	     /* every datagram received */                                         \
-	X(accepted)	     /* (c) queued for a worker */                                         \
+	X(accepted)	     /* (c) queued for a worker (UNREPLICATE: served by the rx thread) */  \
 	X(rx_replies)	     /* (c) a reply (op | 0x80) sent to a node: dropped */                 \
 	X(drop_short)	     /* (c) header unreadable: dropped, no reply */                        \
 	X(drop_bad_magic)    /* (c) */                                                             \

@@ -322,6 +322,23 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		reply_reject(n, from, buf, len, &m, WIRE_ST_TOO_LARGE, out);
 		return;
 	}
+	if (m.op == WIRE_OP_UNREPLICATE) {
+		/*
+		 * Served here, never queued: a home applying a write that bypassed
+		 * the owner waits in a worker for these confirmations (repl.c), and
+		 * two homes whose workers all wait on each other's queues would stall.
+		 */
+		struct wire_msg rep;
+		size_t rlen;
+
+		node_count(n, NODE_CTR_accepted);
+		reply_init(n, &m, &rep);
+		repl_unreplicate(n, &m, &rep);
+		rlen = reply_encode(n, &rep, out, WIRE_HDR_LEN + WIRE_MAX_KEY); /* no value */
+		if (rlen)
+			node_send(n, from, out, rlen);
+		return;
+	}
 	if (queue_push(n, from, buf, (uint32_t)len, now) != 0) {
 		node_count(n, NODE_CTR_overloaded);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_OVERLOADED, out);
@@ -566,9 +583,6 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 		break;
 	case WIRE_OP_REPLICATE:
 		repl_replicate(n, &m, &rep);
-		break;
-	case WIRE_OP_UNREPLICATE:
-		repl_unreplicate(n, &m, &rep);
 		break;
 	case WIRE_OP_RC_REQ:
 		repl_rc_req(n, &m);
