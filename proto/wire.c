@@ -7,18 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int wire_op_valid(uint8_t op)
-{
-	switch (op) {
-#define X(name, value, str) case value:
-		WIRE_OPS(X)
-#undef X
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 const char *wire_op_name(uint8_t op)
 {
 	switch (op & (uint8_t)~WIRE_REPLY) {
@@ -77,66 +65,6 @@ char *wire_flags_str(uint16_t flags, char *buf, size_t cap)
 	return buf;
 }
 
-enum wire_error wire_decode_header(const void *buf, size_t len, struct wire_msg *msg)
-{
-	const uint8_t *p = buf;
-
-	if (len < WIRE_HDR_LEN)
-		return WIRE_ERR_SHORT;
-	if (wire_get16(p + WIRE_OFF_MAGIC) != WIRE_MAGIC)
-		return WIRE_ERR_MAGIC;
-	if (p[WIRE_OFF_VER] != WIRE_VERSION)
-		return WIRE_ERR_VERSION;
-	msg->op = p[WIRE_OFF_OP];
-	if (!wire_op_valid(msg->op & (uint8_t)~WIRE_REPLY))
-		return WIRE_ERR_OP;
-	msg->flags = wire_get16(p + WIRE_OFF_FLAGS);
-	msg->status = p[WIRE_OFF_STATUS];
-	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
-	msg->keyhash = wire_get64(p + WIRE_OFF_KEYHASH);
-	msg->version = wire_get64(p + WIRE_OFF_VERSION);
-	msg->node = wire_get16(p + WIRE_OFF_NODE);
-	msg->load = wire_get16(p + WIRE_OFF_LOAD);
-	msg->ret_ip = wire_get32(p + WIRE_OFF_RET_IP);
-	msg->ret_port = wire_get16(p + WIRE_OFF_RET_PORT);
-	msg->key_len = wire_get16(p + WIRE_OFF_KEY_LEN);
-	msg->val_len = wire_get32(p + WIRE_OFF_VAL_LEN);
-	msg->key = NULL;
-	msg->value = NULL;
-	return WIRE_OK;
-}
-
-/* Ops that name no key: a digest or a peer sync carries only a payload. */
-static int op_is_keyless(uint8_t op)
-{
-	op &= (uint8_t)~WIRE_REPLY;
-	return op == WIRE_OP_DIGEST || op == WIRE_OP_SYNC;
-}
-
-enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg)
-{
-	const uint8_t *p = buf;
-	enum wire_error err = wire_decode_header(buf, len, msg);
-
-	if (err != WIRE_OK)
-		return err;
-	if (msg->flags & ~WIRE_F_ALL)
-		return WIRE_ERR_FLAGS;
-	if ((msg->op & WIRE_REPLY) && msg->status >= WIRE_ST_COUNT)
-		return WIRE_ERR_STATUS;
-	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !op_is_keyless(msg->op)))
-		return WIRE_ERR_KEY_LEN;
-	/* 64-bit sums: key_len + val_len cannot wrap, whatever val_len says. */
-	uint64_t body = (uint64_t)msg->key_len + (uint64_t)msg->val_len;
-	if ((uint64_t)len - WIRE_HDR_LEN < body)
-		return WIRE_ERR_TRUNCATED;
-	if ((uint64_t)len - WIRE_HDR_LEN > body)
-		return WIRE_ERR_TRAILING;
-	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
-	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
-	return WIRE_OK;
-}
-
 int wire_encode(const struct wire_msg *msg, void *buf, size_t cap)
 {
 	uint8_t *p = buf;
@@ -144,7 +72,7 @@ int wire_encode(const struct wire_msg *msg, void *buf, size_t cap)
 
 	if (!wire_op_valid(msg->op & (uint8_t)~WIRE_REPLY))
 		return -EINVAL;
-	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !op_is_keyless(msg->op)))
+	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !wire_op_is_keyless(msg->op)))
 		return -EINVAL;
 	if ((msg->key_len && !msg->key) || (msg->val_len && !msg->value))
 		return -EINVAL;

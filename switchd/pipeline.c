@@ -72,50 +72,40 @@ static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
 	rte_ring_mp_enqueue_elem(w->sw->arp_ring, &ip, sizeof(ip));
 }
 
-/* ---- Checksums: RFC 1624 incremental update, HC' = ~(~HC + ~m + m'). ---------------- */
+/*
+ * ---- Checksums: RFC 1624 incremental update, HC' = ~(~HC + ~m + m'). ----------------
+ * Sums are taken over raw memory words (network order, as loaded): the
+ * one's-complement sum does not care about byte order, and a 32-bit word adds
+ * its two 16-bit halves at once (2^16 = 1 modulo 2^16 - 1). Every patched
+ * field sits at an even offset from the start of its header, as the
+ * checksum's 16-bit words do.
+ */
 
-static inline uint16_t ld16(const void *p)
+/* Replace the 32-bit field at p with new_raw; accumulate the change. */
+static __rte_always_inline void patch32(uint64_t *acc, void *p, uint32_t new_raw)
 {
-	uint16_t v;
+	uint32_t old;
 
-	memcpy(&v, p, 2);
-	return v;
+	memcpy(&old, p, 4);
+	*acc += (uint32_t)~old + (uint64_t)new_raw;
+	memcpy(p, &new_raw, 4);
 }
-static inline void st16(void *p, uint16_t v)
+static __rte_always_inline void patch16(uint64_t *acc, void *p, uint16_t new_raw)
 {
-	memcpy(p, &v, 2);
-}
+	uint16_t old;
 
-/* Accumulate the change of one 16-bit word (raw, network order as in memory). */
-static inline void csum_acc(uint32_t *acc, uint16_t old, uint16_t new)
-{
-	*acc += (uint16_t)~old;
-	*acc += new;
+	memcpy(&old, p, 2);
+	*acc += (uint16_t)~old + (uint32_t)new_raw;
+	memcpy(p, &new_raw, 2);
 }
-/* Same for 32 bits stored at p (two words), then store the new value. */
-static inline void patch32(uint32_t *acc, void *p, uint32_t new_be)
+static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
 {
-	uint8_t *b = p;
-	uint16_t n0, n1;
-
-	memcpy(&n0, &new_be, 2);
-	memcpy(&n1, (uint8_t *)&new_be + 2, 2);
-	csum_acc(acc, ld16(b), n0);
-	csum_acc(acc, ld16(b + 2), n1);
-	memcpy(p, &new_be, 4);
-}
-static inline void patch16(uint32_t *acc, void *p, uint16_t new_be)
-{
-	csum_acc(acc, ld16(p), new_be);
-	st16(p, new_be);
-}
-static inline uint16_t csum_apply(uint16_t hc, uint32_t acc)
-{
-	uint32_t sum = (uint16_t)~hc + acc;
-
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	acc += (uint16_t)~hc;
+	acc = (acc & 0xffffffff) + (acc >> 32);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)~acc;
 }
 
 /*
@@ -124,11 +114,12 @@ static inline uint16_t csum_apply(uint16_t hc, uint32_t acc)
  * return address. IPv4 checksum updated incrementally; the UDP checksum too
  * (RFC 1624) unless it is 0 (none, allowed in IPv4), and never left as 0.
  */
-static inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6], uint32_t src_ip,
-			   uint32_t dst_ip, uint16_t sport, uint16_t dport, uint16_t flags,
-			   uint16_t node, uint32_t ret_ip, uint16_t ret_port)
+static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6],
+					    uint32_t src_ip, uint32_t dst_ip, uint16_t sport,
+					    uint16_t dport, uint16_t flags, uint16_t node,
+					    uint32_t ret_ip, uint16_t ret_port)
 {
-	uint32_t ip_acc = 0, udp_acc = 0;
+	uint64_t ip_acc = 0, udp_acc;
 	uint8_t *h = p->hdr;
 
 	memcpy(p->eth->dst_addr.addr_bytes, dst_mac, 6);
