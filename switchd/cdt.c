@@ -29,22 +29,26 @@ static struct cdt_limbo *limbo_of(struct cdt *c, uint16_t worker)
 	return &((struct cdt_priv *)c)->limbo[worker];
 }
 
-uint64_t cdt_fingerprint(const void *key, size_t len)
-{
-	return XXH3_64bits_withSeed(key, len, CDT_FP_SEED);
-}
-
-/*
- * The keyhash is already a uniform 64-bit hash: fold it instead of hashing
- * it again (saves a CRC per lookup on the fast path).
- */
+/* rte_hash's hash function: the signature the fast path computes inline. */
 static uint32_t cdt_hash_fold(const void *key, uint32_t key_len, uint32_t init)
 {
 	uint64_t k;
 
 	RTE_SET_USED(key_len);
+	RTE_SET_USED(init);
 	memcpy(&k, key, sizeof(k));
-	return (uint32_t)(k ^ (k >> 29)) ^ init;
+	return cdt_sig(k);
+}
+
+/* rte_hash compares 8-byte keys with memcmp() through the PLT; one load each is enough. */
+static int cdt_key_cmp(const void *a, const void *b, size_t len)
+{
+	uint64_t x, y;
+
+	RTE_SET_USED(len);
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	return x != y;
 }
 
 struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers,
@@ -80,6 +84,8 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	    .extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
 	};
 	c->hash = rte_hash_create(&hp);
+	if (c->hash)
+		rte_hash_set_cmp_func(c->hash, cdt_key_cmp);
 
 	snprintf(nm, sizeof(nm), "cdts_%s", name);
 	/*

@@ -37,6 +37,9 @@
 
 #include "wire.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define CDT_MAX_REPLICAS 16
 #define CDT_FP_SEED	 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
 #define CDT_LIMBO	 4096		       /* retired states a worker may hold (power of 2) */
@@ -104,8 +107,22 @@ struct cdt {
 	uint32_t nentries;
 };
 
-/* Fingerprint of the key bytes, independent of the keyhash. */
-uint64_t cdt_fingerprint(const void *key, size_t len);
+/*
+ * The hash table's signature of a keyhash. The keyhash is already a uniform
+ * 64-bit hash: fold it instead of hashing it again. The fast path computes
+ * it inline and looks up with rte_hash_lookup_with_hash_bulk_data().
+ */
+static inline uint32_t cdt_sig(uint64_t keyhash)
+{
+	return (uint32_t)(keyhash ^ (keyhash >> 29));
+}
+
+/* Fingerprint of the key bytes, independent of the keyhash. Inline XXH3:
+ * the fast path checks it on every directory hit. */
+static inline uint64_t cdt_fingerprint(const void *key, size_t len)
+{
+	return XXH_INLINE_XXH3_64bits_withSeed(key, len, CDT_FP_SEED);
+}
 
 /*
  * Create a directory of max_entries keys for nworkers workers, sharing qsbr

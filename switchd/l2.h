@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "config.h"
 
@@ -76,9 +77,9 @@ static inline bool l2_node_nb(const struct l2 *l, uint16_t node, uint8_t mac[6],
 
 	if (!(w & L2_F_VALID))
 		return false;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)(w >> (56 - 8 * i));
-	*port = (uint8_t)(w >> 8);
+	w = __builtin_bswap64(w); /* MAC bytes first to last, then the port: store 6 at once */
+	memcpy(mac, &w, 6);
+	*port = (uint8_t)(w >> 48);
 	return true;
 }
 

@@ -446,26 +446,22 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 }
 
 /*
- * The node a read of this key goes to now; home when not in the directory or
- * no replica is alive. *completed gets the version of the same state snapshot.
+ * The node a read of this key goes to now: the replica of st with the least
+ * expected delay; home when not in the directory (st NULL) or no replica is alive.
  */
-static inline uint16_t read_target(struct sw_worker *w, const struct cdt_entry *e, uint16_t home,
-				   struct sel_trace *trace, uint64_t *completed)
+static inline uint16_t read_target(struct sw_worker *w, const struct cdt_state *st, uint16_t home)
 {
-	const struct cdt_state *st;
 	uint16_t t;
 
-	if (!e)
+	if (!st)
 		return home;
-	st = cdt_entry_state(e);
-	if (completed)
-		*completed = st->completed;
-	t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng, trace);
+	t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng);
 	return t == SEL_NONE ? home : t;
 }
 
+/* Decision log: what the choice among st's replicas saw (or only the chosen node). */
 static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
-			 bool in_dir, const struct sel_trace *trace)
+			 bool in_dir, const struct cdt_state *st)
 {
 	struct sw_decision d;
 
@@ -477,15 +473,10 @@ static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chos
 	d.in_directory = in_dir;
 	d.key_len = (uint8_t)RTE_MIN(p->msg.key_len, sizeof(d.key));
 	memcpy(d.key, p->msg.key, d.key_len);
-	if (trace)
-		d.trace = *trace;
-	else {
-		d.trace.n = 1;
-		d.trace.cand[0].node = chosen;
-		d.trace.cand[0].inflight = scores_inflight(&w->sw->scores, chosen);
-		d.trace.cand[0].health = scores_health(&w->sw->scores, chosen);
-		d.trace.cand[0].alive = scores_alive(&w->sw->scores, chosen);
-	}
+	if (st)
+		sel_explain(&w->sw->scores, st->replicas, st->nreplicas, &d.trace);
+	else
+		sel_explain(&w->sw->scores, &chosen, 1, &d.trace);
 	if (rte_ring_mp_enqueue_elem(w->sw->log_ring, &d, sizeof(d)) == 0)
 		CNT(w, SW_CNT_DEBUG_LOGS);
 }
@@ -557,7 +548,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	const struct wire_msg *msg = &p->msg;
 	uint16_t home;
 	bool debug = __atomic_load_n(&sw->debug, __ATOMIC_RELAXED) || (msg->flags & WIRE_F_DEBUG);
-	struct sel_trace trace, *tr = debug ? &trace : NULL;
+	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
 	bool from_peer = sw->npeers && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
@@ -593,15 +584,16 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
 	if (!is_read)
 		target = home;
-	else if (may_spread(sw, e, now_tsc))
-		target = read_target(w, e, home, tr, NULL);
-	else {
+	else if (may_spread(sw, e, now_tsc)) {
+		st = cdt_entry_state(e);
+		target = read_target(w, st, home);
+	} else {
 		target = home;
 		if (e && !owner)
 			CNT(w, SW_CNT_LEASE_HOME_READS);
 	}
 	if (debug)
-		log_decision(w, p, target, home, e != NULL, is_read && e ? tr : NULL);
+		log_decision(w, p, target, home, e != NULL, st);
 	if (!scores_alive(&sw->scores, target)) {
 		CNT(w, SW_CNT_UNAVAILABLE);
 		if (from_peer) /* the client is not behind the sender: let it time out and retry */
@@ -761,13 +753,18 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port)
 {
 	struct sw *sw = w->sw;
+	const struct cdt_state *st = NULL;
 	uint16_t home, target;
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
 	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
 	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
-	target = read_target(w, may_spread(sw, e, rte_rdtsc()) ? e : NULL, home, NULL, &version);
+	if (may_spread(sw, e, rte_rdtsc())) {
+		st = cdt_entry_state(e);
+		version = st->completed;
+	}
+	target = read_target(w, st, home);
 	CNT(w, SW_CNT_HINTS);
 	answer(w, p, in_port, scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE,
 	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
@@ -780,6 +777,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST];
 	const void *keys[SW_BURST];
+	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
 	uint8_t idx[SW_BURST];
 	uint64_t hits = 0;
@@ -798,12 +796,13 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		if (p->kind == K_DONE)
 			continue;
 		keys[nk] = &p->msg.keyhash;
+		sigs[nk] = cdt_sig(p->msg.keyhash);
 		idx[nk] = (uint8_t)nk;
 		nk++;
 	}
 	if (nk == 0)
 		return;
-	rte_hash_lookup_bulk_data(sw->cdt->hash, keys, nk, &hits, data);
+	rte_hash_lookup_with_hash_bulk_data(sw->cdt->hash, keys, sigs, nk, &hits, data);
 	for (unsigned k = 0; k < nk; k++) {
 		struct pkt *p = &pkts[idx[k]];
 		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;

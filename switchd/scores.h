@@ -50,8 +50,9 @@ void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers);
 static inline int32_t scores_inflight_raw(const struct scores *s, uint16_t id)
 {
 	uint32_t v = -__atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
+	unsigned nworkers = s->nworkers;
 
-	for (uint16_t w = 0; w < s->nworkers; w++)
+	for (unsigned w = 0; w < nworkers; w++)
 		v += __atomic_load_n(&s->sent[w][id], __ATOMIC_RELAXED) -
 		     __atomic_load_n(&s->done[w][id], __ATOMIC_RELAXED);
 	return (int32_t)v;

@@ -16,7 +16,7 @@
 
 #define SEL_NONE 0 /* no node: every candidate is down */
 
-/* What the choice saw, for decision logs (filled only when trace != NULL). */
+/* What a choice saw, for decision logs (sel_explain()). */
 struct sel_trace {
 	uint8_t n;
 	struct {
@@ -43,8 +43,8 @@ static inline uint64_t sel_rand(uint64_t *state)
 extern const uint32_t sel_recip[101];
 
 /*
- * Expected delay of node id in fixed point: (inflight + 1) * 2^20 / (health + 1).
- * Health 0 (alive but saturated) gives the largest delay for its load.
+ * Expected delay of node id in fixed point: (inflight + 1) * 2^20 / (health + 1),
+ * below 2^51. Health 0 (alive but saturated) gives the largest delay for its load.
  */
 static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 {
@@ -53,8 +53,34 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 	return ((uint64_t)scores_inflight(s, id) + 1) * sel_recip[h > 100 ? 100 : h];
 }
 
-/* Least expected delay among cand[0..n) that are alive; SEL_NONE when none is. */
-uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n, uint64_t *rng,
-		  struct sel_trace *trace);
+/*
+ * Least expected delay among cand[0..n) that are alive; SEL_NONE when none is.
+ * Every read of a directory key runs this, so it is inline and has no
+ * data-dependent branch: each candidate's cost is shifted up by 8 bits and
+ * given 8 random low bits, so the minimum is taken with conditional moves and
+ * equal costs are won at random (a tie of the random bits too goes to the
+ * earlier candidate, at most 1/256 of ties). A node that is down costs the
+ * maximum, which never wins.
+ */
+static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
+				uint64_t *rng)
+{
+	uint64_t best_cost = UINT64_MAX, jitter = sel_rand(rng);
+	uint16_t best = SEL_NONE;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t id = cand[i];
+		uint64_t cost = sel_cost(s, id) << 8 | (jitter & 0xff);
+
+		cost |= -(uint64_t)!scores_alive(s, id);
+		jitter = i % 8 == 7 ? sel_rand(rng) : jitter >> 8;
+		best = cost < best_cost ? id : best;
+		best_cost = cost < best_cost ? cost : best_cost;
+	}
+	return best;
+}
+
+/* Record what sel_pick() weighs for cand[0..n) (up to 16), for a decision log. */
+void sel_explain(const struct scores *s, const uint16_t *cand, unsigned n, struct sel_trace *trace);
 
 #endif
