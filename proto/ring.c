@@ -136,24 +136,6 @@ uint16_t ring_lookup(const struct ring *r, uint32_t point)
 	return r->points[search_from(r, 0, point)].node_id;
 }
 
-uint16_t ring_lookup_fast(const struct ring *r, uint32_t point)
-{
-	const struct ring_bucket *b = &r->table[point >> (32 - RING_TABLE_BITS)];
-	uint32_t i;
-
-	if (b->node_id != RING_NO_NODE)
-		return b->node_id;
-	/* A bucket with points in it holds a handful at most: scan them. */
-	for (i = b->first; i < r->npoints && r->points[i].value < point; i++)
-		;
-	return r->points[i == r->npoints ? 0 : i].node_id;
-}
-
-uint16_t ring_home(const struct ring *r, uint64_t hash)
-{
-	return ring_lookup_fast(r, keyhash_point(hash));
-}
-
 const struct ring_node *ring_node_by_id(const struct ring *r, uint16_t id)
 {
 	for (uint16_t i = 0; i < r->nnodes; i++)

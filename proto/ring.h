@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keyhash.h"
+
 #define RING_POINTS_PER_SERVER 160
 #define RING_MAX_NODES 256
 #define RING_MAX_NAME 64
@@ -62,10 +64,26 @@ void ring_free(struct ring *r);
 
 /* Node id owning point; O(log n). */
 uint16_t ring_lookup(const struct ring *r, uint32_t point);
-/* Same answer as ring_lookup(), O(1) in the common case. */
-uint16_t ring_lookup_fast(const struct ring *r, uint32_t point);
+/* Same answer as ring_lookup(), O(1) in the common case. Inline: the switch routes every
+ * request that is not in its directory through it. */
+static inline uint16_t ring_lookup_fast(const struct ring *r, uint32_t point)
+{
+	const struct ring_bucket *b = &r->table[point >> (32 - RING_TABLE_BITS)];
+	uint32_t i;
+
+	if (b->node_id != RING_NO_NODE)
+		return b->node_id;
+	/* A bucket with points in it holds a handful at most: scan them. */
+	for (i = b->first; i < r->npoints && r->points[i].value < point; i++)
+		;
+	return r->points[i == r->npoints ? 0 : i].node_id;
+}
+
 /* Home node id of a key with this keyhash (upper 32 bits are its point). */
-uint16_t ring_home(const struct ring *r, uint64_t keyhash);
+static inline uint16_t ring_home(const struct ring *r, uint64_t keyhash)
+{
+	return ring_lookup_fast(r, keyhash_point(keyhash));
+}
 
 /* The ring node with this id, or NULL. */
 const struct ring_node *ring_node_by_id(const struct ring *r, uint16_t id);

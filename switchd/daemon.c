@@ -109,7 +109,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->self = self;
 	snprintf(sw->tag, sizeof(sw->tag), "%u_%u", self->id, sw_seq++);
 	sw->vip = self->vip;
-	memcpy(sw->mac, self->mac, 6);
+	memcpy(sw->mac.addr_bytes, self->mac, 6);
 	sw->svc_port = cfg->service.port;
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;
 	sw->close_ports = opts && opts->close_ports;
@@ -285,14 +285,14 @@ void sw_send_arp_request(struct sw *sw, uint32_t ip)
 		}
 		arp = (struct rte_arp_hdr *)(eth + 1);
 		memset(eth->dst_addr.addr_bytes, 0xff, 6);
-		memcpy(eth->src_addr.addr_bytes, sw->mac, 6);
+		eth->src_addr = sw->mac;
 		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
 		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
 		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 		arp->arp_hlen = 6;
 		arp->arp_plen = 4;
 		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-		memcpy(arp->arp_data.arp_sha.addr_bytes, sw->mac, 6);
+		arp->arp_data.arp_sha = sw->mac;
 		arp->arp_data.arp_sip = rte_cpu_to_be_32(sw->vip);
 		memset(arp->arp_data.arp_tha.addr_bytes, 0, 6);
 		arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
@@ -365,7 +365,7 @@ static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	udp = (struct rte_udp_hdr *)(ip + 1);
 	memcpy(eth->dst_addr.addr_bytes, mac, 6);
-	memcpy(eth->src_addr.addr_bytes, sw->mac, 6);
+	eth->src_addr = sw->mac;
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	memset(ip, 0, sizeof(*ip));
 	ip->version_ihl = RTE_IPV4_VHL_DEF;

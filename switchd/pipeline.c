@@ -98,14 +98,28 @@ static __rte_always_inline void patch16(uint64_t *acc, void *p, uint16_t new_raw
 	*acc += (uint16_t)~old + (uint32_t)new_raw;
 	memcpy(p, &new_raw, 2);
 }
+/* Fold a sum of 16- and 32-bit words into its 16-bit one's-complement sum. */
+static __rte_always_inline uint16_t csum_fold(uint64_t sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)((sum & 0xffff) + (sum >> 16));
+}
 static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
 {
-	acc += (uint16_t)~hc;
-	acc = (acc & 0xffffffff) + (acc >> 32);
-	acc = (acc & 0xffff) + (acc >> 16);
-	acc = (acc & 0xffff) + (acc >> 16);
-	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint16_t)~acc;
+	return (uint16_t)~csum_fold(acc + (uint16_t)~hc);
+}
+
+/* One's-complement sum of an IPv4 header: 0xffff when its checksum is right. */
+static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, uint16_t ihl)
+{
+	uint32_t word[5];
+
+	if (unlikely(ihl != sizeof(word)))
+		return rte_raw_cksum(ip, ihl);
+	memcpy(word, ip, sizeof(word)); /* no options: five 32-bit words */
+	return csum_fold((uint64_t)word[0] + word[1] + word[2] + word[3] + word[4]);
 }
 
 /*
@@ -123,7 +137,7 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	uint8_t *h = p->hdr;
 
 	memcpy(p->eth->dst_addr.addr_bytes, dst_mac, 6);
-	memcpy(p->eth->src_addr.addr_bytes, sw->mac, 6);
+	p->eth->src_addr = sw->mac;
 
 	patch32(&ip_acc, &p->ip->src_addr, rte_cpu_to_be_32(src_ip));
 	patch32(&ip_acc, &p->ip->dst_addr, rte_cpu_to_be_32(dst_ip));
@@ -172,7 +186,7 @@ static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t
 	wire_put32(h + WIRE_OFF_VAL_LEN, 0);
 
 	p->eth->dst_addr = peer;
-	memcpy(p->eth->src_addr.addr_bytes, sw->mac, 6);
+	p->eth->src_addr = sw->mac;
 	ip->dst_addr = ip->src_addr;
 	ip->src_addr = rte_cpu_to_be_32(sw->vip);
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(ihl + 8 + wire_len));
@@ -255,15 +269,15 @@ static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr
 		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
 		arp->arp_data.arp_tha = arp->arp_data.arp_sha;
 		arp->arp_data.arp_tip = arp->arp_data.arp_sip;
-		memcpy(arp->arp_data.arp_sha.addr_bytes, sw->mac, 6);
+		arp->arp_data.arp_sha = sw->mac;
 		arp->arp_data.arp_sip = rte_cpu_to_be_32(sw->vip);
 		eth->dst_addr = eth->src_addr;
-		memcpy(eth->src_addr.addr_bytes, sw->mac, 6);
+		eth->src_addr = sw->mac;
 		CNT(w, SW_CNT_ARP_REPLIES);
 		tx(w, in_port, m);
 		return;
 	}
-	if (!memcmp(eth->dst_addr.addr_bytes, sw->mac, 6)) { /* a reply to our own request */
+	if (rte_is_same_ether_addr(&eth->dst_addr, &sw->mac)) { /* a reply to our own request */
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -360,16 +374,16 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	p->eth = eth;
 	/* Bursts mostly come from one host: learn each source once per burst. */
-	if (sw->inline_mode && memcmp(eth->src_addr.addr_bytes, w->burst_src, 6) != 0) {
+	if (sw->inline_mode && !rte_is_same_ether_addr(&eth->src_addr, &w->burst_src)) {
 		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
-		memcpy(w->burst_src, eth->src_addr.addr_bytes, 6);
+		w->burst_src = eth->src_addr;
 	}
 
 	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
 		do_arp(w, m, eth, in_port, now_s);
 		return K_DONE;
 	}
-	if (memcmp(eth->dst_addr.addr_bytes, sw->mac, 6) != 0) {
+	if (!rte_is_same_ether_addr(&eth->dst_addr, &sw->mac)) {
 		l2_forward(w, m, eth, in_port, now_s);
 		return K_DONE;
 	}
@@ -392,7 +406,7 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 		return K_DONE;
 	}
 	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
-	    rte_raw_cksum(ip, ihl) != 0xffff) {
+	    ipv4_hdr_sum(ip, ihl) != 0xffff) {
 		drop(w, m, SW_CNT_DROP_IP_CSUM);
 		return K_DONE;
 	}
@@ -486,16 +500,17 @@ static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16
 				uint32_t now_s)
 {
 	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
-	const uint8_t *mac = p->eth->src_addr.addr_bytes;
+	const struct rte_ether_addr *mac = &p->eth->src_addr;
 	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
 
-	if (c->ip == ip && c->seen_s == now_s && c->port == in_port && !memcmp(c->mac, mac, 6))
+	if (c->ip == ip && c->seen_s == now_s && c->port == in_port &&
+	    rte_is_same_ether_addr(&c->mac, mac))
 		return;
-	l2_nb_learn(w->sw->l2, ip, mac, (uint8_t)in_port, now_s, false);
+	l2_nb_learn(w->sw->l2, ip, mac->addr_bytes, (uint8_t)in_port, now_s, false);
 	c->ip = ip;
 	c->seen_s = now_s;
 	c->port = (uint8_t)in_port;
-	memcpy(c->mac, mac, 6);
+	c->mac = *mac;
 }
 
 /*
@@ -783,7 +798,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	uint64_t hits = 0;
 	unsigned nk = 0;
 
-	memset(w->burst_src, 0, sizeof(w->burst_src));
+	memset(&w->burst_src, 0, sizeof(w->burst_src));
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
 	for (uint16_t i = 0; i < n; i++) {

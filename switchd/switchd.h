@@ -72,12 +72,12 @@ struct sw_worker {
 	struct {
 		uint32_t ip;
 		uint32_t seen_s;
-		uint8_t mac[6];
+		struct rte_ether_addr mac;
 		uint8_t port;
 	} learnt[64];
 	uint32_t idle_polls;
 	uint32_t sample_countdown; /* requests until the next hot-key sample */
-	uint8_t burst_src[6];	   /* last source MAC learnt in this burst */
+	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
@@ -129,7 +129,7 @@ struct sw {
 	struct ring ring;
 	uint32_t vip;	   /* host order */
 	uint16_t svc_port; /* host order */
-	uint8_t mac[6];	   /* the VIP's MAC: source of everything the switch sends */
+	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
 	bool inline_mode;
 	bool close_ports;
 
