@@ -42,11 +42,11 @@ static void build_table(struct ring *r)
 
 		while (next < r->npoints && r->points[next].value < start)
 			next++;
-		r->table[b].first = next;
+		r->bucket_first[b] = next;
 		if (next < r->npoints && r->points[next].value <= end)
-			r->table[b].node_id = RING_NO_NODE;
+			r->bucket_node[b] = RING_NO_NODE;
 		else
-			r->table[b].node_id = r->points[next < r->npoints ? next : 0].node_id;
+			r->bucket_node[b] = r->points[next < r->npoints ? next : 0].node_id;
 	}
 }
 
@@ -68,8 +68,9 @@ int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t
 
 	memset(r, 0, sizeof(*r));
 	r->points = calloc(npoints, sizeof(*r->points));
-	r->table = calloc(1u << RING_TABLE_BITS, sizeof(*r->table));
-	if (!r->points || !r->table) {
+	r->bucket_node = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_node));
+	r->bucket_first = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_first));
+	if (!r->points || !r->bucket_node || !r->bucket_first) {
 		ring_free(r);
 		return -ENOMEM;
 	}
@@ -109,9 +110,11 @@ int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t
 void ring_free(struct ring *r)
 {
 	free(r->points);
-	free(r->table);
+	free(r->bucket_node);
+	free(r->bucket_first);
 	r->points = NULL;
-	r->table = NULL;
+	r->bucket_node = NULL;
+	r->bucket_first = NULL;
 	r->npoints = 0;
 }
 
