@@ -532,6 +532,58 @@ START_TEST(malformed_dropped_and_counted)
 }
 END_TEST
 
+/* The request m again with 4 bytes of IPv4 options (NOPs): IHL 6, both checksums valid. */
+static struct rte_mbuf *with_ip_options(struct rte_mbuf *m)
+{
+	struct rte_mbuf *o = rte_pktmbuf_alloc(tpool);
+	const uint8_t *in = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint16_t len = rte_pktmbuf_data_len(m);
+	uint8_t *b = (uint8_t *)rte_pktmbuf_append(o, (uint16_t)(len + 4));
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(b + 14);
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(b, in, 14 + 20);
+	memset(b + 14 + 20, 1, 4); /* IPOPT_NOP */
+	memcpy(b + 14 + 24, in + 14 + 20, len - 14 - 20u);
+	ip->version_ihl = 0x46;
+	ip->total_length = htons((uint16_t)(ntohs(ip->total_length) + 4));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_pktmbuf_free(m);
+	return o;
+}
+
+/* Headers with options take the general checksum path: checked, then forwarded like any. */
+START_TEST(ip_options_checked_and_forwarded)
+{
+	struct rte_mbuf *out[8], *bad = with_ip_options(request(WIRE_OP_GET, "alpha", NULL));
+	uint16_t home = home_of("alpha");
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	struct wire_msg msg;
+	uint16_t got;
+
+	rte_pktmbuf_mtod_offset(bad, uint8_t *, 14 + 20)[0] = 0x00; /* option byte: sum now wrong */
+	inject(0, 0, bad);
+	inject(0, 0, with_ip_options(request(WIRE_OP_GET, "alpha", NULL)));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_IP_CSUM), 1);
+	ck_assert_uint_eq(collect(home, out, 8), 1);
+	ip = rte_pktmbuf_mtod_offset(out[0], struct rte_ipv4_hdr *, 14);
+	udp = (struct rte_udp_hdr *)((uint8_t *)ip + 24);
+	ck_assert_uint_eq(ip->version_ihl, 0x46);
+	ck_assert_uint_eq(rte_raw_cksum(ip, 24), 0xffff);
+	ck_assert_uint_eq(ntohl(ip->dst_addr), 0x0a4d0000u + home);
+	got = udp->dgram_cksum;
+	udp->dgram_cksum = 0;
+	ck_assert_uint_eq(rte_ipv4_udptcp_cksum(ip, udp), got);
+	ck_assert_int_eq(wire_decode(udp + 1, ntohs(udp->dgram_len) - 8, &msg), WIRE_OK);
+	ck_assert_uint_eq(msg.ret_ip, CLIENT_IP);
+	ck_assert_uint_eq(msg.node, home);
+	free_all(out, 1);
+}
+END_TEST
+
 START_TEST(arp_for_vip_answered)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool), *out[4];
@@ -916,6 +968,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, pinned_reads_spread_by_load);
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
+	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
