@@ -17,18 +17,22 @@ void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers)
 		s->health[id] = 100;
 		s->alive[id] = 1;
 		s->state[id] = SCORES_UNKNOWN;
+		s->delay_unit[id] = SCORES_DELAY_ONE / 101;
 	}
 }
 
 void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state state)
 {
+	bool alive = state == SCORES_UP || state == SCORES_UNKNOWN;
+
 	if (id == 0 || id >= SCORES_NODES)
 		return;
 	if (health > 100)
 		health = 100;
 	__atomic_store_n(&s->health[id], health, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state[id], (uint8_t)state, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->alive[id], (uint8_t)(state == SCORES_UP || state == SCORES_UNKNOWN),
+	__atomic_store_n(&s->alive[id], (uint8_t)alive, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->delay_unit[id], alive ? SCORES_DELAY_ONE / (health + 1u) : 0,
 			 __ATOMIC_RELAXED);
 }
 

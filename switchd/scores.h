@@ -3,15 +3,17 @@
  * id (DESIGN.md section 5): in-flight requests, health 0..100, alive flag.
  *
  * Who writes what:
- *   sent[w][], done[w][]  worker w only (single writer, plain relaxed stores):
- *                   requests it forwarded to each node, replies it saw from
- *                   each node. In-flight = sum(sent) - sum(done) - forgotten.
- *                   A shared counter would need a locked add per request (a
- *                   sixth of the fast path's cycles, measured); the sum costs
- *                   a few loads per candidate, and only for directory reads.
+ *   outstanding[w][]  worker w only (single writer, plain relaxed stores):
+ *                   requests it forwarded to each node minus replies it saw
+ *                   from each node (a wrapping counter: a reply may come back
+ *                   through another worker). In-flight = sum over workers -
+ *                   forgotten. A shared counter would need a locked add per
+ *                   request (a sixth of the fast path's cycles, measured); the
+ *                   sum costs one load per worker and candidate, and only for
+ *                   directory reads.
  *   forgotten[]     the control thread: in-flight it wrote off as lost.
- *   health[], alive[], state[]  the control thread only (single writer, relaxed
- *                   stores), from digests and failure detection.
+ *   health[], alive[], state[], delay_unit[]  the control thread only (single
+ *                   writer, relaxed stores), from digests and failure detection.
  *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
  *                   forget in-flight counts of requests whose replies were lost.
  * Readers anywhere use relaxed loads; a reader may see health from a newer
@@ -26,6 +28,7 @@
 #include "config.h"
 
 #define SCORES_NODES (CFG_MAX_NODES + 1) /* slot 0 unused: node 0 is "no node" */
+#define SCORES_DELAY_ONE (1u << 20)	   /* fixed-point 1 of delay_unit[] */
 
 /* What the switch knows of a node's liveness. UNKNOWN (no digest yet) routes like UP. */
 enum scores_state { SCORES_UNKNOWN, SCORES_UP, SCORES_DOWN, SCORES_UNTRACKED };
@@ -34,27 +37,28 @@ enum scores_state { SCORES_UNKNOWN, SCORES_UP, SCORES_DOWN, SCORES_UNTRACKED };
 
 struct scores {
 	uint16_t nworkers;
-	uint32_t sent[SCORES_MAX_WORKERS][SCORES_NODES]; /* wrap-around counters */
-	uint32_t done[SCORES_MAX_WORKERS][SCORES_NODES];
+	uint32_t outstanding[SCORES_MAX_WORKERS][SCORES_NODES]; /* wrap-around counters */
 	uint32_t forgotten[SCORES_NODES];
 	uint8_t health[SCORES_NODES];
 	uint8_t alive[SCORES_NODES];
 	uint8_t state[SCORES_NODES];
+	/* 2^20 / (health + 1) while alive, 0 while down: what one request in flight
+	 * adds to the node's expected delay (select.h), ready for a multiply. */
+	uint32_t delay_unit[SCORES_NODES];
 	uint64_t last_reply_tsc[SCORES_NODES];
 };
 
 /* Every node of cfg tracked: UNKNOWN, alive, health 100. Others untracked and down. */
 void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers);
 
-/* sum(sent) - sum(done) - forgotten, as a signed difference of wrapping counters. */
+/* sum(outstanding) - forgotten, as a signed difference of wrapping counters. */
 static inline int32_t scores_inflight_raw(const struct scores *s, uint16_t id)
 {
 	uint32_t v = -__atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
 	unsigned nworkers = s->nworkers;
 
 	for (unsigned w = 0; w < nworkers; w++)
-		v += __atomic_load_n(&s->sent[w][id], __ATOMIC_RELAXED) -
-		     __atomic_load_n(&s->done[w][id], __ATOMIC_RELAXED);
+		v += __atomic_load_n(&s->outstanding[w][id], __ATOMIC_RELAXED);
 	return (int32_t)v;
 }
 
@@ -68,6 +72,10 @@ static inline uint8_t scores_health(const struct scores *s, uint16_t id)
 {
 	return __atomic_load_n(&s->health[id], __ATOMIC_RELAXED);
 }
+static inline uint32_t scores_delay_unit(const struct scores *s, uint16_t id)
+{
+	return __atomic_load_n(&s->delay_unit[id], __ATOMIC_RELAXED);
+}
 static inline bool scores_alive(const struct scores *s, uint16_t id)
 {
 	return __atomic_load_n(&s->alive[id], __ATOMIC_RELAXED) != 0;
@@ -75,12 +83,12 @@ static inline bool scores_alive(const struct scores *s, uint16_t id)
 /* Worker w forwarded a request to node id. */
 static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id)
 {
-	__atomic_store_n(&s->sent[w][id], s->sent[w][id] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->outstanding[w][id], s->outstanding[w][id] + 1, __ATOMIC_RELAXED);
 }
 /* Worker w saw a reply from node id. */
 static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id, uint64_t now_tsc)
 {
-	__atomic_store_n(&s->done[w][id], s->done[w][id] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->outstanding[w][id], s->outstanding[w][id] - 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED) != now_tsc)
 		__atomic_store_n(&s->last_reply_tsc[id], now_tsc, __ATOMIC_RELAXED);
 }

@@ -39,18 +39,14 @@ static inline uint64_t sel_rand(uint64_t *state)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* 2^20 / (health + 1), health 0..100: a multiply instead of a divide per candidate. */
-extern const uint32_t sel_recip[101];
-
 /*
  * Expected delay of node id in fixed point: (inflight + 1) * 2^20 / (health + 1),
- * below 2^51. Health 0 (alive but saturated) gives the largest delay for its load.
+ * below 2^51. Health 0 (alive but saturated) gives the largest delay for its
+ * load. 0 for a node that is down: callers weigh alive nodes only.
  */
 static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 {
-	uint8_t h = scores_health(s, id);
-
-	return ((uint64_t)scores_inflight(s, id) + 1) * sel_recip[h > 100 ? 100 : h];
+	return ((uint64_t)scores_inflight(s, id) + 1) * scores_delay_unit(s, id);
 }
 
 /*
@@ -70,9 +66,10 @@ static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, un
 
 	for (unsigned i = 0; i < n; i++) {
 		uint16_t id = cand[i];
-		uint64_t cost = sel_cost(s, id) << 8 | (jitter & 0xff);
+		uint32_t unit = scores_delay_unit(s, id);
+		uint64_t cost = ((uint64_t)scores_inflight(s, id) + 1) * unit << 8 | (jitter & 0xff);
 
-		cost |= -(uint64_t)!scores_alive(s, id);
+		cost |= -(uint64_t)(unit == 0); /* down */
 		jitter = i % 8 == 7 ? sel_rand(rng) : jitter >> 8;
 		best = cost < best_cost ? id : best;
 		best_cost = cost < best_cost ? cost : best_cost;

@@ -405,7 +405,7 @@ START_TEST(pinned_reads_spread_by_load)
 
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	/* n1 is busy: the first reads go to n2 and n3 until they catch up. */
-	sw.scores.sent[0][1] += 10;
+	sw.scores.outstanding[0][1] += 10;
 	spread(30, got, &rflags);
 	ck_assert_uint_eq(got[4], 0);
 	ck_assert_uint_eq(got[1] + got[2] + got[3], 30);
