@@ -7,7 +7,9 @@
  *      everything that is not service traffic (inline mode), IPv4/UDP
  *      validation, wire_decode(). Frames that end here are sent or dropped
  *      (counted by reason); the rest are service datagrams with a key.
- *   2. one rte_hash_lookup_bulk_data() of all their keyhashes in the CDT, then
+ *   2. one bulk lookup of all their keyhashes in the CDT
+ *      (rte_hash_lookup_with_hash_bulk_data(): rte_hash_lookup_bulk_data() with
+ *      the signatures computed here, see cdt_sig()), then
  *      per datagram: do_request() (route and rewrite towards a node),
  *      do_reply() (learn, update the directory, rewrite towards the client),
  *      do_rc_ack(), do_hint().
@@ -794,7 +796,6 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	const void *keys[SW_BURST];
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
-	uint8_t idx[SW_BURST];
 	uint64_t hits = 0;
 	unsigned nk = 0;
 
@@ -812,14 +813,13 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			continue;
 		keys[nk] = &p->msg.keyhash;
 		sigs[nk] = cdt_sig(p->msg.keyhash);
-		idx[nk] = (uint8_t)nk;
 		nk++;
 	}
 	if (nk == 0)
 		return;
 	rte_hash_lookup_with_hash_bulk_data(sw->cdt->hash, keys, sigs, nk, &hits, data);
 	for (unsigned k = 0; k < nk; k++) {
-		struct pkt *p = &pkts[idx[k]];
+		struct pkt *p = &pkts[k];
 		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;
 
 		switch (p->kind) {
