@@ -29,17 +29,18 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 "$BUILD/bench/bench_pcapgen" "$TMP/req.pcap" "$TMP/keys.txt" 2048
+"$BUILD/bench/bench_pcapgen" "$TMP/rep.pcap" /dev/null 2048 replies 8
 
-# make_config NODES -> $TMP/fp-NODES.json
+# make_config NODES PCAP -> $TMP/fp-NODES.json
 make_config() {
-	python3 - "$1" "$TMP" <<'PY'
+	python3 - "$1" "$TMP" "$2" <<'PY'
 import json, sys
-n, tmp = int(sys.argv[1]), sys.argv[2]
+n, tmp, pcap = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 cfg = {
   "service": {"vip": "10.77.0.100", "port": 7447, "mac": "02:53:4b:4c:00:64", "mtu": 1500},
   "switches": [{"id": 1, "name": "bench", "role": "inline", "lcores": [1],
                 "control_socket": f"{tmp}/sw.sock", "idle_sleep_us": 0,
-                "ports": [{"name": "in", "vdev": f"net_pcap0,rx_pcap={tmp}/req.pcap,infinite_rx=1"},
+                "ports": [{"name": "in", "vdev": f"net_pcap0,rx_pcap={tmp}/{pcap},infinite_rx=1"},
                           {"name": "out", "vdev": "net_null0,no-rx=1"}]}],
   "nodes": [{"id": i, "name": f"n{i}", "ip": f"10.78.{i // 250}.{i % 250 + 1}", "port": 7447}
             for i in range(1, n + 1)],
@@ -57,9 +58,9 @@ stat() {
 		python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
 }
 
-run_switchd() { # NODES -> prints "mpps busy_cpp hz"
-	local n=$1
-	make_config "$n"
+run_switchd() { # NODES [PCAP] -> prints "mpps busy_cpp hz"
+	local n=$1 pcap=${2:-req.pcap}
+	make_config "$n" "$pcap"
 	"$BUILD/switchd/skewless-switchd" -l 0,1 --no-huge -m 256 --no-pci \
 		--file-prefix "skl-fp-$$-$n" --log-level lib.eal:error -- \
 		--config "$TMP/fp-$n.json" --switch bench --no-digest-timeout \
@@ -71,6 +72,8 @@ run_switchd() { # NODES -> prints "mpps busy_cpp hz"
 	for i in $(seq 1 "$n"); do
 		$ctl neigh add "10.78.$((i / 250)).$((i % 250 + 1))" "02:00:00:00:$(printf %02x $((i / 256))):$(printf %02x $((i % 256)))" out >/dev/null
 	done
+	# The client, for the replies' way back.
+	$ctl neigh add 10.77.0.201 02:00:00:00:00:c1 out >/dev/null
 	# 1024 keys, replica sets of 3 rotating over the nodes.
 	split -n l/4 -d "$TMP/keys.txt" "$TMP/kpart."
 	local g=0
@@ -121,6 +124,8 @@ read -r SW8 CPP8 HZ < <(run_switchd 8)
 echo "switchd   8 nodes, 1024 CDT entries: ${SW8} Mpps, $(python3 -c "print('%.0f' % ($HZ/($SW8*1e6)))") cycles/packet (wall), ${CPP8} cycles/packet (busy polls)"
 read -r SW64 CPP64 _ < <(run_switchd 64)
 echo "switchd  64 nodes, 1024 CDT entries: ${SW64} Mpps, $(python3 -c "print('%.0f' % ($HZ/($SW64*1e6)))") cycles/packet (wall), ${CPP64} cycles/packet (busy polls)"
+read -r SWR CPPR _ < <(run_switchd 8 rep.pcap)
+echo "switchd   8 nodes, replies to the same:  ${SWR} Mpps, $(python3 -c "print('%.0f' % ($HZ/($SWR*1e6)))") cycles/packet (wall), ${CPPR} cycles/packet (busy polls)"
 TP=$(run_testpmd)
 echo "testpmd macswap, same vdevs and pcap: ${TP} Mpps, $(python3 -c "print('%.0f' % ($HZ/($TP*1e6)))") cycles/packet (wall)"
 echo "switchd_mpps=${SW8} testpmd_mpps=${TP} ratio=$(python3 -c "print('%.2f' % ($SW8/$TP))")"
