@@ -11,14 +11,8 @@ void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers)
 	s->nworkers = nworkers;
 	for (unsigned i = 0; i < SCORES_NODES; i++)
 		s->state[i] = SCORES_UNTRACKED;
-	for (unsigned i = 0; i < cfg->nnodes; i++) {
-		uint16_t id = cfg->nodes[i].id;
-
-		s->health[id] = 100;
-		s->alive[id] = 1;
-		s->state[id] = SCORES_UNKNOWN;
-		s->delay_unit[id] = SCORES_DELAY_ONE / 101;
-	}
+	for (unsigned i = 0; i < cfg->nnodes; i++)
+		scores_set(s, cfg->nodes[i].id, 100, SCORES_UNKNOWN);
 }
 
 void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state state)
@@ -31,7 +25,6 @@ void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state
 		health = 100;
 	__atomic_store_n(&s->health[id], health, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state[id], (uint8_t)state, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->alive[id], (uint8_t)alive, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->delay_unit[id], alive ? SCORES_DELAY_ONE / (health + 1u) : 0,
 			 __ATOMIC_RELAXED);
 }

@@ -1,6 +1,6 @@
 /*
  * scores.h - per-node score tables, "SRAM-style" flat arrays indexed by node
- * id (DESIGN.md section 5): in-flight requests, health 0..100, alive flag.
+ * id (DESIGN.md section 5): in-flight requests, health 0..100, liveness.
  *
  * Who writes what:
  *   outstanding[w][]  worker w only (single writer, plain relaxed stores):
@@ -12,12 +12,13 @@
  *                   sum costs one load per worker and candidate, and only for
  *                   directory reads.
  *   forgotten[]     the control thread: in-flight it wrote off as lost.
- *   health[], alive[], state[], delay_unit[]  the control thread only (single
- *                   writer, relaxed stores), from digests and failure detection.
+ *   health[], state[], delay_unit[]  the control thread only (single writer,
+ *                   relaxed stores), from digests and failure detection. A node
+ *                   is alive exactly when its delay_unit is not 0.
  *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
  *                   forget in-flight counts of requests whose replies were lost.
  * Readers anywhere use relaxed loads; a reader may see health from a newer
- * update than alive, and every such mix is safe to act on.
+ * update than delay_unit, and every such mix is safe to act on.
  */
 #ifndef SKL_SW_SCORES_H
 #define SKL_SW_SCORES_H
@@ -40,7 +41,6 @@ struct scores {
 	uint32_t outstanding[SCORES_MAX_WORKERS][SCORES_NODES]; /* wrap-around counters */
 	uint32_t forgotten[SCORES_NODES];
 	uint8_t health[SCORES_NODES];
-	uint8_t alive[SCORES_NODES];
 	uint8_t state[SCORES_NODES];
 	/* 2^20 / (health + 1) while alive, 0 while down: what one request in flight
 	 * adds to the node's expected delay (select.h), ready for a multiply. */
@@ -78,7 +78,7 @@ static inline uint32_t scores_delay_unit(const struct scores *s, uint16_t id)
 }
 static inline bool scores_alive(const struct scores *s, uint16_t id)
 {
-	return __atomic_load_n(&s->alive[id], __ATOMIC_RELAXED) != 0;
+	return scores_delay_unit(s, id) != 0;
 }
 /* Worker w forwarded a request to node id. */
 static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id)

@@ -1,7 +1,7 @@
 /*
  * select.h - which replica serves a read: least expected delay.
  *
- * Expected delay of node n = (inflight(n) + 1) / health(n): the requests
+ * Expected delay of node n = (inflight(n) + 1) / (health(n) + 1): the requests
  * queued ahead of this one, slowed down by how unhealthy the node is. Nodes
  * that are down are never chosen; ties are broken at random so that equal
  * replicas share load instead of the first one taking every read.
@@ -66,10 +66,10 @@ static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, un
 
 	for (unsigned i = 0; i < n; i++) {
 		uint16_t id = cand[i];
-		uint32_t unit = scores_delay_unit(s, id);
-		uint64_t cost = ((uint64_t)scores_inflight(s, id) + 1) * unit << 8 | (jitter & 0xff);
+		uint64_t delay = sel_cost(s, id);
+		uint64_t cost = delay << 8 | (jitter & 0xff);
 
-		cost |= -(uint64_t)(unit == 0); /* down */
+		cost |= -(uint64_t)(delay == 0); /* down */
 		jitter = i % 8 == 7 ? sel_rand(rng) : jitter >> 8;
 		best = cost < best_cost ? id : best;
 		best_cost = cost < best_cost ? cost : best_cost;
