@@ -289,6 +289,13 @@ static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr
 		drop(w, m, SW_CNT_DROP_ARP_OTHER);
 }
 
+/* The sender claims to be node `node`: true when its source address agrees. */
+static inline bool from_node(const struct sw *sw, const struct pkt *p, uint16_t node)
+{
+	return node != 0 && node <= CFG_MAX_NODES &&
+	       sw->node_ip[node] == rte_be_to_cpu_32(p->ip->src_addr);
+}
+
 /* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
 static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
@@ -311,11 +318,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_REPLICATE | WIRE_REPLY:
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
-	case WIRE_OP_DIGEST: {
-		uint16_t node = p->msg.node;
-
-		if (node == 0 || node > CFG_MAX_NODES ||
-		    sw->node_ip[node] != rte_be_to_cpu_32(p->ip->src_addr)) {
+	case WIRE_OP_DIGEST:
+		if (!from_node(sw, p, p->msg.node)) {
 			drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
 			return K_DONE;
 		}
@@ -326,7 +330,6 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 		}
 		CNT(w, SW_CNT_DIGESTS);
 		return K_DONE;
-	}
 	case WIRE_OP_SYNC: {
 		uint32_t src = rte_be_to_cpu_32(p->ip->src_addr);
 
@@ -646,38 +649,55 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	tx(w, out, p->m);
 }
 
-/* The sender claims to be node `node`: true when its source address agrees. */
-static inline bool from_node(const struct sw *sw, const struct pkt *p, uint16_t node)
+/*
+ * A reply or RC_ACK names the node it comes from: when the source address
+ * agrees, refresh that node's neighbour entry and return true; otherwise drop it.
+ */
+static inline bool accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+				    uint32_t now_s)
 {
-	return node != 0 && node <= CFG_MAX_NODES &&
-	       sw->node_ip[node] == rte_be_to_cpu_32(p->ip->src_addr);
+	struct sw *sw = w->sw;
+
+	if (!from_node(sw, p, p->msg.node)) {
+		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+		return false;
+	}
+	l2_nb_learn(sw->l2, sw->node_ip[p->msg.node], p->eth->src_addr.addr_bytes,
+		    (uint8_t)in_port, now_s, false);
+	return true;
+}
+
+/* Apply a directory event to e from this worker, counting lost races, updates and failures. */
+static int apply_event(struct sw_worker *w, struct cdt_entry *e, enum cdt_event ev,
+		       const struct wire_msg *msg)
+{
+	unsigned retries = 0;
+	int r = cdt_apply(w->sw->cdt, w->index, e, ev, msg->version, msg->node, &retries);
+
+	w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
+	if (r > 0)
+		CNT(w, SW_CNT_CDT_UPDATES);
+	else if (r < 0)
+		CNT(w, SW_CNT_CDT_UPDATE_FAILED);
+	return r;
 }
 
 /* Apply a reply's version to the directory (DESIGN.md 5); true when the key is in it. */
 static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e)
 {
 	const struct wire_msg *msg = &p->msg;
-	unsigned retries = 0;
-	int r;
 
 	e = entry_for(w, e, msg);
 	if (!e)
 		return false;
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
-	r = cdt_apply(w->sw->cdt, w->index, e, CDT_EV_REPLY, msg->version, msg->node, &retries);
-	w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
-	if (r > 0) {
-		CNT(w, SW_CNT_CDT_UPDATES);
-		if (msg->op == (WIRE_OP_PUT | WIRE_REPLY) ||
-		    msg->op == (WIRE_OP_DEL | WIRE_REPLY)) {
-			CNT(w, SW_CNT_WRITE_COMPLETIONS);
-			cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
-			/* The set is {home} now: have the new version copied out. */
-			dir_completed(w, e->keyhash, msg->version);
-		}
-	} else if (r < 0) {
-		CNT(w, SW_CNT_CDT_UPDATE_FAILED);
+	if (apply_event(w, e, CDT_EV_REPLY, msg) > 0 &&
+	    (msg->op == (WIRE_OP_PUT | WIRE_REPLY) || msg->op == (WIRE_OP_DEL | WIRE_REPLY))) {
+		CNT(w, SW_CNT_WRITE_COMPLETIONS);
+		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
+		/* The set is {home} now: have the new version copied out. */
+		dir_completed(w, e->keyhash, msg->version);
 	}
 	return true;
 }
@@ -693,12 +713,8 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	uint16_t flags;
 
 	CNT(w, SW_CNT_REPLIES);
-	if (!from_node(sw, p, msg->node)) {
-		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+	if (!accept_from_node(w, p, in_port, now_s))
 		return;
-	}
-	l2_nb_learn(sw->l2, sw->node_ip[msg->node], p->eth->src_addr.addr_bytes, (uint8_t)in_port,
-		    now_s, false);
 	if (p->kind == K_REPLY)
 		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
 	/* Published (release) here, before the reply is buffered for TX below. */
@@ -731,43 +747,30 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
-	unsigned retries = 0;
 
 	CNT(w, SW_CNT_RC_ACKS);
-	if (!from_node(sw, p, msg->node)) {
-		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+	if (!accept_from_node(w, p, in_port, now_s))
 		return;
-	}
-	l2_nb_learn(sw->l2, sw->node_ip[msg->node], p->eth->src_addr.addr_bytes, (uint8_t)in_port,
-		    now_s, false);
 	e = entry_for(w, e, msg);
-	if (e) {
-		int r = cdt_apply(sw->cdt, w->index, e, CDT_EV_RC_ACK, msg->version, msg->node,
-				  &retries);
+	if (e && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {
+		const struct cdt_state *st = cdt_entry_state(e);
 
-		w->counters[SW_CNT_CDT_UPDATE_RETRIES] += retries;
-		if (r > 0) {
-			const struct cdt_state *st = cdt_entry_state(e);
-
-			/* Replication lag: this version's completion to this replica's ack. */
-			if (st->completed == msg->version && st->completed_tsc &&
-			    now_tsc > st->completed_tsc) {
-				w->counters[SW_CNT_REPL_LAG_US] +=
-				    (now_tsc - st->completed_tsc) * 1000000u / sw->tsc_hz;
-				CNT(w, SW_CNT_REPL_LAG_SAMPLES);
-			}
-			CNT(w, SW_CNT_CDT_UPDATES);
-			CNT(w, SW_CNT_RC_ACK_ADDED);
-			cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
-		} else if (r < 0) {
-			CNT(w, SW_CNT_CDT_UPDATE_FAILED);
+		/* Replication lag: this version's completion to this replica's ack. */
+		if (st->completed == msg->version && st->completed_tsc &&
+		    now_tsc > st->completed_tsc) {
+			w->counters[SW_CNT_REPL_LAG_US] +=
+			    (now_tsc - st->completed_tsc) * 1000000u / sw->tsc_hz;
+			CNT(w, SW_CNT_REPL_LAG_SAMPLES);
 		}
+		CNT(w, SW_CNT_RC_ACK_ADDED);
+		cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
 	}
 	rte_pktmbuf_free(p->m);
 }
 
 /* HINT: which node would a read of this key go to now (docs/protocol.md). */
-static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port)
+static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+		    uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct cdt_state *st = NULL;
@@ -777,7 +780,7 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	e = entry_for(w, e, &p->msg);
 	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
 	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
-	if (may_spread(sw, e, rte_rdtsc())) {
+	if (may_spread(sw, e, now_tsc)) {
 		st = cdt_entry_state(e);
 		version = st->completed;
 	}
@@ -834,7 +837,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			do_rc_ack(w, p, e, in_port, now_s, now_tsc);
 			break;
 		case K_HINT:
-			do_hint(w, p, e, in_port);
+			do_hint(w, p, e, in_port, now_tsc);
 			break;
 		}
 	}
