@@ -79,6 +79,9 @@ struct cdt_entry {
 	uint16_t owner;
 	uint8_t spread;
 	struct cdt_state *state; /* RCU: acquire load, CAS with release */
+	/* cluster.c (control thread): the owned-list version this key joined this
+	 * switch's owned list at; 0 = not yet (or not owned). */
+	uint64_t owned_since;
 };
 
 /* Per-worker retire list: states replaced by this worker, waiting for a grace period. */

@@ -25,8 +25,7 @@
 struct cluster {
 	struct peer_state ps;
 	bool leased;	 /* every lease was held at the last round */
-	uint64_t *since; /* per CDT slot: our owned-list version the key joined at; 0 not owned */
-	struct peer_key *scratch;	      /* max_entries keys */
+	struct peer_key *scratch;	      /* our owned list as published: owned_cap keys */
 	uint64_t stale_us;		      /* own digests older than this are stale */
 	uint8_t score_src[CFG_MAX_NODES + 1]; /* slot a node's score comes from; 0: own digests */
 	struct cluster_stats st;
@@ -58,13 +57,11 @@ int cluster_init(struct sw *sw, char *err, size_t errlen)
 		inc = (uint32_t)rte_rand();
 	while (inc == 0);
 	rc = peer_init(&c->ps, sw->cfg, sw->self->id, inc, 0);
-	c->since = calloc(sw->cdt->max_entries, sizeof(*c->since));
-	c->scratch = calloc(sw->cdt->max_entries, sizeof(*c->scratch));
-	if (rc != 0 || !c->since || !c->scratch) {
+	c->scratch = calloc(rc == 0 && c->ps.owned_cap ? c->ps.owned_cap : 1, sizeof(*c->scratch));
+	if (rc != 0 || !c->scratch) {
 		snprintf(err, errlen, "switches[%s].peers: cannot set up the peer state: %s",
 			 sw->self->name, strerror(rc ? -rc : ENOMEM));
 		peer_fini(&c->ps);
-		free(c->since);
 		free(c->scratch);
 		free(c);
 		return -1;
@@ -88,7 +85,6 @@ void cluster_fini(struct sw *sw)
 	if (!c)
 		return;
 	peer_fini(&c->ps);
-	free(c->since);
 	free(c->scratch);
 	free(c);
 	sw->cluster = NULL;
@@ -277,14 +273,11 @@ static void remove_entry(struct sw *sw, uint64_t keyhash, bool owned)
 {
 	struct cluster *c = sw->cluster;
 	struct cdt_entry *e = cdt_find(sw->cdt, keyhash);
-	uint16_t idx;
 
 	if (!e)
 		return;
-	idx = e->index;
 	if (owned ? dir_remove(sw, e) : cdt_remove(sw->cdt, keyhash)) /* nonzero: failed */
 		return;
-	c->since[idx] = 0;
 	if (owned)
 		c->st.owned_retires++;
 	else
@@ -332,7 +325,6 @@ static bool apply_claims(struct sw *sw, unsigned s)
 			continue;
 		}
 		set_owner(e, sl->id);
-		c->since[e->index] = 0;
 		c->st.remote_installs++;
 	}
 	return all;
@@ -356,7 +348,7 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 			/* A peer's key that is ours now: start over from {home}. */
 			reset_entry(sw, e);
 			set_owner(e, 0);
-			c->since[e->index] = 0;
+			e->owned_since = 0;
 			e->want_replicas = (uint8_t)k->replicas;
 			dir_replicate(sw, e);
 			c->st.owned_installs++;
@@ -368,10 +360,8 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 			continue;
 		}
 		e = dir_install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas);
-		if (e) {
-			c->since[e->index] = 0;
+		if (e)
 			c->st.owned_installs++;
-		}
 	}
 }
 
@@ -401,9 +391,9 @@ static void publish_owned(struct sw *sw)
 	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
 		if (e->owner != 0)
 			continue;
-		if (c->since[e->index] == 0)
-			c->since[e->index] = c->ps.owned_version;
-		__atomic_store_n(&e->spread, c->since[e->index] <= confirmed, __ATOMIC_RELAXED);
+		if (e->owned_since == 0)
+			e->owned_since = c->ps.owned_version;
+		__atomic_store_n(&e->spread, e->owned_since <= confirmed, __ATOMIC_RELAXED);
 	}
 }
 
