@@ -16,8 +16,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: bench/node.sh [--keys N] [--seconds S] [--window W]" >&2; exit 64 ;;
 	esac
 done
-[ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
-ninja -C build nodes/skewless-node bench/node_bench >/dev/null
+scripts/setup.sh --release >/dev/null # packages and the optimised build
 bin=build/nodes/skewless-node
 nb=build/bench/node_bench
 

@@ -27,7 +27,7 @@ export SKL_SERVICE_TIME_US=${SKL_SERVICE_TIME_US:-1000}
 export SKL_RUN_DIR=${SKL_RUN_DIR:-$repo/run/skew}
 run=$SKL_RUN_DIR
 
-"$repo/scripts/setup.sh" >/dev/null
+"$repo/scripts/setup.sh" --release >/dev/null
 trap '"$repo/scripts/testbed.sh" down "$config" >/dev/null 2>&1 || true' EXIT
 "$repo/scripts/testbed.sh" down "$config" >/dev/null 2>&1 || true
 "$repo/scripts/testbed.sh" up "$config"

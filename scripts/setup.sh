@@ -33,10 +33,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 		"${missing[@]}" >/dev/null
 fi
 
-# --reconfigure picks up components that appeared since the last setup.
-if [ -f build/build.ninja ]; then meson setup --reconfigure build >/dev/null; else meson setup build --buildtype=release; fi
+# Configured once; ninja re-runs meson by itself when a meson.build changes.
+[ -f build/build.ninja ] || meson setup build --buildtype=release
 if [ "${1:-}" = --release ]; then ninja -C build; exit 0; fi
-if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan >/dev/null; else
-	meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false; fi
+[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 ninja -C build
 ninja -C build-asan
