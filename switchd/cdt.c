@@ -12,15 +12,12 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
-#include <xxhash.h>
 
 #include "cdt.h"
 
-/* Workers' retire lists; the control thread frees synchronously instead. */
-static struct cdt_limbo *limbo_of(struct cdt *c, uint16_t worker);
-
 struct cdt_priv {
 	struct cdt pub;
+	/* Workers' retire lists; the control thread frees synchronously instead. */
 	struct cdt_limbo *limbo; /* [nworkers] */
 };
 
@@ -97,9 +94,8 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 				       NULL, NULL, SOCKET_ID_ANY, 0);
 	c->entries =
 	    rte_zmalloc("cdt_entries", sizeof(*c->entries) * max_entries, RTE_CACHE_LINE_SIZE);
-	c->counters =
-	    rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * (nworkers + 1u),
-			RTE_CACHE_LINE_SIZE);
+	c->counters = rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * nworkers,
+				  RTE_CACHE_LINE_SIZE);
 	p->limbo = rte_zmalloc("cdt_limbo", sizeof(*p->limbo) * nworkers, RTE_CACHE_LINE_SIZE);
 	c->key_len = calloc(max_entries, sizeof(*c->key_len));
 	c->keys = calloc(max_entries, sizeof(*c->keys));
@@ -360,7 +356,7 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	e->owned_since = 0;
 	memcpy(c->keys[idx], key, key_len);
 	c->key_len[idx] = (uint16_t)key_len;
-	for (unsigned w = 0; w <= c->nworkers; w++)
+	for (unsigned w = 0; w < c->nworkers; w++)
 		memset(cdt_worker_counters(c, (uint16_t)w, e), 0,
 		       sizeof(struct cdt_entry_counters));
 	/*
@@ -437,9 +433,8 @@ void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
 			struct cdt_entry_counters *sum)
 {
 	memset(sum, 0, sizeof(*sum));
-	for (unsigned w = 0; w <= c->nworkers; w++) {
-		const struct cdt_entry_counters *x =
-		    &c->counters[(size_t)w * c->max_entries + e->index];
+	for (unsigned w = 0; w < c->nworkers; w++) {
+		const struct cdt_entry_counters *x = cdt_worker_counters(c, (uint16_t)w, e);
 
 		sum->reads += __atomic_load_n(&x->reads, __ATOMIC_RELAXED);
 		sum->replica_reads += __atomic_load_n(&x->replica_reads, __ATOMIC_RELAXED);

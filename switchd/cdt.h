@@ -219,7 +219,7 @@ const uint8_t *cdt_entry_key(const struct cdt *c, const struct cdt_entry *e, uin
 void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
 			struct cdt_entry_counters *sum);
 
-static inline struct cdt_entry_counters *cdt_worker_counters(struct cdt *c, uint16_t worker,
+static inline struct cdt_entry_counters *cdt_worker_counters(const struct cdt *c, uint16_t worker,
 							     const struct cdt_entry *e)
 {
 	return &c->counters[(size_t)worker * c->max_entries + e->index];

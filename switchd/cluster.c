@@ -68,13 +68,10 @@ int cluster_init(struct sw *sw, char *err, size_t errlen)
 	}
 	c->stale_us =
 	    (uint64_t)sw->cfg->digest.down_after_intervals * sw->cfg->digest.interval_ms * 1000u;
-	for (unsigned s = 1; s < c->ps.nslots; s++) {
-		sw->peer_id[sw->npeers] = c->ps.slot[s].id;
+	for (unsigned s = 1; s < c->ps.nslots; s++)
 		sw->peer_vip[sw->npeers++] = c->ps.slot[s].vip;
-	}
 	sw->cluster = c;
 	__atomic_store_n(&sw->lease_until_tsc, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&sw->peers_on, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -606,14 +603,6 @@ unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *le
 	*leased = c->rows_leased;
 	pthread_mutex_unlock(&sw->tel_lock);
 	return n;
-}
-
-void cluster_get_stats(const struct sw *sw, struct cluster_stats *out)
-{
-	if (sw->cluster)
-		*out = sw->cluster->st;
-	else
-		memset(out, 0, sizeof(*out));
 }
 
 json_t *cluster_json(struct sw *sw)

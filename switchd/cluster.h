@@ -95,6 +95,4 @@ unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *le
 /* Name of a switch id ("-" when unknown). */
 const char *cluster_switch_name(const struct sw *sw, uint16_t id);
 
-void cluster_get_stats(const struct sw *sw, struct cluster_stats *out);
-
 #endif

@@ -254,7 +254,7 @@ static json_t *entry_json_owned(struct sw *sw, const struct cdt_entry *e)
 
 	json_object_set_new(o, "owner",
 			    json_string(owner ? cluster_switch_name(sw, owner) : sw->self->name));
-	json_object_set_new(o, "spread", json_boolean(!sw->peers_on || (!owner && e->spread)));
+	json_object_set_new(o, "spread", json_boolean(!sw->npeers || (!owner && e->spread)));
 	return o;
 }
 

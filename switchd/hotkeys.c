@@ -33,7 +33,6 @@ struct hot_detector {
 	uint32_t retire_epochs;
 	uint64_t epoch;
 	uint64_t samples;
-	uint64_t next_id;
 };
 
 /*

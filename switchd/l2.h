@@ -32,7 +32,6 @@
 #define L2_NB_SETS   1024
 #define L2_NB_WAYS   4
 #define L2_NODE_MAP  512 /* open-addressed IP -> node id, > 2 x CFG_MAX_NODES */
-#define L2_NO_PORT   0xff
 
 #define L2_F_VALID  0x1
 #define L2_F_STATIC 0x2

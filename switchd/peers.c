@@ -266,7 +266,6 @@ int peer_init(struct peer_state *ps, const struct cfg *cfg, uint16_t self_id, ui
 		}
 		snprintf(sl->name, sizeof(sl->name), "%s", c->name);
 		sl->vip = c->vip;
-		memcpy(sl->mac, c->mac, 6);
 		sl->win = calloc(ps->nwin, sizeof(*sl->win));
 		if (!sl->win)
 			goto nomem;
@@ -335,7 +334,6 @@ static void forget_peer(struct peer_state *ps, struct peer_slot *sl)
 	sl->owned_fresh = true;
 	sl->applied_version = 0;
 	sl->their_ts_us = 0;
-	sl->last_seq = 0;
 	sl->lease_echo_us = 0;
 	sl->lease_confirmed = 0;
 	memset(sl->score_rx_us, 0, sizeof(sl->score_rx_us));
@@ -461,13 +459,9 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		s = peer_slot_of(ps, m.sender);
 		if (s <= 0)
 			err = PEER_ERR_SENDER;
-		else if (m.kind == PEER_K_OWNED && m.owned_total > PEER_MAX_OWNED)
-			err = PEER_ERR_RANGE;
 	}
-	if (err != PEER_OK) {
-		ps->errors[err]++;
+	if (err != PEER_OK)
 		return err;
-	}
 	sl = &ps->slot[s];
 	if (sl->heard && sl->incarnation != m.incarnation)
 		forget_peer(ps, sl);
@@ -477,9 +471,6 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 	sl->incarnation = m.incarnation;
 	sl->heard = true;
 	sl->last_heard_us = now_us;
-	sl->syncs_rx++;
-	if (m.seq > sl->last_seq)
-		sl->last_seq = m.seq;
 	if (m.ts_us > sl->their_ts_us)
 		sl->their_ts_us = m.ts_us;
 	/* An echo of one of our heartbeats: the lease runs from when we sent it. */
@@ -504,10 +495,8 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		ps->hot_dirty = true;
 		break;
 	case PEER_K_OWNED:
-		if (m.owned_total <= ps->owned_cap)
+		if (m.owned_total <= ps->owned_cap) /* more than we keep: ignored */
 			receive_owned(sl, &m);
-		else
-			ps->errors[PEER_ERR_RANGE]++;
 		break;
 	}
 	return PEER_OK;
@@ -667,8 +656,13 @@ static int tally_by_count(const void *a, const void *b)
 	return x->keyhash < y->keyhash ? -1 : x->keyhash > y->keyhash;
 }
 
-uint32_t peer_merge(const struct peer_state *ps, const bool *use, struct peer_key *out,
-		    uint32_t max)
+/*
+ * Merge: the i-th most recent windows of the given slots, counts summed; the
+ * top k of each merged window; a key is hot when it is in the top k of more
+ * than nwin/2 merged windows. Writes at most max keys.
+ */
+static uint32_t peer_merge(const struct peer_state *ps, const bool *use, struct peer_key *out,
+			   uint32_t max)
 {
 	size_t cap = (size_t)ps->nslots * 2 * ps->top_k, nvotes = 0;
 	struct tally *cur = calloc(cap ? cap : 1, sizeof(*cur));
@@ -889,5 +883,4 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 		}
 	}
 	emit(arg, buf, peer_enc_end(&e));
-	sl->syncs_tx++;
 }

@@ -157,11 +157,9 @@ struct peer_slot {
 	uint16_t id;
 	char name[CFG_MAX_NAME];
 	uint32_t vip;
-	uint8_t mac[6];
 	uint32_t incarnation; /* 0 until heard (peers) */
 	uint64_t last_heard_us;
 	bool heard;
-	uint32_t last_seq;
 	uint64_t their_ts_us;	  /* newest heartbeat ts received from it (echoed back) */
 	uint64_t lease_echo_us;	  /* newest of OUR send times it echoed */
 	uint64_t lease_confirmed; /* our owned version it confirmed in that same datagram */
@@ -188,7 +186,6 @@ struct peer_slot {
 	bool sent_any[CFG_MAX_NODES + 1];
 	/* the version of ITS owned list we have applied (cluster.c sets it) */
 	uint64_t applied_version;
-	uint64_t syncs_rx, syncs_tx, stale_rx;
 };
 
 struct peer_state {
@@ -216,7 +213,6 @@ struct peer_state {
 	uint64_t owned_version;
 	uint32_t nowned;
 	struct peer_key *owned;
-	uint64_t errors[PEER_ERR_COUNT];
 };
 
 /*
@@ -269,13 +265,5 @@ typedef void (*peer_score_fn)(void *arg, uint16_t node, struct peer_score *s);
 void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
 		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
 		void *arg);
-
-/*
- * Merge: the i-th most recent windows of the given slots, counts summed; the
- * top k of each merged window; a key is hot when it is in the top k of more
- * than nwin/2 merged windows. Exposed for tests. Writes at most max keys.
- */
-uint32_t peer_merge(const struct peer_state *ps, const bool *use, struct peer_key *out,
-		    uint32_t max);
 
 #endif

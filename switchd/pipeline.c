@@ -528,7 +528,7 @@ static inline bool may_spread(const struct sw *sw, const struct cdt_entry *e, ui
 {
 	if (!e)
 		return false;
-	if (!__atomic_load_n(&sw->peers_on, __ATOMIC_RELAXED))
+	if (!sw->npeers)
 		return true;
 	return __atomic_load_n(&e->owner, __ATOMIC_RELAXED) == 0 &&
 	       __atomic_load_n(&e->spread, __ATOMIC_RELAXED) &&
@@ -571,7 +571,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
-	bool from_peer = sw->npeers && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
+	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
 	uint32_t ret_ip = from_peer ? msg->ret_ip : rte_be_to_cpu_32(p->ip->src_addr);
 	uint16_t ret_port = from_peer ? msg->ret_port : rte_be_to_cpu_16(p->udp->src_port);
 	uint8_t mac[6], out;

@@ -76,7 +76,7 @@ struct sw_worker {
 		uint8_t port;
 	} learnt[64];
 	uint32_t idle_polls;
-	uint32_t sample_countdown; /* requests until the next hot-key sample */
+	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
 	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
@@ -127,8 +127,8 @@ struct sw {
 	const struct cfg_switch *self;
 	char tag[32]; /* makes DPDK object names unique per switch */
 	struct ring ring;
-	uint32_t vip;	   /* host order */
-	uint16_t svc_port; /* host order */
+	uint32_t vip;		   /* host order */
+	uint16_t svc_port;	   /* host order */
 	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
 	bool inline_mode;
 	bool close_ports;
@@ -164,9 +164,7 @@ struct sw {
 	 * lease deadline is written by the control thread (relaxed) and read by
 	 * workers: replica reads only while now_tsc < lease_until_tsc.
 	 */
-	uint8_t peers_on; /* switch has configured peers */
-	uint16_t npeers;
-	uint16_t peer_id[SW_MAX_PEERS];
+	uint16_t npeers;		 /* 0: no peers configured */
 	uint32_t peer_vip[SW_MAX_PEERS]; /* host order */
 	uint64_t lease_until_tsc;
 	struct rte_ring *sync_ring;
