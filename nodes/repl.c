@@ -117,8 +117,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 		if (!cn || target == n->self->id)
 			continue;
-		rc_req.node = target;
-		wire_put16(dgram + WIRE_OFF_NODE, target);
+		wire_put16(dgram + WIRE_OFF_NODE, target); /* the encoded datagram, per target */
 		node_addr(cn, &to);
 		if (node_send(n, &to, dgram, (size_t)len) == 0)
 			node_count(n, NODE_CTR_rc_req_sent);

@@ -565,21 +565,32 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(c->targets)];
 	struct store_copies old;
 	size_t kl = copies_key(k, key, klen);
+	pthread_mutex_t *lock = stripe(st, keyhash(key, klen));
 	char *rerr = NULL;
-	int rc = store_copies_get(st, key, klen, &old);
+	int rc;
 
+	pthread_mutex_lock(lock);
+	rc = store_copies_get(st, key, klen, &old);
 	if (rc < 0)
-		return rc;
+		goto out;
 	wire_put16(v, c->owner);
 	for (size_t i = 0; i < sizeof(c->targets); i++)
 		v[2 + i] = (uint8_t)(c->targets[i] | (rc ? old.targets[i] : 0));
+	/* A hot key is re-replicated to mostly the same nodes after every write. */
+	if (rc == 1 && old.owner == c->owner && !memcmp(v + 2, old.targets, sizeof(old.targets))) {
+		rc = 0;
+		goto out;
+	}
 	rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, (const char *)v,
 		       sizeof(v), &rerr);
+	rc = 0;
 	if (rerr) {
 		free(rerr);
-		return -EIO;
+		rc = -EIO;
 	}
-	return 0;
+out:
+	pthread_mutex_unlock(lock);
+	return rc;
 }
 
 int store_copies_clear(struct store *st, const void *key, size_t klen)

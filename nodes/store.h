@@ -6,7 +6,8 @@
  *   "replica"  replica copies pushed by a home node with RC_REQ;
  *   "timers"   an index of records that need a later visit: values with an
  *              expiry ('e') and tombstones waiting for GC ('t'), ordered by time;
- *   "meta"     node-wide state (the version floor).
+ *   "meta"     node-wide state (the version floor) and, per key, where this
+ *              node pushed copies of it (store_copies_*).
  *
  * A record is one RocksDB value: an 18-byte header (format, kind, version,
  * time) and the value bytes, so a value and its version are always written
