@@ -52,6 +52,6 @@ void nlog(enum nlog_level level, const char *fmt, ...)
 	if (n > 0 && (size_t)n < sizeof(line))
 		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	/* One fputs of the whole line, so lines of different threads never interleave. */
+	/* The whole line in one write, so lines of different threads never interleave. */
 	fprintf(stderr, "%s\n", line);
 }

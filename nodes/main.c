@@ -242,6 +242,8 @@ int main(int argc, char **argv)
 	store_close(n.store);
 	node_dump_counters(&n);
 	ring_free(&n.ring);
+	dedup_fini(n.dedup);
+	free(n.dedup);
 	nlog_info("stopped");
 	return 0;
 }

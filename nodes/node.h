@@ -44,7 +44,7 @@
 	X(unsupported_op)    /* (c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes */          \
 	X(too_large)	     /* (c) value over max_value or datagram over the MTU */               \
 	X(overloaded)	     /* (c) queue full: answered OVERLOADED */                             \
-	X(bad_payload)	     /* control op with a malformed payload: BAD_REQUEST (by a worker) */  \
+	X(bad_payload)	     /* malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none */  \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
@@ -102,7 +102,6 @@ struct node {
 	int fd;			  /* the UDP socket: rx thread receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
-	uint32_t slot_cap;	  /* largest datagram a queue slot holds */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
@@ -141,7 +140,5 @@ int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, siz
 
 /* Write the counters to <data_dir>/counters (name value lines) and log them in one line. */
 void node_dump_counters(struct node *n);
-
-const char *node_counter_name(enum node_counter c);
 
 #endif

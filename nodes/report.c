@@ -11,6 +11,7 @@
  */
 #include "report.h"
 
+#include <errno.h>
 #include <time.h>
 
 #include "digest.h"
@@ -79,7 +80,7 @@ static void *report_main(void *arg)
 int report_start(struct node *n)
 {
 	if (dig_meter_init(&meter, &n->cfg->digest, NULL, 0, now_us()) != 0)
-		return -22; /* -EINVAL: a config cfg_load() accepted never gets here */
+		return -EINVAL; /* a config cfg_load() accepted never gets here */
 	return -pthread_create(&n->report_thread, NULL, report_main, n);
 }
 

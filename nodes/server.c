@@ -275,7 +275,7 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 {
 	uint32_t max_value = n->cfg->service.max_value;
 
-	if (len > n->slot_cap || len + 28 > n->cfg->service.mtu)
+	if (len > NODE_MAX_DGRAM || len + 28 > n->cfg->service.mtu)
 		return 1;
 	if (m->op == WIRE_OP_PUT && m->val_len > max_value)
 		return 1;
@@ -625,7 +625,7 @@ static void *worker_main(void *arg)
 	int ok = outs != NULL;
 
 	for (int i = 0; i < WORKER_BATCH; i++) {
-		reqs[i].buf = malloc(n->slot_cap);
+		reqs[i].buf = malloc(NODE_MAX_DGRAM);
 		ok = ok && reqs[i].buf;
 	}
 	if (!ok) {
@@ -680,8 +680,7 @@ int server_start(struct node *n, uint32_t workers)
 {
 	int rc;
 
-	n->slot_cap = NODE_MAX_DGRAM;
-	rc = queue_init(&n->queue, n->cfg->node.queue_depth, n->slot_cap);
+	rc = queue_init(&n->queue, n->cfg->node.queue_depth, NODE_MAX_DGRAM);
 	if (rc)
 		return rc;
 	n->workers = calloc(workers, sizeof(*n->workers));

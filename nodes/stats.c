@@ -17,11 +17,6 @@ static const char *const counter_names[] = {
 #undef X
 };
 
-const char *node_counter_name(enum node_counter c)
-{
-	return (unsigned)c < NODE_CTR_COUNT ? counter_names[c] : "?";
-}
-
 void node_dump_counters(struct node *n)
 {
 	char path[CFG_MAX_PATH + 16], tmp[CFG_MAX_PATH + 32], line[4096];
