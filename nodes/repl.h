@@ -1,8 +1,8 @@
 /*
  * repl.h - replica copies: REPLICATE (home side), RC_REQ / RC_ACK (replica
  * side), UNREPLICATE. Called by the workers (server.c; UNREPLICATE by the
- * receive thread) with a decoded, validated request; rep is the reply being built (already echoing req_id,
- * key and header fields).
+ * receive thread) with a decoded, validated request; rep is the reply being
+ * built (already echoing req_id, key and header fields).
  */
 #ifndef SKL_NODE_REPL_H
 #define SKL_NODE_REPL_H
