@@ -99,7 +99,6 @@ struct node_state {
 
 struct switch_state {
 	struct sockaddr_in addr;
-	uint64_t last_reply_ns;
 };
 
 struct skl_agent {
@@ -481,24 +480,18 @@ static void go_node(struct skl_agent *a, struct req *r, uint16_t id, bool replic
 	}
 	r->target = id;
 	r->replica_read = replica_read;
-	if (r->phase != PH_NODE)
-		r->phase_start_ns = a->now;
 	enter_phase(a, r, PH_NODE);
 	send_data(a, r, &n->addr, id);
 }
 
-/*
- * Route r's next attempt. after_node_failure: the last attempt went to a node
- * that did not answer, so neither the cache nor the switch is asked again:
- * the home is the one place that is always right.
- */
-static void dispatch(struct skl_agent *a, struct req *r, bool after_node_failure)
+/* Route r's next attempt. */
+static void dispatch(struct skl_agent *a, struct req *r)
 {
 	bool is_read = r->op == WIRE_OP_GET;
 	bool via_switch = a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
 	const struct rc_entry *e;
 
-	if (!after_node_failure && is_read && a->mode == CFG_MODE_HINT &&
+	if (is_read && a->mode == CFG_MODE_HINT &&
 	    r->consistency == CFG_RELAXED) {
 		rc_record(&a->rc, r->keyhash);
 		e = rc_lookup(&a->rc, r->keyhash, RC_ROUTE, a->now);
@@ -508,13 +501,13 @@ static void dispatch(struct skl_agent *a, struct req *r, bool after_node_failure
 			return;
 		}
 	}
-	if (!after_node_failure && via_switch && (!is_read || a->mode == CFG_MODE_INPATH)) {
+	if (via_switch && (!is_read || a->mode == CFG_MODE_INPATH)) {
 		r->sw = a->cur_switch;
 		enter_phase(a, r, PH_SWITCH);
 		send_data(a, r, &a->switches[r->sw].addr, 0);
 		return;
 	}
-	if (!after_node_failure && via_switch && is_read && a->mode == CFG_MODE_HINT) {
+	if (via_switch && is_read && a->mode == CFG_MODE_HINT) {
 		r->sw = a->cur_switch;
 		a->st.hints++;
 		enter_phase(a, r, PH_HINT);
@@ -523,7 +516,7 @@ static void dispatch(struct skl_agent *a, struct req *r, bool after_node_failure
 	}
 	/* Direct to the ring home, or where a MOVED said the key now lives. */
 	e = rc_lookup(&a->rc, r->keyhash, RC_MOVED, a->now);
-	if (e && a->nodes[e->node].present && !after_node_failure) {
+	if (e && a->nodes[e->node].present) {
 		go_node(a, r, e->node, false);
 		return;
 	}
@@ -548,7 +541,6 @@ static void start_probe(struct skl_agent *a, struct req *r)
 		defer_done(a, r, SKL_UNAVAILABLE);
 		return;
 	}
-	r->phase_start_ns = a->now;
 	enter_phase(a, r, PH_PROBE);
 }
 
@@ -558,7 +550,6 @@ static void finish_probe(struct skl_agent *a, struct req *r)
 	if (r->best_found) {
 		r->target = r->best_node;
 		r->replica_read = true;
-		r->phase_start_ns = a->now;
 		enter_phase(a, r, PH_STALE_READ);
 		send_data(a, r, &a->nodes[r->best_node].addr, r->best_node);
 	} else {
@@ -679,18 +670,17 @@ static void on_timeout(struct tw_timer *t, void *arg)
 			return;
 		}
 		a->st.retries++;
-		dispatch(a, r, false);
+		dispatch(a, r);
 		return;
 	}
 	/* PH_NODE */
 	if (r->target != r->home)
 		rc_remove(&a->rc, r->keyhash); /* a cached or redirected route failed */
 	if (!exhausted) {
+		/* Neither the cache nor the switch again: the home is the one place
+		 * that is always right. */
 		a->st.retries++;
-		if (r->target != r->home)
-			dispatch(a, r, true);
-		else
-			go_node(a, r, r->home, false);
+		go_node(a, r, r->home, false);
 		return;
 	}
 	/* Mark the node unresponsive only if nothing at all came from it while
@@ -797,10 +787,9 @@ static void on_probe_reply(struct skl_agent *a, struct req *r, const struct wire
 		finish_probe(a, r);
 }
 
-/* A datagram from a switch we gave up: it is back. */
+/* A datagram from switch sw: the current one answers, or one we gave up is back. */
 static void switch_seen(struct skl_agent *a, int sw)
 {
-	a->switches[sw].last_reply_ns = a->now;
 	if (sw == a->cur_switch) {
 		a->consec_timeouts = 0;
 	} else if (sw < a->cur_switch) {
@@ -1010,7 +999,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}
-	dispatch(a, r, false);
+	dispatch(a, r);
 	return 0;
 }
 

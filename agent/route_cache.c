@@ -170,7 +170,6 @@ const struct rc_entry *rc_lookup(struct route_cache *rc, uint64_t keyhash, unsig
 		return NULL;
 	e = &rc->entries[i];
 	if (e->expires_ns <= now_ns) {
-		rc->expired++;
 		drop(rc, i);
 		return NULL;
 	}
@@ -205,10 +204,6 @@ bool rc_insert(struct route_cache *rc, uint64_t keyhash, uint16_t node, enum rc_
 				rc->rejected++;
 				return false;
 			}
-			if (v->expires_ns <= now_ns)
-				rc->expired++;
-			else
-				rc->evicted++;
 			drop(rc, victim);
 		}
 		i = rc->free_head;

@@ -40,7 +40,7 @@ struct route_cache {
 	uint8_t *sketch;
 	uint32_t sketch_mask; /* width - 1 */
 	uint32_t accesses, sample_size;
-	uint64_t admitted, rejected, evicted, expired;
+	uint64_t admitted, rejected;
 };
 
 /* capacity 0 makes a cache that stores nothing. Returns 0 or -ENOMEM. */

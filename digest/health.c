@@ -141,7 +141,6 @@ int dig_table_receive(struct dig_table *t, uint16_t id, const struct dig_digest 
 	STORE(n->boot_id, d->boot_id);
 	STORE(n->interval_ms, (uint32_t)d->interval_ms);
 	STORE(n->last_digest_us, now_us);
-	t->last[id] = *d;
 	count(t, DIG_CNT_ACCEPTED, 1);
 
 	if (!LOAD(t->alive[id])) {
@@ -181,8 +180,8 @@ unsigned dig_table_tick(struct dig_table *t, uint64_t now_us)
 		if (!n->tracked || !t->alive[id])
 			continue;
 		/*
-		 * 3 x the node's current interval, but never under 3 x the base
-		 * interval: a loaded node announces 20 ms, and 60 ms of silence on
+		 * down_after_intervals x the node's current interval, but never
+		 * under that many base intervals: a loaded node announces 20 ms, and 60 ms of silence on
 		 * a busy machine is scheduling noise, not a failure.
 		 */
 		uint32_t interval = n->interval_ms > t->cfg.interval_ms ? n->interval_ms

@@ -21,8 +21,8 @@
  * last cfg.window digests, weights cfg.window_weights oldest..newest; while a
  * window is not yet full the newest digest still gets the newest weight. A
  * node silent for down_after_intervals x its own current interval (the
- * interval its last digest announced) is marked down by dig_table_tick():
- * health 0, alive 0. Its next digest brings it back with a fresh window.
+ * interval its last digest announced, at least the base interval) is marked
+ * down by dig_table_tick(): health 0, alive 0. Its next digest brings it back with a fresh window.
  * Digests whose seq is not above the last one accepted (same boot_id) are
  * ignored; gaps in seq count as lost digests.
  */
@@ -86,7 +86,6 @@ struct dig_table {
 	/* Control thread only. */
 	struct cfg_digest cfg;
 	struct dig_window win[DIG_NODES];
-	struct dig_digest last[DIG_NODES]; /* last digest accepted per node */
 };
 
 /* A consistent-enough copy of one node's state, for the control socket. */
@@ -128,7 +127,7 @@ int dig_table_receive_datagram(struct dig_table *t, const void *buf, size_t len,
 
 /*
  * Mark down every alive node silent for down_after_intervals x its current
- * interval at now_us. Call it from the control thread's timer, at least every
+ * interval (at least the base interval) at now_us. Call it from the control thread's timer, at least every
  * fast_interval_ms. Returns the number of nodes newly marked down.
  */
 unsigned dig_table_tick(struct dig_table *t, uint64_t now_us);

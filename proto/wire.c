@@ -1,5 +1,5 @@
 /*
- * wire.c - encode, decode and validate v1 datagrams; names for logs.
+ * wire.c - encode v1 datagrams; names for logs. Decoding is inline in wire.h.
  */
 #include "wire.h"
 
