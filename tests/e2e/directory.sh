@@ -12,18 +12,22 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$repo/build}
-config=${SKL_TESTBED_CONFIG:-$repo/conf/testbed.json}
+template=${SKL_TESTBED_CONFIG:-$repo/conf/testbed.json}
 export SKL_BUILD=$build
 export SKL_RUN_DIR=$(mktemp -d /tmp/skl-e2e-dir.XXXXXX)
+export SKL_NS_PREFIX=skl-e2e-dir- # never the namespaces of an operator's testbed
 export SKL_SERVICE_TIME_US=200
 export SKL_NODE_ARGS="--ack-delay-ms 20"
 run=$SKL_RUN_DIR
 
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! ip netns add skl-probe-$$ 2>/dev/null; then
+if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] ||
+	! ip netns add "${SKL_NS_PREFIX}probe-$$" 2>/dev/null; then
 	echo "directory e2e: SKIP: needs root, /dev/net/tun and network namespaces"
 	exit 77
 fi
-ip netns del skl-probe-$$
+ip netns del "${SKL_NS_PREFIX}probe-$$"
+config=$run/testbed.json # private sockets and path: see private_config.py
+python3 "$repo/tests/e2e/private_config.py" "$template" "$config"
 
 cleanup() {
 	"$repo/scripts/testbed.sh" down "$config" >/dev/null 2>&1 || true
@@ -33,7 +37,7 @@ trap cleanup EXIT
 "$repo/scripts/testbed.sh" up "$config" >/dev/null
 cdtctl() { "$build/switchd/cdtctl" --config "$config" --switch 1 "$@"; }
 agent=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agents"][0]["name"])' "$config")
-bench() { ip netns exec "skl-$agent" "$build/agent/skewless" --config "$config" bench "$@" >/dev/null; }
+bench() { ip netns exec "$SKL_NS_PREFIX$agent" "$build/agent/skewless" --config "$config" bench "$@" >/dev/null; }
 fail() { echo "directory e2e: FAIL: $*"; exit 1; }
 
 # ---- 1. hot keys within 1 s; the hottest read from >= 3 nodes. ----------------

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from private_config import private_config
+
 SRC = os.environ.get("SKL_SOURCE_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 NSP = "skl-e2e-"
@@ -83,19 +85,15 @@ class Testbed:
     def __init__(self, build, template, tag):
         self.build = build
         self.dir = tempfile.mkdtemp(prefix=f"skl-e2e-{tag}-")
-        with open(os.path.join(SRC, "conf", template)) as f:
-            cfg = json.load(f)
-        for s in cfg.get("switches", []):
-            s["control_socket"] = os.path.join(self.dir, f"switch-{s['id']}.sock")
+        self.config = os.path.join(self.dir, f"e2e-{tag}.json")
         # Loaded nodes report every fast_interval_ms (20) and the switch marks
         # one down after 3 silent intervals: 60 ms, less than a node's digest
         # thread can be held off the CPU on this 2-core machine saturated by the
         # tests themselves. 50 ms (150 ms to down) keeps false downs out.
-        cfg.setdefault("digest", {})["fast_interval_ms"] = 50
+        cfg = private_config(
+            os.path.join(SRC, "conf", template), self.config,
+            lambda c: c.setdefault("digest", {}).__setitem__("fast_interval_ms", 50))
         self.cfg = cfg
-        self.config = os.path.join(self.dir, f"e2e-{tag}.json")
-        with open(self.config, "w") as f:
-            json.dump(cfg, f, indent=1)
         self.run_dir = os.path.join(self.dir, "run")
         self.socket = cfg["switches"][0]["control_socket"]
         self.switch = cfg["switches"][0].get("name", "s%d" % cfg["switches"][0]["id"])
