@@ -19,21 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_ip.h>
+#include <rte_udp.h>
+
 #include "keyhash.h"
 #include "wire.h"
-
-static uint16_t csum(const void *p, size_t n, uint32_t sum)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
-	if (n & 1)
-		sum += (uint32_t)b[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
 
 int main(int argc, char **argv)
 {
@@ -103,17 +93,13 @@ int main(int argc, char **argv)
 		ip[8] = 64, ip[9] = 17;
 		wire_put32(ip + 12, sip);
 		wire_put32(ip + 16, dip);
-		wire_put16(ip + 10, csum(ip, 20, 0));
+		((struct rte_ipv4_hdr *)ip)->hdr_checksum = rte_ipv4_cksum((struct rte_ipv4_hdr *)ip);
 		wire_put16(udp, nodes ? 7447 : client_port);
 		wire_put16(udp + 2, 7447);
 		wire_put16(udp + 4, ulen);
 		wire_put16(udp + 6, 0);
-		/* UDP checksum over the pseudo-header and the datagram. */
-		uint32_t ph =
-		    (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
-		uint16_t c = csum(udp, ulen, ph);
-
-		wire_put16(udp + 6, c ? c : 0xffff);
+		((struct rte_udp_hdr *)udp)->dgram_cksum =
+		    rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)ip, udp);
 		uint32_t rh[4] = {(uint32_t)i, 0, flen, flen};
 
 		fwrite(rh, sizeof(rh), 1, out);

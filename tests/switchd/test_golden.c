@@ -18,6 +18,8 @@
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
 
 #include "keyhash.h"
 #include "switchd.h"
@@ -25,17 +27,6 @@
 
 static FILE *pc;
 static int corrupt_magic; /* the next datagram gets a bad magic */
-
-static uint16_t csum(const uint8_t *b, size_t n, uint32_t sum)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
-	if (n & 1)
-		sum += (uint32_t)b[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
 
 static void record(const uint8_t *f, uint32_t len)
 {
@@ -94,18 +85,14 @@ static void udp_frame(uint32_t sip, uint16_t sport, const struct wire_msg *m, in
 	wire_put16(ip + 4, 0x1234);
 	wire_put32(ip + 12, sip);
 	wire_put32(ip + 16, dip);
-	wire_put16(ip + 10, csum(ip, 20, 0));
+	((struct rte_ipv4_hdr *)ip)->hdr_checksum = rte_ipv4_cksum((struct rte_ipv4_hdr *)ip);
 	wire_put16(udp, sport);
 	wire_put16(udp + 2, 7447);
 	wire_put16(udp + 4, ulen);
 	wire_put16(udp + 6, 0);
-	if (udp_csum) {
-		uint32_t ph =
-		    (sip >> 16) + (sip & 0xffff) + (dip >> 16) + (dip & 0xffff) + 17 + ulen;
-		uint16_t c = csum(udp, ulen, ph);
-
-		wire_put16(udp + 6, c ? c : 0xffff);
-	}
+	if (udp_csum)
+		((struct rte_udp_hdr *)udp)->dgram_cksum =
+		    rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)ip, udp);
 	record(f, 14u + ilen);
 }
 
