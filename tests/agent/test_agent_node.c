@@ -31,50 +31,15 @@
 
 #define MAX_NODES 3
 
-static char base[128], dir[256], conf_path[300];
-static uint16_t base_port;
-static pid_t pids[MAX_NODES + 1];
-static int sw_fd = -1;
+#include "../common/node_cluster.h"
+
 static struct cfg cfg;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void kill_all(void)
-{
-	for (int i = 0; i <= MAX_NODES; i++)
-		if (pids[i] > 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-			pids[i] = 0;
-		}
-}
 
 /* n nodes; weights[i] (NULL: all 1); agent params appended verbatim. */
 static void write_config_to(const char *path, int n, const int *weights, const char *agent)
 {
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u},\n", base_port);
-	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
-		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
-	for (int i = 1; i <= n; i++)
-		fprintf(f,
-			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
-			"\"weight\":%d,\"data_dir\":\"%s/n%d\"}",
-			i > 1 ? "," : "", i, i, base_port + i, weights ? weights[i - 1] : 1, dir,
-			i);
-	fprintf(f,
-		"],\n\"node\":{\"durability\":\"async\",\"queue_depth\":16384},\n"
-		"\"agent\":{%s}}\n",
-		agent ? agent : "");
-	fclose(f);
+	write_cluster_config(path, n, weights, "\"durability\":\"async\",\"queue_depth\":16384",
+			     agent ? agent : "");
 }
 
 static void write_config(int n, const char *agent)
@@ -96,22 +61,9 @@ static struct skl_agent *agent_with(const struct skl_options *o)
 /* Start node id; ready when a direct GET through the library gets an answer. */
 static void start_node(int id)
 {
-	const char *bin = getenv("SKL_NODE_BIN");
-	char name[8];
 	struct skl_options o = {.mode = SKL_MODE_DIRECT, .timeout_ms = 100, .retries_set = 1};
-	pid_t pid;
+	pid_t pid = spawn_node(id, NULL);
 
-	ck_assert_msg(bin != NULL, "SKL_NODE_BIN not set");
-	snprintf(name, sizeof(name), "%d", id);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(bin, bin, "--config", conf_path, "--node", name, "--log-level", "warn",
-		      (char *)NULL);
-		_exit(127);
-	}
-	pids[id] = pid;
 	for (int i = 0; i < 100; i++) {
 		/* A fresh agent per try: one that saw the node silent fails fast. */
 		struct skl_agent *a = agent_with(&o);
@@ -141,31 +93,10 @@ static void stop_node(int id)
 	pids[id] = 0;
 }
 
+/* The switch that never answers: sw_fd, bound by cluster_setup(), never read. */
 static void setup(void)
 {
-	struct sockaddr_in sw = {.sin_family = AF_INET};
-
-	snprintf(dir, sizeof(dir), "%s/XXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(conf_path, sizeof(conf_path), "%s/cluster.json", dir);
-	base_port = (uint16_t)(30000 + (getpid() % 3000) * 10);
-	atexit(kill_all);
-	/* The switch that never answers: bound, never read. */
-	sw.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sw.sin_port = htons(base_port);
-	sw_fd = socket(AF_INET, SOCK_DGRAM, 0);
-	ck_assert_int_eq(bind(sw_fd, (struct sockaddr *)&sw, sizeof(sw)), 0);
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	kill_all();
-	close(sw_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	cluster_setup(30000, 3000);
 }
 
 /* Run the CLI with args; returns its exit code, output in dir/out and dir/err. */
@@ -527,20 +458,12 @@ int main(void)
 {
 	Suite *s = suite_create("agent_node");
 	TCase *tc = tcase_create("agent_node");
-	SRunner *sr;
-	int failed;
-	char cmd[256];
 
 	if (!getenv("SKL_NODE_BIN") || !getenv("SKL_CLI_BIN")) {
 		fprintf(stderr, "SKL_NODE_BIN and SKL_CLI_BIN must be set\n");
 		return 1;
 	}
-	snprintf(base, sizeof(base), "/tmp/skl-test-agent-XXXXXX");
-	if (!mkdtemp(base)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, cluster_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cli_commands);
 	tcase_add_test(tc, ten_thousand_in_flight);
@@ -548,12 +471,5 @@ int main(void)
 	tcase_add_test(tc, moved_reloads_ring);
 	tcase_add_test(tc, bench_runs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", base);
-	return failed ? 1 : 0;
+	return cluster_main(s, "skl-test-agent");
 }

@@ -28,38 +28,18 @@
 #define MAX_NODES	3
 #define NODE_PREFIX_LEN 8
 
-/* base: made by main() and removed by it, so a test that fails (and exits early) leaves nothing. */
-static char base[128], dir[256], conf_path[300];
-static uint16_t base_port;
-static pid_t pids[MAX_NODES + 1];
+#include "../common/node_cluster.h"
+
 static struct cfg cfg;
 static struct ring ring;
-static int cl_fd = -1, sw_fd = -1;
+static int cl_fd = -1;
 static uint32_t seq;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
 	nanosleep(&ts, NULL);
-}
-
-static void kill_all(void)
-{
-	for (int i = 1; i <= MAX_NODES; i++)
-		if (pids[i] > 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-			pids[i] = 0;
-		}
 }
 
 static struct sockaddr_in addr_of(uint16_t port)
@@ -79,19 +59,8 @@ static struct sockaddr_in node_addr(int id)
 static void write_config(int n, const char *node_params)
 {
 	char err[CFG_ERR_LEN];
-	FILE *f = fopen(conf_path, "w");
 
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u},\n", base_port);
-	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
-		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
-	for (int i = 1; i <= n; i++)
-		fprintf(f,
-			"%s{\"id\":%d,\"name\":\"n%d\",\"ip\":\"127.0.0.1\",\"port\":%u,"
-			"\"data_dir\":\"%s/n%d\"}",
-			i > 1 ? "," : "", i, i, base_port + i, dir, i);
-	fprintf(f, "],\n\"node\":{%s}}\n", node_params);
-	fclose(f);
+	write_cluster_config(conf_path, n, NULL, node_params, NULL);
 	ring_free(&ring);
 	ck_assert_msg(cfg_load(conf_path, &cfg, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(cfg_build_ring(&cfg, &ring), 0);
@@ -154,22 +123,8 @@ static struct wire_msg req(int id, uint8_t op, const char *key, const void *val,
 
 static void start_node(int id, const char *extra_arg)
 {
-	char bin_path[512], name[8];
-	const char *bin = getenv("SKL_NODE_BIN");
-	pid_t pid;
+	pid_t pid = spawn_node(id, extra_arg);
 
-	ck_assert_msg(bin != NULL, "SKL_NODE_BIN not set");
-	snprintf(bin_path, sizeof(bin_path), "%s", bin);
-	snprintf(name, sizeof(name), "%d", id);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(bin_path, bin_path, "--config", conf_path, "--node", name, "--log-level",
-		      "warn", extra_arg ? extra_arg : (char *)NULL, (char *)NULL);
-		_exit(127);
-	}
-	pids[id] = pid;
 	/* Ready when it answers a PROBE; at most 10 s. */
 	for (int i = 0; i < 100; i++) {
 		struct wire_msg m = {
@@ -261,33 +216,17 @@ static int switch_recv(uint8_t op, struct wire_msg *m, uint8_t *buf, size_t cap)
 
 static void setup(void)
 {
-	struct sockaddr_in sw;
-
-	snprintf(dir, sizeof(dir), "%s/XXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(conf_path, sizeof(conf_path), "%s/cluster.json", dir);
-	/* A port range per test process, away from the usual 7447. */
-	base_port = (uint16_t)(20000 + (getpid() % 4000) * 10);
-	atexit(kill_all);
-	cl_fd = socket(AF_INET, SOCK_DGRAM, 0);
-	sw_fd = socket(AF_INET, SOCK_DGRAM, 0);
-	sw = addr_of(base_port);
-	ck_assert_int_eq(bind(sw_fd, (struct sockaddr *)&sw, sizeof(sw)), 0);
 	int big = 4 << 20;
 
+	cluster_setup(20000, 4000);
+	cl_fd = socket(AF_INET, SOCK_DGRAM, 0);
 	setsockopt(cl_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 }
 
 static void teardown(void)
 {
-	char cmd[512];
-
-	kill_all();
 	close(cl_fd);
-	close(sw_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	cluster_teardown();
 }
 
 START_TEST(data_ops_and_moved)
@@ -914,15 +853,7 @@ int main(void)
 {
 	Suite *s = suite_create("node_integration");
 	TCase *tc = tcase_create("node");
-	SRunner *sr;
-	int failed;
-	char cmd[256];
 
-	snprintf(base, sizeof(base), "/tmp/skl-test-node-XXXXXX");
-	if (!mkdtemp(base)) {
-		perror("mkdtemp");
-		return 1;
-	}
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, data_ops_and_moved);
@@ -936,12 +867,5 @@ int main(void)
 	tcase_add_test(tc, bypassing_write_drops_copies);
 	tcase_add_test(tc, startup_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", base);
-	return failed ? 1 : 0;
+	return cluster_main(s, "skl-test-node");
 }
