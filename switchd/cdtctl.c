@@ -347,7 +347,7 @@ static int keys_cmd(const char *verb, char **keys, int nkeys, const char *opts, 
 			free(h);
 			json_t *r = request(cmd);
 
-			/* Many keys: report failures only (and the count at the end). */
+			/* Many keys: report failures only. */
 			if (!r || !json_is_true(json_object_get(r, "ok")))
 				rc |= show(r, what);
 			else

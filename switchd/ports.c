@@ -50,7 +50,9 @@ static unsigned pool_size(const struct sw *sw)
 	unsigned n = sw->nports * sw->nworkers * SW_NB_RXD + sw->nports * nl * SW_BURST +
 		     sw->nports * nl * SW_NB_TXD + nl * SW_MEMPOOL_CACHE;
 
-	/* Plus what switchd itself holds: TX buffers and the digest ring. */
+	/* Plus what switchd itself holds: TX buffers and the digest ring. The
+	 * control-frame and SYNC rings are not counted: they carry a few frames
+	 * per control round (ARP requests, peers' SYNCs), far below capacity. */
 	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING;
 	return RTE_MAX(n, 8192u);
 }

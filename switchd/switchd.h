@@ -216,7 +216,11 @@ int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
 uint64_t sw_counter(const struct sw *sw, enum sw_counter c);
 uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counter c);
 
-/* Install a key with `want` replicas starting from {home} (REPLICATE is issue 8's). */
+/*
+ * Install a key as a manual pin: with force, that replica set as it is;
+ * otherwise starting from {home}, and the directory manager's next repair
+ * REPLICATEs it out to `want` replicas.
+ */
 struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
 			 unsigned nforce, uint8_t want);
 
