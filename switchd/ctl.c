@@ -326,9 +326,7 @@ static json_t *cmd_cdt_pin(struct sw *sw, char **argv, int argc)
 		return error("cdt pin: %s", strerror(errno));
 	json_t *o = json_pack("{s:b}", "ok", 1);
 
-	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	json_object_set_new(o, "entry", entry_json(sw, e));
-	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
 	return o;
 }
 
@@ -344,9 +342,7 @@ static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
 
 	if (!e || e->fingerprint != cdt_fingerprint(key, len))
 		return error("cdt unpin: key not in the directory%s", "");
-	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	rc = dir_remove(sw, e);
-	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
 	if (rc != 0)
 		return error("cdt unpin: %s", strerror(-rc));
 	return json_pack("{s:b, s:i}", "ok", 1, "size", sw->cdt->nentries);
@@ -354,11 +350,9 @@ static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
 
 static json_t *cmd_directory(struct sw *sw, const char *arg)
 {
-	if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
-		rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+	if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off")))
 		dir_set_enabled(sw, !strcmp(arg, "on"));
-		rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
-	} else if (arg && strcmp(arg, "show")) {
+	else if (arg && strcmp(arg, "show")) {
 		return error("directory: expected on, off or show, got \"%s\"", arg);
 	}
 	return json_pack("{s:b, s:o}", "ok", 1, "directory", directory_json(sw));
@@ -434,6 +428,9 @@ char *ctl_command(struct sw *sw, const char *line)
 	for (char *t = strtok_r(buf, " \t\r\n", &save); t && argc < 16;
 	     t = strtok_r(NULL, " \t\r\n", &save))
 		argv[argc++] = t;
+	/* Commands read and change the CDT: the control thread is a QSBR reader
+	 * while it serves one (it waits for commands offline, sw_control_poll). */
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	if (argc == 0)
 		r = error("empty command%s", "");
 	else if (!strcmp(argv[0], "stats"))
@@ -448,11 +445,9 @@ char *ctl_command(struct sw *sw, const char *line)
 		r = cmd_neigh(sw, argv + 1, argc - 1);
 	else if (!strcmp(argv[0], "peers"))
 		r = cluster_json(sw);
-	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "show")) {
-		rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "show"))
 		r = cmd_cdt_show(sw, argc > 2 ? argv[2] : NULL);
-		rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
-	} else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "pin"))
+	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "pin"))
 		r = cmd_cdt_pin(sw, argv + 2, argc - 2);
 	else if (!strcmp(argv[0], "cdt") && argc >= 2 && !strcmp(argv[1], "unpin"))
 		r = cmd_cdt_unpin(sw, argc > 2 ? argv[2] : NULL);
@@ -460,6 +455,7 @@ char *ctl_command(struct sw *sw, const char *line)
 		r = error("unknown command \"%s\" (stats, nodes, peers, cdt show|pin|unpin, "
 			  "directory, debug, neigh)",
 			  argv[0]);
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
 	out = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
 	return out;

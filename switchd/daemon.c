@@ -551,7 +551,6 @@ struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const u
 	uint16_t home = ring_home(&sw->ring, kh);
 	struct cdt_entry *e = cdt_find(sw->cdt, kh);
 
-	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	if (nforce)
 		e = cdt_install(sw->cdt, kh, key, key_len, home, force, nforce, 0);
 	else if (!e || e->fingerprint != cdt_fingerprint(key, key_len))
@@ -560,7 +559,5 @@ struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const u
 		e->pinned = 1;
 		e->want_replicas = want;
 	}
-	rte_rcu_qsbr_quiescent(sw->qsbr, sw->nworkers);
-	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
 	return e;
 }

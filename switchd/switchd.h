@@ -219,7 +219,7 @@ uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counte
 /*
  * Install a key as a manual pin: with force, that replica set as it is;
  * otherwise starting from {home}, and the directory manager's next repair
- * REPLICATEs it out to `want` replicas.
+ * REPLICATEs it out to `want` replicas. Control thread, online (ctl_command()).
  */
 struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
 			 unsigned nforce, uint8_t want);
