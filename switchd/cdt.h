@@ -127,6 +127,12 @@ static inline uint64_t cdt_fingerprint(const void *key, size_t len)
 	return XXH_INLINE_XXH3_64bits_withSeed(key, len, CDT_FP_SEED);
 }
 
+/* Whether installed entry e is this key's, not another key's with the same keyhash. */
+static inline bool cdt_entry_is(const struct cdt_entry *e, const void *key, size_t len)
+{
+	return e->fingerprint == cdt_fingerprint(key, len);
+}
+
 /*
  * Create a directory of max_entries keys for nworkers workers, sharing qsbr
  * (threads 0..nworkers-1 are the workers, ctl_thread the control thread).

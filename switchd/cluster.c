@@ -293,7 +293,7 @@ static bool apply_claims(struct sw *sw, unsigned s)
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
 		uint64_t theirs = peer_rendezvous(sl->id, k->keyhash);
 
-		if (e && e->fingerprint != cdt_fingerprint(k->key, k->key_len)) {
+		if (e && !cdt_entry_is(e, k->key, k->key_len)) {
 			all = false; /* another key holds this keyhash here */
 			continue;
 		}
@@ -339,7 +339,7 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 		if (peer_owner(&c->ps, k->keyhash, now_us) != sw->self->id)
 			continue;
 		e = cdt_find(sw->cdt, k->keyhash);
-		if (e && e->fingerprint != cdt_fingerprint(k->key, k->key_len))
+		if (e && !cdt_entry_is(e, k->key, k->key_len))
 			continue;
 		if (e && e->owner != 0) {
 			/* A peer's key that is ours now: start over from {home}. */

@@ -272,7 +272,7 @@ static json_t *cmd_cdt_show(struct sw *sw, const char *hexkey)
 			return error("bad key \"%s\": expected hex bytes", hexkey);
 		}
 		e = cdt_find(sw->cdt, keyhash(key, len));
-		if (e && e->fingerprint == cdt_fingerprint(key, len))
+		if (e && cdt_entry_is(e, key, len))
 			json_array_append_new(arr, entry_json_owned(sw, e));
 	} else {
 		uint32_t it = 0;
@@ -340,7 +340,7 @@ static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
 		return error("cdt unpin: expected HEXKEY, got \"%s\"", hexkey ? hexkey : "");
 	struct cdt_entry *e = cdt_find(sw->cdt, keyhash(key, len));
 
-	if (!e || e->fingerprint != cdt_fingerprint(key, len))
+	if (!e || !cdt_entry_is(e, key, len))
 		return error("cdt unpin: key not in the directory%s", "");
 	rc = dir_remove(sw, e);
 	if (rc != 0)

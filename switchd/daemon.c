@@ -553,7 +553,7 @@ struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const u
 
 	if (nforce)
 		e = cdt_install(sw->cdt, kh, key, key_len, home, force, nforce, 0);
-	else if (!e || e->fingerprint != cdt_fingerprint(key, key_len))
+	else if (!e || !cdt_entry_is(e, key, key_len))
 		e = cdt_install(sw->cdt, kh, key, key_len, home, &home, 1, 0);
 	if (e) {
 		e->pinned = 1;

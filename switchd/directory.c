@@ -279,7 +279,7 @@ static void run_epoch(struct sw *sw)
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
 
 		if (e) {
-			if (e->fingerprint != cdt_fingerprint(k->key, k->key_len))
+			if (!cdt_entry_is(e, k->key, k->key_len))
 				d->stats.collisions++;
 			else if (!e->pinned)
 				e->want_replicas = (uint8_t)k->replicas;

@@ -456,7 +456,7 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 		CNT(w, SW_CNT_CDT_MISS);
 		return NULL;
 	}
-	if (e->fingerprint != cdt_fingerprint(msg->key, msg->key_len)) {
+	if (!cdt_entry_is(e, msg->key, msg->key_len)) {
 		CNT(w, SW_CNT_FP_MISMATCH);
 		return NULL;
 	}
