@@ -363,22 +363,14 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 	if (!cfg)
 		return -ENOMEM;
 	/* The documented defaults of docs/config.md. */
-	cfg->service.port = nswitches ? switches[0].port : 7447;
+	cfg->service.port = nswitches ? switches[0].port : CFG_DEFAULT_PORT;
 	cfg->service.vip = nswitches ? switches[0].ip : 0;
-	cfg->service.mtu = 1500;
-	cfg->service.max_value = 1500 - (20 + 8 + 48 + 8 + 64);
+	cfg->service.mtu = CFG_DEFAULT_MTU;
+	cfg->service.max_value = CFG_DEFAULT_MTU - CFG_SERVICE_OVERHEAD;
 	cfg->ring_version = 1;
-	cfg->agent = (struct cfg_agent){
-	    .mode = nswitches ? CFG_MODE_INPATH : CFG_MODE_DIRECT,
-	    .consistency = CFG_LINEARIZABLE,
-	    .timeout_ms = 50,
-	    .retries = 1,
-	    .switch_failures = 3,
-	    .recheck_ms = 1000,
-	    .max_inflight = 16384,
-	    .route_cache_entries = 1000,
-	    .route_cache_ttl_ms = 5000,
-	};
+	cfg_agent_defaults(&cfg->agent);
+	if (!nswitches)
+		cfg->agent.mode = CFG_MODE_DIRECT;
 	for (size_t i = 0; i < nnodes; i++) {
 		struct cfg_node *n = &cfg->nodes[i];
 

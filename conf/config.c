@@ -285,17 +285,16 @@ static int parse_service(struct ctx *c, const json_t *root, struct cfg *cfg)
 	static const char *const keys[] = {"vip", "port", "mac", "mtu", "max_value", NULL};
 	struct cfg_service *s = &cfg->service;
 	json_t *o;
-	/* IPv4 + UDP headers, our header, the RC_REQ control prefix and a 64-byte key. */
-	const uint32_t overhead = 20 + 8 + 48 + 8 + 64;
+	const uint32_t overhead = CFG_SERVICE_OVERHEAD;
 
 	if (get_object(c, root, "", "service", keys, &o))
 		return -1;
 	if (!o)
 		return failf(c, "service", "missing (required)");
 	if (get_ipv4(c, o, "service", "vip", NULL, &s->vip) ||
-	    GET_UINT(c, o, "service", "port", 1, 65535, 7447, &s->port) ||
+	    GET_UINT(c, o, "service", "port", 1, 65535, CFG_DEFAULT_PORT, &s->port) ||
 	    get_mac(c, o, "service", "mac", default_mac, s->mac) ||
-	    GET_UINT(c, o, "service", "mtu", 576, 9000, 1500, &s->mtu))
+	    GET_UINT(c, o, "service", "mtu", 576, 9000, CFG_DEFAULT_MTU, &s->mtu))
 		return -1;
 	return GET_UINT(c, o, "service", "max_value", 1, s->mtu - overhead, s->mtu - overhead,
 			&s->max_value);
@@ -557,6 +556,14 @@ static int parse_agent(struct ctx *c, const json_t *root, struct cfg_agent *a)
 			&a->route_cache_entries) ||
 	       GET_UINT(c, o, "agent", "route_cache_ttl_ms", 1, 3600000, 5000,
 			&a->route_cache_ttl_ms);
+}
+
+void cfg_agent_defaults(struct cfg_agent *a)
+{
+	char err[CFG_ERR_LEN];
+	struct ctx c = {.file = "(defaults)", .err = err, .errlen = sizeof(err)};
+
+	parse_agent(&c, NULL, a); /* no "agent" section: every member gets its default */
 }
 
 static int parse_node_params(struct ctx *c, const json_t *root, struct cfg_node_params *n)

@@ -32,6 +32,12 @@ enum cfg_mode { CFG_MODE_INPATH, CFG_MODE_HINT, CFG_MODE_DIRECT };
 enum cfg_consistency { CFG_LINEARIZABLE, CFG_RELAXED };
 enum cfg_durability { CFG_DURABILITY_SYNC, CFG_DURABILITY_ASYNC };
 
+#define CFG_DEFAULT_PORT 7447
+#define CFG_DEFAULT_MTU	 1500
+/* What a datagram carries besides a value: IPv4 + UDP headers, the wire header, the
+ * RC_REQ control prefix and a 64-byte key. service.max_value defaults to mtu - this. */
+#define CFG_SERVICE_OVERHEAD (20 + 8 + 48 + 8 + 64)
+
 struct cfg_service {
 	uint32_t vip; /* host byte order */
 	uint16_t port;
@@ -173,6 +179,9 @@ const struct cfg_switch *cfg_switch_lookup(const struct cfg *cfg, const char *na
 
 /* Build the ketama ring of the config's nodes. Returns 0 or a negative errno. */
 int cfg_build_ring(const struct cfg *cfg, struct ring *ring);
+
+/* The "agent" section's defaults (docs/config.md), for agents built without a config file. */
+void cfg_agent_defaults(struct cfg_agent *a);
 
 /* Directory size K for n nodes: top_k if set, else ceil(n log2 n), capped by max_keys. */
 uint32_t cfg_directory_top_k(const struct cfg *cfg);
