@@ -199,6 +199,15 @@ int sw_start(struct sw *sw)
 	return 0;
 }
 
+/* Free the mbufs still queued in r (NULL: none). */
+static void free_queued_mbufs(struct rte_ring *r)
+{
+	struct rte_mbuf *m;
+
+	while (r && rte_ring_dequeue(r, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+}
+
 void sw_fini(struct sw *sw)
 {
 	__atomic_store_n(&sw->stop, 1, __ATOMIC_RELAXED);
@@ -208,24 +217,9 @@ void sw_fini(struct sw *sw)
 	ctl_close(sw);
 	if (sw->pool)
 		ports_fini(sw);
-	if (sw->digest_ring) {
-		struct rte_mbuf *m;
-
-		while (rte_ring_dequeue(sw->digest_ring, (void **)&m) == 0)
-			rte_pktmbuf_free(m);
-	}
-	if (sw->ctl_tx_ring) {
-		struct rte_mbuf *m;
-
-		while (rte_ring_dequeue(sw->ctl_tx_ring, (void **)&m) == 0)
-			rte_pktmbuf_free(m);
-	}
-	if (sw->sync_ring) {
-		struct rte_mbuf *m;
-
-		while (rte_ring_dequeue(sw->sync_ring, (void **)&m) == 0)
-			rte_pktmbuf_free(m);
-	}
+	free_queued_mbufs(sw->digest_ring);
+	free_queued_mbufs(sw->ctl_tx_ring);
+	free_queued_mbufs(sw->sync_ring);
 	rte_ring_free(sw->sync_ring);
 	cluster_fini(sw);
 	rte_ring_free(sw->ctl_tx_ring);
@@ -421,9 +415,8 @@ static const uint8_t *digest_payload(struct rte_mbuf *m, size_t *len)
  * then the fast path's view: health and alive per node. The control thread is
  * the only writer of both tables.
  */
-static void take_digests(struct sw *sw)
+static void take_digests(struct sw *sw, uint64_t now)
 {
-	uint64_t now = now_us();
 	struct rte_mbuf *m;
 
 	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
@@ -517,13 +510,13 @@ static void take_logs(struct sw *sw)
 
 void sw_control_poll(struct sw *sw, int timeout_ms)
 {
-	uint64_t now = rte_rdtsc();
+	uint64_t now = rte_rdtsc(), now_u = now_us();
 	uint32_t ip;
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
-	take_digests(sw);
-	cluster_poll(sw, now_us());
-	dir_poll(sw, now_us());
+	take_digests(sw, now_u);
+	cluster_poll(sw, now_u);
+	dir_poll(sw, now_u);
 	take_logs(sw);
 	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)
 		arp_for(sw, ip, now);
