@@ -29,7 +29,6 @@ struct cli {
 	enum skl_consistency consistency;
 	uint32_t timeout_ms;
 	struct cfg cfg;
-	struct ring ring;
 };
 
 static void usage(FILE *out)
@@ -129,17 +128,23 @@ static int common_opt(struct cli *cli, int opt, const char *arg)
 
 static int cmd_where(struct cli *cli, int argc, char **argv)
 {
-	json_t *out = cli->json ? json_array() : NULL;
+	json_t *out;
+	struct ring ring;
 
 	if (argc == 0) {
 		fprintf(stderr, "skewless where: expected at least one KEY\n");
 		return CLI_EXIT_USAGE;
 	}
+	if (cfg_build_ring(&cli->cfg, &ring) != 0) {
+		fprintf(stderr, "skewless: %s: cannot build the ring\n", cli->config_path);
+		return CLI_EXIT_CONFIG;
+	}
+	out = cli->json ? json_array() : NULL;
 	for (int i = 0; i < argc; i++) {
 		uint64_t hash = keyhash(argv[i], strlen(argv[i]));
 		uint32_t point = keyhash_point(hash);
 		const struct cfg_node *home =
-		    cfg_node_by_id(&cli->cfg, ring_home(&cli->ring, hash));
+		    cfg_node_by_id(&cli->cfg, ring_home(&ring, hash));
 		char hex[24];
 
 		snprintf(hex, sizeof(hex), "0x%016llx", (unsigned long long)hash);
@@ -161,6 +166,7 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 		putchar('\n');
 		json_decref(out);
 	}
+	ring_free(&ring);
 	return CLI_EXIT_OK;
 }
 
@@ -315,10 +321,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skewless: %s\n", err);
 		return CLI_EXIT_CONFIG;
 	}
-	if (cfg_build_ring(&cli->cfg, &cli->ring) != 0) {
-		fprintf(stderr, "skewless: %s: cannot build the ring\n", cli->config_path);
-		return CLI_EXIT_CONFIG;
-	}
 	if (!strcmp(cmd, "where")) {
 		rc = cmd_where(cli, nargs, args);
 	} else if (!strcmp(cmd, "get") || !strcmp(cmd, "put") || !strcmp(cmd, "del")) {
@@ -341,7 +343,6 @@ int main(int argc, char **argv)
 		usage(stderr);
 		rc = CLI_EXIT_USAGE;
 	}
-	ring_free(&cli->ring);
 	free(args);
 	free(cli);
 	return rc;
