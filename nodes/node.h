@@ -135,6 +135,24 @@ static inline uint16_t node_load(struct node *n)
 	return l > 0xffff ? 0xffff : (uint16_t)l;
 }
 
+/*
+ * The key's ring home when it is not this node, 0 when this node owns it:
+ * a request that needs the owner is answered MOVED to that home.
+ */
+static inline uint16_t node_other_home(const struct node *n, uint64_t keyhash)
+{
+	uint16_t home = ring_home(&n->ring, keyhash);
+
+	return home == n->self->id ? 0 : home;
+}
+
+/* Answer MOVED: the key lives at node home. */
+static inline void node_reply_moved(struct wire_msg *rep, uint16_t home)
+{
+	rep->status = WIRE_ST_MOVED;
+	rep->node = home;
+}
+
 /* Send one datagram from the node's socket; counts failures. */
 int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
 

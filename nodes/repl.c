@@ -49,10 +49,11 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
-	if (ring_home(&n->ring, m->keyhash) != n->self->id) {
+	uint16_t home = node_other_home(n, m->keyhash);
+
+	if (home) {
 		node_count(n, NODE_CTR_moved);
-		rep->status = WIRE_ST_MOVED;
-		rep->node = ring_home(&n->ring, m->keyhash);
+		node_reply_moved(rep, home);
 		return;
 	}
 	node_count(n, NODE_CTR_replicate);
@@ -358,7 +359,7 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 	 * copies record. A copy whose own UNREPLICATE was lost stays out of every
 	 * replica set (a node joins one only by acking the completed version).
 	 */
-	if (rc >= 0 && ring_home(&n->ring, m->keyhash) == n->self->id)
+	if (rc >= 0 && !node_other_home(n, m->keyhash))
 		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);

@@ -394,11 +394,6 @@ static void *rx_main(void *arg)
 
 /* ---- workers ---- */
 
-static int is_home(struct node *n, uint64_t hash)
-{
-	return ring_home(&n->ring, hash) == n->self->id;
-}
-
 /* Fill rep for a request that failed in the store. */
 static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 {
@@ -415,16 +410,15 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
 {
-	int home = is_home(n, m->keyhash);
-	enum store_cf cf = home ? STORE_OWNED : STORE_REPLICA;
+	uint16_t other_home = node_other_home(n, m->keyhash);
+	enum store_cf cf = other_home ? STORE_REPLICA : STORE_OWNED;
 	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
 	struct store_record rec;
 	int rc;
 
-	if (!home && !(m->flags & WIRE_F_REPLICA_READ)) {
+	if (other_home && !(m->flags & WIRE_F_REPLICA_READ)) {
 		node_count(n, NODE_CTR_moved);
-		rep->status = WIRE_ST_MOVED;
-		rep->node = ring_home(&n->ring, m->keyhash);
+		node_reply_moved(rep, other_home);
 		return;
 	}
 	node_count(n, NODE_CTR_get);
@@ -445,8 +439,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		 * reader to the home, which always holds the latest version.
 		 */
 		node_count(n, NODE_CTR_replica_miss);
-		rep->status = WIRE_ST_MOVED;
-		rep->node = ring_home(&n->ring, m->keyhash);
+		node_reply_moved(rep, other_home);
 		return;
 	}
 	if (rc == 0) {
@@ -558,6 +551,7 @@ static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_ms
 static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap)
 {
 	struct wire_msg m, rep;
+	uint16_t home;
 
 	if (wire_decode(r->buf, r->len, &m) != WIRE_OK)
 		return 0; /* validated by the receive thread; cannot happen */
@@ -570,10 +564,10 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 	case WIRE_OP_DEL:
 		/* Writes go to the home only, REPLICA_READ or not: a replica never takes a write.
 		 */
-		if (!is_home(n, m.keyhash)) {
+		home = node_other_home(n, m.keyhash);
+		if (home) {
 			node_count(n, NODE_CTR_moved);
-			rep.status = WIRE_ST_MOVED;
-			rep.node = ring_home(&n->ring, m.keyhash);
+			node_reply_moved(&rep, home);
 		} else {
 			serve_write(n, &m, &r->from, &rep);
 		}
