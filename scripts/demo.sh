@@ -57,16 +57,11 @@ echo "demo: preloading $keys keys"
 agent bench --keys "$keys" --preload --duration 0.1 --read-ratio 1 --timeout "$timeout_ms" \
 	--json "$run/results/preload.json" >/dev/null
 
-# directory on|off, when this switch has the command (issue 8).
-has_directory_cmd() { "$cdtctl" --help 2>&1 | grep -qw directory; }
-
-# workload LABEL [DIRECTORY on|off]: one measured run into results/LABEL.json.
+# workload LABEL on|off: one measured run, the directory on or off, into results/LABEL.json.
 runs=()
 workload() {
-	local label=$1 dir=${2:-}
-	if [ -n "$dir" ]; then
-		"$cdtctl" --socket "$socket" directory "$dir" >/dev/null
-	fi
+	local label=$1
+	"$cdtctl" --socket "$socket" directory "$2" >/dev/null
 	echo "demo: run '$label': zipf-0.99, 95% reads, $concurrency in flight (closed loop), ${duration}s"
 	agent bench --keys "$keys" --dist zipf:0.99 --read-ratio 0.95 --concurrency "$concurrency" \
 		--duration "$duration" --timeout "$timeout_ms" --seed 7 \
@@ -74,12 +69,8 @@ workload() {
 	runs+=("$label=$run/results/$label.json")
 }
 
-if has_directory_cmd; then
-	workload ring off
-	workload directory on
-else
-	workload ring
-fi
+workload ring off
+workload directory on
 
 # One node's capacity: node.workers / service time.
 capacity=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); t=int(sys.argv[2])

@@ -23,7 +23,6 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
-import concurrent.futures
 import json
 import os
 import shutil
