@@ -120,8 +120,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->drain_tsc = (sw->tsc_hz + 999999) / 1000000 * SW_DRAIN_US;
 	pthread_mutex_init(&sw->tel_lock, NULL);
 	for (unsigned i = 0; i < cfg->nnodes; i++) {
-		sw->node_ip[cfg->nodes[i].id] = cfg->nodes[i].ip;
-		sw->node_port[cfg->nodes[i].id] = cfg->nodes[i].port;
+		sw->node_ip_be[cfg->nodes[i].id] = rte_cpu_to_be_32(cfg->nodes[i].ip);
+		sw->node_port_be[cfg->nodes[i].id] = rte_cpu_to_be_16(cfg->nodes[i].port);
 	}
 	rc = cfg_build_ring(cfg, &sw->ring);
 	if (rc != 0)
@@ -306,13 +306,14 @@ static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint
 
 int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
 {
+	uint32_t ip = rte_be_to_cpu_32(sw->node_ip_be[node]);
 	uint8_t mac[6], port;
 
 	if (!l2_node_nb(sw->l2, node, mac, &port) || port >= sw->nports) {
-		arp_for(sw, sw->node_ip[node], rte_rdtsc());
+		arp_for(sw, ip, rte_rdtsc());
 		return -ENOENT;
 	}
-	return send_datagram(sw, mac, port, sw->node_ip[node], sw->node_port[node], msg);
+	return send_datagram(sw, mac, port, ip, rte_be_to_cpu_16(sw->node_port_be[node]), msg);
 }
 
 int sw_send_to_peer(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)

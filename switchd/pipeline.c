@@ -100,13 +100,16 @@ static __rte_always_inline void patch16(uint64_t *acc, void *p, uint16_t new_raw
 	*acc += (uint16_t)~old + (uint32_t)new_raw;
 	memcpy(p, &new_raw, 2);
 }
-/* Fold a sum of 16- and 32-bit words into its 16-bit one's-complement sum. */
+/*
+ * Fold a sum of 16- and 32-bit words into its 16-bit one's-complement sum.
+ * The high half of x + rotate(x, half its width) is the sum of x's halves
+ * with the end-around carry: 64 bits to 32, then 32 to 16.
+ */
 static __rte_always_inline uint16_t csum_fold(uint64_t sum)
 {
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)((sum & 0xffff) + (sum >> 16));
+	uint32_t s = (uint32_t)((sum + (sum >> 32 | sum << 32)) >> 32);
+
+	return (uint16_t)((s + (s >> 16 | s << 16)) >> 16);
 }
 static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
 {
@@ -125,15 +128,16 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
 }
 
 /*
- * Rewrite a service datagram in place: Ethernet to (src_mac = VIP MAC,
- * dst_mac), IPv4 src/dst, UDP ports, and the wire header's flags, node and
- * return address. IPv4 checksum updated incrementally; the UDP checksum too
- * (RFC 1624) unless it is 0 (none, allowed in IPv4), and never left as 0.
+ * Rewrite a service datagram in place, from the VIP and the service port:
+ * Ethernet to (src_mac = VIP MAC, dst_mac), IPv4 src/dst, UDP ports, and the
+ * wire header's flags, node and return address. Addresses and ports come in
+ * network byte order, flags and node in host order. IPv4 checksum updated
+ * incrementally; the UDP checksum too (RFC 1624) unless it is 0 (none,
+ * allowed in IPv4), and never left as 0.
  */
 static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6],
-					    uint32_t src_ip, uint32_t dst_ip, uint16_t sport,
-					    uint16_t dport, uint16_t flags, uint16_t node,
-					    uint32_t ret_ip, uint16_t ret_port)
+					    rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
+					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
 {
 	uint64_t ip_acc = 0, udp_acc;
 	uint8_t *h = p->hdr;
@@ -141,18 +145,18 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	memcpy(p->eth->dst_addr.addr_bytes, dst_mac, 6);
 	p->eth->src_addr = sw->mac;
 
-	patch32(&ip_acc, &p->ip->src_addr, rte_cpu_to_be_32(src_ip));
-	patch32(&ip_acc, &p->ip->dst_addr, rte_cpu_to_be_32(dst_ip));
+	patch32(&ip_acc, &p->ip->src_addr, rte_cpu_to_be_32(sw->vip));
+	patch32(&ip_acc, &p->ip->dst_addr, dst_ip);
 	p->ip->hdr_checksum = csum_apply(p->ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
 	udp_acc = ip_acc;
-	patch16(&udp_acc, &p->udp->src_port, rte_cpu_to_be_16(sport));
-	patch16(&udp_acc, &p->udp->dst_port, rte_cpu_to_be_16(dport));
+	patch16(&udp_acc, &p->udp->src_port, rte_cpu_to_be_16(sw->svc_port));
+	patch16(&udp_acc, &p->udp->dst_port, dport);
 	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
 	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
-	patch32(&udp_acc, h + WIRE_OFF_RET_IP, rte_cpu_to_be_32(ret_ip));
-	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, rte_cpu_to_be_16(ret_port));
+	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);
+	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, ret_port);
 	if (p->udp->dgram_cksum != 0) {
 		uint16_t c = csum_apply(p->udp->dgram_cksum, udp_acc);
 
@@ -292,8 +296,7 @@ static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr
 /* The sender claims to be node `node`: true when its source address agrees. */
 static inline bool from_node(const struct sw *sw, const struct pkt *p, uint16_t node)
 {
-	return node != 0 && node <= CFG_MAX_NODES &&
-	       sw->node_ip[node] == rte_be_to_cpu_32(p->ip->src_addr);
+	return node != 0 && node <= CFG_MAX_NODES && sw->node_ip_be[node] == p->ip->src_addr;
 }
 
 /* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
@@ -550,9 +553,9 @@ static void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	rewrite(sw, p, mac, sw->vip, peer->vip, sw->svc_port, sw->svc_port,
+	rewrite(sw, p, mac, rte_cpu_to_be_32(peer->vip), rte_cpu_to_be_16(sw->svc_port),
 		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
-		rte_be_to_cpu_32(p->ip->src_addr), rte_be_to_cpu_16(p->udp->src_port));
+		p->ip->src_addr, p->udp->src_port);
 	CNT(w, SW_CNT_PEER_FORWARDED);
 	tx(w, out, p->m);
 }
@@ -572,8 +575,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
 	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
-	uint32_t ret_ip = from_peer ? msg->ret_ip : rte_be_to_cpu_32(p->ip->src_addr);
-	uint16_t ret_port = from_peer ? msg->ret_port : rte_be_to_cpu_16(p->udp->src_port);
+	rte_be32_t ret_ip = from_peer ? rte_cpu_to_be_32(msg->ret_ip) : p->ip->src_addr;
+	rte_be16_t ret_port = from_peer ? rte_cpu_to_be_16(msg->ret_port) : p->udp->src_port;
 	uint8_t mac[6], out;
 	uint16_t target, flags, owner;
 
@@ -623,15 +626,15 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		return;
 	}
 	if (!l2_node_nb(sw->l2, target, mac, &out) || out >= sw->nports) {
-		want_neighbour(w, sw->node_ip[target]);
+		want_neighbour(w, rte_be_to_cpu_32(sw->node_ip_be[target]));
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
 	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
-	rewrite(sw, p, mac, sw->vip, sw->node_ip[target], sw->svc_port, sw->node_port[target],
-		flags, target, ret_ip, ret_port);
+	rewrite(sw, p, mac, sw->node_ip_be[target], sw->node_port_be[target], flags, target,
+		ret_ip, ret_port);
 	scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
@@ -662,7 +665,7 @@ static inline bool accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t
 		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
 		return false;
 	}
-	l2_nb_learn(sw->l2, sw->node_ip[p->msg.node], p->eth->src_addr.addr_bytes,
+	l2_nb_learn(sw->l2, rte_be_to_cpu_32(p->ip->src_addr), p->eth->src_addr.addr_bytes,
 		    (uint8_t)in_port, now_s, false);
 	return true;
 }
@@ -735,8 +738,8 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	}
 	flags = (uint16_t)(msg->flags | WIRE_F_VIA_SWITCH);
 	flags = in_dir ? (flags | WIRE_F_REPLICATED) : (flags & ~WIRE_F_REPLICATED);
-	rewrite(sw, p, mac, sw->vip, msg->ret_ip, sw->svc_port, msg->ret_port, flags, msg->node,
-		msg->ret_ip, msg->ret_port);
+	rewrite(sw, p, mac, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port), flags,
+		msg->node, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port));
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }

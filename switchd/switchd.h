@@ -170,9 +170,10 @@ struct sw {
 	struct rte_ring *sync_ring;
 	struct cluster *cluster;
 
-	/* Node addressing, read-only after start-up. Host order. */
-	uint32_t node_ip[CFG_MAX_NODES + 1];
-	uint16_t node_port[CFG_MAX_NODES + 1];
+	/* Node addressing, read-only after start-up, in network byte order: as
+	 * the fast path compares and writes them. */
+	uint32_t node_ip_be[CFG_MAX_NODES + 1];
+	uint16_t node_port_be[CFG_MAX_NODES + 1];
 
 	/* Control thread only. */
 	struct ctl *ctl;
