@@ -189,17 +189,16 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
  * call per field check costs it more than the checks do.
  */
 
+/* Every known op as a bit of one word: ops are below 64. */
+#define WIRE_OP_BIT(name, value, str) | (1ull << (value))
+#define WIRE_OP_BITS (0 WIRE_OPS(WIRE_OP_BIT))
+#define WIRE_OP_BELOW_64(name, value, str) _Static_assert((value) < 64, "an op above 63");
+WIRE_OPS(WIRE_OP_BELOW_64)
+
 /* Whether op (without WIRE_REPLY) is a known op. */
 static inline int wire_op_valid(uint8_t op)
 {
-	switch (op) {
-#define X(name, value, str) case value:
-		WIRE_OPS(X)
-#undef X
-		return 1;
-	default:
-		return 0;
-	}
+	return op < 64 && ((WIRE_OP_BITS >> op) & 1);
 }
 
 /* Ops that name no key: a digest or a peer sync carries only a payload. */

@@ -305,11 +305,11 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	struct sw *sw = w->sw;
 	uint8_t op = p->msg.op;
 
+	_Static_assert(WIRE_OP_GET + 1 == WIRE_OP_PUT && WIRE_OP_PUT + 1 == WIRE_OP_DEL,
+		       "requests are ops GET..DEL");
+	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
+		return K_REQUEST; /* most datagrams */
 	switch (op) {
-	case WIRE_OP_GET:
-	case WIRE_OP_PUT:
-	case WIRE_OP_DEL:
-		return K_REQUEST;
 	case WIRE_OP_HINT:
 		return K_HINT;
 	case WIRE_OP_RC_ACK:
@@ -508,17 +508,17 @@ static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16
 				uint32_t now_s)
 {
 	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
-	const struct rte_ether_addr *mac = &p->eth->src_addr;
+	uint64_t who = (uint64_t)ip << 32 | now_s, where;
 	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
 
-	if (c->ip == ip && c->seen_s == now_s && c->port == in_port &&
-	    rte_is_same_ether_addr(&c->mac, mac))
+	/* The source MAC and the EtherType after it, which the port replaces. */
+	memcpy(&where, &p->eth->src_addr, sizeof(where));
+	where = (rte_le_to_cpu_64(where) & 0xffffffffffffull) | (uint64_t)(uint8_t)in_port << 48;
+	if (c->who == who && c->where == where)
 		return;
-	l2_nb_learn(w->sw->l2, ip, mac->addr_bytes, (uint8_t)in_port, now_s, false);
-	c->ip = ip;
-	c->seen_s = now_s;
-	c->port = (uint8_t)in_port;
-	c->mac = *mac;
+	l2_nb_learn(w->sw->l2, ip, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s, false);
+	c->who = who;
+	c->where = where;
 }
 
 /*
@@ -570,7 +570,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
 	uint16_t home;
-	bool debug = __atomic_load_n(&sw->debug, __ATOMIC_RELAXED) || (msg->flags & WIRE_F_DEBUG);
+	bool debug = (__atomic_load_n(&sw->debug, __ATOMIC_RELAXED) | (msg->flags & WIRE_F_DEBUG)) != 0;
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */

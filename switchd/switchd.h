@@ -68,12 +68,11 @@ struct sw_worker {
 	 * Clients this worker learnt recently (direct-mapped by address): a
 	 * request from a client already learnt this second skips the shared
 	 * neighbour table, whose slots cost a locked cmpxchg16b to read.
+	 * Two words each, compared whole.
 	 */
 	struct {
-		uint32_t ip;
-		uint32_t seen_s;
-		struct rte_ether_addr mac;
-		uint8_t port;
+		uint64_t who;	/* address << 32 | the second it was learnt */
+		uint64_t where; /* MAC bytes from the low byte up, then the port */
 	} learnt[64];
 	uint32_t idle_polls;
 	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
