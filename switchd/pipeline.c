@@ -139,28 +139,35 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 					    rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
 					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
 {
-	uint64_t ip_acc = 0, udp_acc;
+	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
+	struct rte_ether_hdr *eth = p->eth;
+	struct rte_ipv4_hdr *ip = p->ip;
+	struct rte_udp_hdr *udp = p->udp;
 	uint8_t *h = p->hdr;
+	rte_be32_t src_ip = rte_cpu_to_be_32(sw->vip);
+	rte_be16_t sport = rte_cpu_to_be_16(sw->svc_port);
+	struct rte_ether_addr src_mac = sw->mac;
+	uint64_t ip_acc = 0, udp_acc;
 
-	memcpy(p->eth->dst_addr.addr_bytes, dst_mac, 6);
-	p->eth->src_addr = sw->mac;
+	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
+	eth->src_addr = src_mac;
 
-	patch32(&ip_acc, &p->ip->src_addr, rte_cpu_to_be_32(sw->vip));
-	patch32(&ip_acc, &p->ip->dst_addr, dst_ip);
-	p->ip->hdr_checksum = csum_apply(p->ip->hdr_checksum, ip_acc);
+	patch32(&ip_acc, &ip->src_addr, src_ip);
+	patch32(&ip_acc, &ip->dst_addr, dst_ip);
+	ip->hdr_checksum = csum_apply(ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
 	udp_acc = ip_acc;
-	patch16(&udp_acc, &p->udp->src_port, rte_cpu_to_be_16(sw->svc_port));
-	patch16(&udp_acc, &p->udp->dst_port, dport);
+	patch16(&udp_acc, &udp->src_port, sport);
+	patch16(&udp_acc, &udp->dst_port, dport);
 	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
 	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
 	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);
 	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, ret_port);
-	if (p->udp->dgram_cksum != 0) {
-		uint16_t c = csum_apply(p->udp->dgram_cksum, udp_acc);
+	if (udp->dgram_cksum != 0) {
+		uint16_t c = csum_apply(udp->dgram_cksum, udp_acc);
 
-		p->udp->dgram_cksum = c ? c : 0xffff;
+		udp->dgram_cksum = c ? c : 0xffff;
 	}
 }
 
