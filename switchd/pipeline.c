@@ -415,8 +415,9 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
 	ip_len = rte_be_to_cpu_16(ip->total_length);
-	if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) || ip_len < ihl + sizeof(*udp) ||
-	    RTE_ETHER_HDR_LEN + (uint32_t)ip_len > len) {
+	/* Version 4 and at least 5 words of header: 0x45..0x4f. */
+	if ((uint8_t)(ip->version_ihl - RTE_IPV4_VHL_DEF) > 0x4f - RTE_IPV4_VHL_DEF ||
+	    ip_len < ihl + sizeof(*udp) || RTE_ETHER_HDR_LEN + (uint32_t)ip_len > len) {
 		drop(w, m, SW_CNT_DROP_IP_HDR);
 		return K_DONE;
 	}

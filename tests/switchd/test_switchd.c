@@ -471,6 +471,7 @@ START_TEST(malformed_dropped_and_counted)
 		      bad_flags[2] = {0x80, 0};
 	const uint8_t big_key[2] = {0x00, 0x00}, frag[2] = {0x20, 0x00}, proto = IPPROTO_TCP;
 	const uint8_t big_udp[2] = {0x05, 0xdc}, bad_csum[2] = {0xde, 0xad};
+	const uint8_t ipv6_vhl = 0x65, short_ihl = 0x44;
 	struct {
 		struct rte_mbuf *m;
 		enum sw_counter why;
@@ -483,6 +484,8 @@ START_TEST(malformed_dropped_and_counted)
 	    {corrupt(14 + 6, frag, 2), SW_CNT_DROP_IP_CSUM}, /* checksum now wrong too */
 	    {corrupt(14 + 10, bad_csum, 2), SW_CNT_DROP_IP_CSUM},
 	    {corrupt(14 + 20 + 4, big_udp, 2), SW_CNT_DROP_UDP_LEN},
+	    {corrupt(14, &ipv6_vhl, 1), SW_CNT_DROP_IP_HDR},
+	    {corrupt(14, &short_ihl, 1), SW_CNT_DROP_IP_HDR},
 	};
 	unsigned ncases = sizeof(cases) / sizeof(cases[0]);
 	uint64_t before[SW_CNT_COUNT];
@@ -516,9 +519,15 @@ START_TEST(malformed_dropped_and_counted)
 	inject(0, 0, runt);
 	run();
 	ck_assert_uint_eq(drain_all(), 0);
-	for (unsigned i = 0; i < ncases; i++)
-		ck_assert_msg(sw_counter(&sw, cases[i].why) > before[cases[i].why], "case %u (%s)",
-			      i, sw_counter_name(cases[i].why));
+	/* Each case counted under its own reason: as many as the cases that name it. */
+	for (unsigned i = 0; i < ncases; i++) {
+		unsigned same = 0;
+
+		for (unsigned j = 0; j < ncases; j++)
+			same += cases[j].why == cases[i].why;
+		ck_assert_msg(sw_counter(&sw, cases[i].why) == before[cases[i].why] + same,
+			      "case %u (%s)", i, sw_counter_name(cases[i].why));
+	}
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_IP_FRAG), before[SW_CNT_DROP_IP_FRAG] + 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_UDP), before[SW_CNT_DROP_NOT_UDP] + 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_WIRE_SHORT),
