@@ -216,7 +216,6 @@ static inline enum wire_error wire_decode_header(const void *buf, size_t len,
 						 struct wire_msg *msg)
 {
 	const uint8_t *p = buf;
-	uint8_t op;
 
 	if (len < WIRE_HDR_LEN)
 		return WIRE_ERR_SHORT;
@@ -224,66 +223,49 @@ static inline enum wire_error wire_decode_header(const void *buf, size_t len,
 		return WIRE_ERR_MAGIC;
 	if (p[WIRE_OFF_VER] != WIRE_VERSION)
 		return WIRE_ERR_VERSION;
-	op = p[WIRE_OFF_OP];
-	if (!wire_op_valid(op & (uint8_t)~WIRE_REPLY))
+	msg->op = p[WIRE_OFF_OP];
+	if (!wire_op_valid(msg->op & (uint8_t)~WIRE_REPLY))
 		return WIRE_ERR_OP;
-	/* One assignment: field by field, each store through msg might alias buf. */
-	*msg = (struct wire_msg){
-	    .op = op,
-	    .flags = wire_get16(p + WIRE_OFF_FLAGS),
-	    .status = p[WIRE_OFF_STATUS],
-	    .req_id = wire_get64(p + WIRE_OFF_REQ_ID),
-	    .keyhash = wire_get64(p + WIRE_OFF_KEYHASH),
-	    .version = wire_get64(p + WIRE_OFF_VERSION),
-	    .node = wire_get16(p + WIRE_OFF_NODE),
-	    .load = wire_get16(p + WIRE_OFF_LOAD),
-	    .ret_ip = wire_get32(p + WIRE_OFF_RET_IP),
-	    .ret_port = wire_get16(p + WIRE_OFF_RET_PORT),
-	    .key_len = wire_get16(p + WIRE_OFF_KEY_LEN),
-	    .val_len = wire_get32(p + WIRE_OFF_VAL_LEN),
-	};
+	msg->flags = wire_get16(p + WIRE_OFF_FLAGS);
+	msg->status = p[WIRE_OFF_STATUS];
+	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
+	msg->keyhash = wire_get64(p + WIRE_OFF_KEYHASH);
+	msg->version = wire_get64(p + WIRE_OFF_VERSION);
+	msg->node = wire_get16(p + WIRE_OFF_NODE);
+	msg->load = wire_get16(p + WIRE_OFF_LOAD);
+	msg->ret_ip = wire_get32(p + WIRE_OFF_RET_IP);
+	msg->ret_port = wire_get16(p + WIRE_OFF_RET_PORT);
+	msg->key_len = wire_get16(p + WIRE_OFF_KEY_LEN);
+	msg->val_len = wire_get32(p + WIRE_OFF_VAL_LEN);
+	msg->key = NULL;
+	msg->value = NULL;
 	return WIRE_OK;
 }
 
-/* What is wrong with the fields of a decoded header m of a datagram of len bytes. */
-static inline enum wire_error wire_check_fields(const struct wire_msg *m, size_t len)
+/* Validate buf[0..len) and fill *msg. Returns WIRE_OK or the reason it failed. */
+static inline enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg)
 {
-	/* 64-bit sums: key_len + val_len cannot wrap, whatever val_len says. */
-	uint64_t body = (uint64_t)m->key_len + (uint64_t)m->val_len;
+	const uint8_t *p = buf;
+	enum wire_error err = wire_decode_header(buf, len, msg);
+	uint64_t body;
 
-	if (m->flags & ~WIRE_F_ALL)
+	if (err != WIRE_OK)
+		return err;
+	if (msg->flags & ~WIRE_F_ALL)
 		return WIRE_ERR_FLAGS;
-	if ((m->op & WIRE_REPLY) && m->status >= WIRE_ST_COUNT)
+	if ((msg->op & WIRE_REPLY) && msg->status >= WIRE_ST_COUNT)
 		return WIRE_ERR_STATUS;
-	if (m->key_len > WIRE_MAX_KEY || (m->key_len == 0 && !wire_op_is_keyless(m->op)))
+	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !wire_op_is_keyless(msg->op)))
 		return WIRE_ERR_KEY_LEN;
+	/* 64-bit sums: key_len + val_len cannot wrap, whatever val_len says. */
+	body = (uint64_t)msg->key_len + (uint64_t)msg->val_len;
 	if ((uint64_t)len - WIRE_HDR_LEN < body)
 		return WIRE_ERR_TRUNCATED;
 	if ((uint64_t)len - WIRE_HDR_LEN > body)
 		return WIRE_ERR_TRAILING;
+	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
+	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
 	return WIRE_OK;
-}
-
-/*
- * Validate buf[0..len) and fill *msg. Returns WIRE_OK or the reason it
- * failed; once the header is readable, *msg holds it either way (a bad
- * request can still be answered).
- */
-static inline enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg)
-{
-	const uint8_t *p = buf;
-	struct wire_msg m; /* a local: the checks read registers, not *msg */
-	enum wire_error err = wire_decode_header(buf, len, &m);
-
-	if (err != WIRE_OK)
-		return err;
-	err = wire_check_fields(&m, len);
-	if (err == WIRE_OK) {
-		m.key = m.key_len ? p + WIRE_HDR_LEN : NULL;
-		m.value = m.val_len ? p + WIRE_HDR_LEN + m.key_len : NULL;
-	}
-	*msg = m;
-	return err;
 }
 
 #endif
