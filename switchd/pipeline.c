@@ -145,9 +145,10 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	struct rte_udp_hdr *udp = p->udp;
 	uint8_t *h = p->hdr;
 	rte_be32_t src_ip = rte_cpu_to_be_32(sw->vip);
-	rte_be16_t sport = rte_cpu_to_be_16(sw->svc_port);
+	rte_be16_t ports[2] = {rte_cpu_to_be_16(sw->svc_port), dport}; /* source, destination */
 	struct rte_ether_addr src_mac = sw->mac;
 	uint64_t ip_acc = 0, udp_acc;
+	uint32_t ports_word;
 
 	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
 	eth->src_addr = src_mac;
@@ -158,8 +159,8 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
 	udp_acc = ip_acc;
-	patch16(&udp_acc, &udp->src_port, sport);
-	patch16(&udp_acc, &udp->dst_port, dport);
+	memcpy(&ports_word, ports, sizeof(ports_word));
+	patch32(&udp_acc, &udp->src_port, ports_word); /* both ports, adjacent */
 	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
 	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
 	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);
