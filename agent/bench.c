@@ -724,7 +724,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 }
 
 int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency consistency,
-	       int json, int argc, char **argv)
+	       int json, uint32_t timeout_ms, int argc, char **argv)
 {
 	struct bench *b = calloc(1, sizeof(*b));
 	struct skl_options o = {0};
@@ -739,6 +739,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	b->mode = mode;
 	b->consistency = consistency;
 	b->json_stdout = json;
+	b->timeout_ms = timeout_ms;
 	b->wl.nkeys = 10000;
 	b->wl.dist = WL_ZIPF;
 	b->wl.zipf_s = 0.99;

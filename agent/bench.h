@@ -7,11 +7,11 @@
 #include "skewless.h"
 
 /*
- * Run `bench` with argv[0] == "bench". config_path, mode, consistency and json
- * come from the options given before the command (they may be repeated after
- * it). Returns the process exit code.
+ * Run `bench` with argv[0] == "bench". config_path, mode, consistency, json
+ * and timeout_ms (0: the config's) come from the options given before the
+ * command (they may be repeated after it). Returns the process exit code.
  */
 int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency consistency,
-	       int json, int argc, char **argv);
+	       int json, uint32_t timeout_ms, int argc, char **argv);
 
 #endif

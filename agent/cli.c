@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "bench")) {
 		/* bench parses the rest itself, common options included. */
 		rc = bench_main(cli->config_path, cli->mode, cli->consistency, cli->json,
-				argc - optind, argv + optind);
+				cli->timeout_ms, argc - optind, argv + optind);
 		free(cli);
 		return rc;
 	}
