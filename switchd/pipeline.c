@@ -723,6 +723,8 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	uint8_t mac[6], out;
 	bool in_dir;
 	uint16_t flags;
+	rte_be32_t ret_ip;
+	rte_be16_t ret_port;
 
 	CNT(w, SW_CNT_REPLIES);
 	if (!accept_from_node(w, p, in_port, now_s))
@@ -747,8 +749,10 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	}
 	flags = (uint16_t)(msg->flags | WIRE_F_VIA_SWITCH);
 	flags = in_dir ? (flags | WIRE_F_REPLICATED) : (flags & ~WIRE_F_REPLICATED);
-	rewrite(sw, p, mac, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port), flags,
-		msg->node, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port));
+	/* To the return address, which the header keeps. */
+	ret_ip = rte_cpu_to_be_32(msg->ret_ip);
+	ret_port = rte_cpu_to_be_16(msg->ret_port);
+	rewrite(sw, p, mac, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port);
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }

@@ -171,8 +171,8 @@ struct sw {
 
 	/* Node addressing, read-only after start-up, in network byte order: as
 	 * the fast path compares and writes them. */
-	uint32_t node_ip_be[CFG_MAX_NODES + 1];
-	uint16_t node_port_be[CFG_MAX_NODES + 1];
+	rte_be32_t node_ip_be[CFG_MAX_NODES + 1];
+	rte_be16_t node_port_be[CFG_MAX_NODES + 1];
 
 	/* Control thread only. */
 	struct ctl *ctl;
