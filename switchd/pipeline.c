@@ -146,12 +146,11 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	uint8_t *h = p->hdr;
 	rte_be32_t src_ip = rte_cpu_to_be_32(sw->vip);
 	rte_be16_t ports[2] = {rte_cpu_to_be_16(sw->svc_port), dport}; /* source, destination */
-	struct rte_ether_addr src_mac = sw->mac;
 	uint64_t ip_acc = 0, udp_acc;
 	uint32_t ports_word;
 
 	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
-	eth->src_addr = src_mac;
+	eth->src_addr = sw->mac;
 
 	patch32(&ip_acc, &ip->src_addr, src_ip);
 	patch32(&ip_acc, &ip->dst_addr, dst_ip);
@@ -841,10 +840,11 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		struct pkt *p = &pkts[k];
 		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;
 
-		switch (p->kind) {
-		case K_REQUEST:
+		if (likely(p->kind == K_REQUEST)) {
 			do_request(w, p, e, in_port, now_s, now_tsc);
-			break;
+			continue;
+		}
+		switch (p->kind) {
 		case K_REPLY:
 		case K_CTL_REPLY:
 			do_reply(w, p, e, in_port, now_s, now_tsc);

@@ -8,7 +8,8 @@
 void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers)
 {
 	memset(s, 0, sizeof(*s));
-	s->nworkers = nworkers;
+	/* At least one column: readers sum them without a test for none. */
+	s->nworkers = nworkers ? nworkers : 1;
 	for (unsigned i = 0; i < SCORES_NODES; i++)
 		s->state[i] = SCORES_UNTRACKED;
 	for (unsigned i = 0; i < cfg->nnodes; i++)

@@ -55,10 +55,11 @@ void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers);
 static inline int32_t scores_inflight_raw(const struct scores *s, uint16_t id)
 {
 	uint32_t v = -__atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
-	unsigned nworkers = s->nworkers;
+	unsigned w = 0, nworkers = s->nworkers;
 
-	for (unsigned w = 0; w < nworkers; w++)
+	do /* nworkers >= 1 (scores_init): no test before the first */
 		v += __atomic_load_n(&s->outstanding[w][id], __ATOMIC_RELAXED);
+	while (++w < nworkers);
 	return (int32_t)v;
 }
 
