@@ -85,23 +85,38 @@ static inline union l2_nb_slot slot_load(const union l2_nb_slot *s)
 	return v;
 }
 
+/*
+ * Learn ip -> w for every node configured at ip (nodes on one host share its
+ * address, each with its own port). False when ip is no node's.
+ */
+static bool learn_nodes_at(struct l2 *l, uint32_t ip, uint64_t w, bool is_static)
+{
+	bool any = false;
+
+	for (uint32_t h = mix32(ip) % L2_NODE_MAP; l->map_id[h] != 0; h = (h + 1) % L2_NODE_MAP) {
+		uint16_t node = l->map_id[h];
+		uint64_t cur;
+
+		if (l->map_ip[h] != ip)
+			continue;
+		any = true;
+		cur = __atomic_load_n(&l->node_nb[node], __ATOMIC_RELAXED);
+		if (cur != w && (is_static || !(cur & L2_F_STATIC)))
+			__atomic_store_n(&l->node_nb[node], w, __ATOMIC_RELAXED);
+	}
+	return any;
+}
+
 void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
 		 bool is_static)
 {
-	uint16_t node;
-
 	if (ip == 0 || (mac[0] & 1))
 		return;
-	node = l2_node_of_ip(l, ip);
-	if (node) {
-		uint64_t w = mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
-			     (is_static ? L2_F_STATIC : 0);
-		uint64_t cur = __atomic_load_n(&l->node_nb[node], __ATOMIC_RELAXED);
-
-		if (cur != w && (is_static || !(cur & L2_F_STATIC)))
-			__atomic_store_n(&l->node_nb[node], w, __ATOMIC_RELAXED);
+	if (learn_nodes_at(l, ip,
+			   mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
+			       (is_static ? L2_F_STATIC : 0),
+			   is_static))
 		return;
-	}
 
 	union l2_nb_slot *set = l->nb[mix32(ip) % L2_NB_SETS];
 	int victim = 0;

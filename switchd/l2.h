@@ -66,7 +66,8 @@ void l2_init(struct l2 *l, const struct cfg *cfg, uint32_t mac_age_s, uint32_t n
 int l2_mac_lookup(const struct l2 *l, const uint8_t mac[6], uint32_t now_s);
 void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now_s);
 
-/* Node id whose configured address is ip (host order), or 0. */
+/* Node id whose configured address is ip (host order), or 0; the first of
+ * several nodes on one host (they share its neighbour entry, see l2_nb_learn). */
 uint16_t l2_node_of_ip(const struct l2 *l, uint32_t ip);
 
 /* A node's neighbour entry: true and mac/port when known. */
@@ -82,7 +83,8 @@ static inline bool l2_node_nb(const struct l2 *l, uint16_t node, uint8_t mac[6],
 	return true;
 }
 
-/* Learn ip -> (mac, port); is_static pins it against learning. ip 0 is ignored. */
+/* Learn ip -> (mac, port), for every node configured at ip when it is a node's;
+ * is_static pins it against learning. ip 0 is ignored. */
 void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
 		 bool is_static);
 /* Look up any host (node or client); true with mac/port when known and fresh. */

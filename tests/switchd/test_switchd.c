@@ -939,6 +939,37 @@ START_TEST(state_transitions)
 END_TEST
 
 /* A key colliding with an entry's keyhash is routed to its own home, not the replicas. */
+/* Two nodes on one host (same address, own ports): learning the host reaches both. */
+START_TEST(nodes_sharing_an_address_both_learnt)
+{
+	static const char *json =
+	    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
+	    " \"switches\": [{\"id\": 1, \"name\": \"s1\", \"lcores\": [1],"
+	    "   \"ports\": [{\"name\": \"p\", \"vdev\": \"net_null0\"}]}],"
+	    " \"nodes\": [{\"id\": 1, \"name\": \"a\", \"ip\": \"10.77.0.9\", \"port\": 7447},"
+	    "   {\"id\": 2, \"name\": \"b\", \"ip\": \"10.77.0.9\", \"port\": 7448},"
+	    "   {\"id\": 3, \"name\": \"c\", \"ip\": \"10.77.0.10\"}]}";
+	static const uint8_t host_mac[6] = {0x02, 0, 0, 0, 0, 0x09};
+	static struct cfg shared; /* large: not on the stack */
+	struct l2 *l = calloc(1, sizeof(*l));
+	char err[CFG_ERR_LEN];
+	uint8_t mac[6], port;
+
+	ck_assert_ptr_nonnull(l);
+	ck_assert_msg(cfg_load_string(json, "shared.json", &shared, err, sizeof(err)) == 0, "%s",
+		      err);
+	l2_init(l, &shared, 300, 300);
+	l2_nb_learn(l, 0x0a4d0009u, host_mac, 0, 1, false);
+	for (uint16_t id = 1; id <= 2; id++) {
+		ck_assert_msg(l2_node_nb(l, id, mac, &port), "node %u not learnt", id);
+		ck_assert_mem_eq(mac, host_mac, 6);
+	}
+	ck_assert(!l2_node_nb(l, 3, mac, &port));
+	ck_assert(l2_nb_lookup(l, 0x0a4d0009u, mac, &port, 1));
+	free(l);
+}
+END_TEST
+
 START_TEST(keyhash_collision_goes_home)
 {
 	uint8_t buf[2048];
@@ -977,6 +1008,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, pinned_reads_spread_by_load);
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
+	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
