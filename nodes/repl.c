@@ -311,18 +311,28 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	 * The write bypasses the switch that may be spreading this key's reads
 	 * over its copies (an agent fallen back to direct routing, a peer switch
 	 * that lost the owner). Drop every copy, confirmed, before applying: a
-	 * replica read then finds nothing and is sent home (MOVED).
+	 * replica read then finds nothing and is sent home (MOVED). A REPLICATE
+	 * may add targets meanwhile: those are dropped in the next round.
 	 */
-	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
-		if (!(c.targets[id / 8] & (1u << (id % 8))))
-			continue;
-		if (!drop_copy_at(n, m, (uint16_t)id)) {
+	for (unsigned round = 0; rc == 1; round++) {
+		if (round == REPL_DROP_ROUNDS) {
 			node_count(n, NODE_CTR_bypass_refused);
 			return -EAGAIN;
 		}
+		for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+			if (!(c.targets[id / 8] & (1u << (id % 8))))
+				continue;
+			if (!drop_copy_at(n, m, (uint16_t)id)) {
+				node_count(n, NODE_CTR_bypass_refused);
+				return -EAGAIN;
+			}
+		}
+		rc = store_copies_remove(n->store, m->key, m->key_len, &c);
+		if (rc == 1) /* targets a REPLICATE added meanwhile: the next round's */
+			rc = store_copies_get(n->store, m->key, m->key_len, &c);
+		if (rc < 0)
+			return -EIO;
 	}
-	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
-		return -EIO;
 	node_count(n, NODE_CTR_bypass_writes);
 	return 1;
 }

@@ -19,6 +19,8 @@ void repl_rc_req(struct node *n, const struct wire_msg *m);
 /* A bypassing write waits this long for each replica to confirm its copy is gone. */
 #define REPL_DROP_TRIES 3
 #define REPL_DROP_WAIT_MS 20
+/* Rounds of drops a bypassing write makes while REPLICATEs keep adding copies. */
+#define REPL_DROP_ROUNDS 3
 
 /*
  * Home, before applying a PUT/DEL from `from`: if this home pushed copies of

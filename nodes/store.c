@@ -593,6 +593,41 @@ out:
 	return rc;
 }
 
+int store_copies_remove(struct store *st, const void *key, size_t klen,
+			const struct store_copies *dropped)
+{
+	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(dropped->targets)], left = 0;
+	struct store_copies cur;
+	size_t kl = copies_key(k, key, klen);
+	pthread_mutex_t *lock = stripe(st, keyhash(key, klen));
+	char *rerr = NULL;
+	int rc;
+
+	/* Under the lock store_copies_add() takes: an add cannot slip in between. */
+	pthread_mutex_lock(lock);
+	rc = store_copies_get(st, key, klen, &cur);
+	if (rc <= 0)
+		goto out;
+	wire_put16(v, cur.owner);
+	for (size_t i = 0; i < sizeof(cur.targets); i++) {
+		v[2 + i] = (uint8_t)(cur.targets[i] & ~dropped->targets[i]);
+		left |= v[2 + i];
+	}
+	if (left)
+		rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl,
+			       (const char *)v, sizeof(v), &rerr);
+	else
+		rocksdb_delete_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, &rerr);
+	rc = left != 0;
+	if (rerr) {
+		free(rerr);
+		rc = -EIO;
+	}
+out:
+	pthread_mutex_unlock(lock);
+	return rc;
+}
+
 int store_copies_clear(struct store *st, const void *key, size_t klen)
 {
 	uint8_t k[2 + WIRE_MAX_KEY];

@@ -126,8 +126,15 @@ struct store_copies {
 int store_copies_get(struct store *st, const void *key, size_t klen, struct store_copies *c);
 /* Record (merge into) the copies of key. 0 or -EIO. */
 int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c);
-/* Forget them (they were dropped). 0 or -EIO. */
+/* Forget them all (the switch retired the key). 0 or -EIO. */
 int store_copies_clear(struct store *st, const void *key, size_t klen);
+/*
+ * Forget the targets of `dropped` (their copies were dropped), keeping any a
+ * REPLICATE added meanwhile: 1 when such targets remain, 0 when no record is
+ * left, -EIO.
+ */
+int store_copies_remove(struct store *st, const void *key, size_t klen,
+			const struct store_copies *dropped);
 
 /* The current version floor (for tests and logs). */
 uint64_t store_floor(struct store *st);
