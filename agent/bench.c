@@ -602,17 +602,17 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	};
 	const char *ycsb = NULL, *dist = NULL;
 	double read_ratio = -1;
+	uint64_t u;
 	int opt;
 	char *end;
 
 	optind = 0; /* 0, not 1: glibc re-initialises its scanner */
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		errno = 0;
 		switch (opt) {
 		case B_KEYS:
-			b->wl.nkeys = strtoull(optarg, &end, 10);
-			if (*end || errno || b->wl.nkeys < 1 || b->wl.nkeys > (1ull << 32))
+			if (cli_parse_uint(optarg, 1, 1ull << 32, &u))
 				return bad("--keys", "1..4294967296", optarg);
+			b->wl.nkeys = u;
 			break;
 		case B_DIST:
 			dist = optarg;
@@ -626,9 +626,9 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 			ycsb = optarg;
 			break;
 		case B_VALUE_SIZE:
-			b->value_size = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || errno || b->value_size > 65000)
+			if (cli_parse_uint(optarg, 0, 65000, &u))
 				return bad("--value-size", "bytes 0..65000", optarg);
+			b->value_size = (uint32_t)u;
 			break;
 		case B_RATE:
 			b->rate = strtod(optarg, &end);
@@ -636,9 +636,9 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--rate", "operations per second > 0", optarg);
 			break;
 		case B_CONCURRENCY:
-			b->concurrency = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || errno || b->concurrency < 1 || b->concurrency > (1u << 20))
+			if (cli_parse_uint(optarg, 1, 1u << 20, &u))
 				return bad("--concurrency", "1..1048576", optarg);
+			b->concurrency = (uint32_t)u;
 			break;
 		case B_DURATION:
 			b->duration_s = strtod(optarg, &end);
@@ -653,9 +653,9 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--dynamic", "hot-in:SECONDS or random:SECONDS", optarg);
 			break;
 		case B_HOT_KEYS:
-			b->wl.hot_keys = strtoull(optarg, &end, 10);
-			if (*end || errno || b->wl.hot_keys < 1)
+			if (cli_parse_uint(optarg, 1, UINT64_MAX, &u))
 				return bad("--hot-keys", "a count >= 1", optarg);
+			b->wl.hot_keys = u;
 			break;
 		case B_MODE:
 			if (skl_mode_parse(optarg, &b->mode))
@@ -666,14 +666,13 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--consistency", "linearizable or relaxed", optarg);
 			break;
 		case B_TIMEOUT:
-			b->timeout_ms = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || errno || b->timeout_ms < 1 || b->timeout_ms > 600000)
+			if (cli_parse_uint(optarg, 1, 600000, &u))
 				return bad("--timeout", "1..600000 ms", optarg);
+			b->timeout_ms = (uint32_t)u;
 			break;
 		case B_SEED:
-			b->seed = strtoull(optarg, &end, 10);
-			if (*end || errno)
-				return bad("--seed", "an integer", optarg);
+			if (cli_parse_uint(optarg, 0, UINT64_MAX, &b->seed))
+				return bad("--seed", "an integer >= 0", optarg);
 			break;
 		case B_JSON:
 			b->json_path = optarg;

@@ -78,12 +78,9 @@ static const struct option common_opts[] = {
 
 static int parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
-	char *end;
-	unsigned long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > max || s[0] == '-')
+	if (cli_parse_uint(s, 0, max, &v))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

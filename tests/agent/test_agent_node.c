@@ -451,6 +451,11 @@ START_TEST(bench_runs)
 	/* Flag errors are usage errors. */
 	ck_assert_int_eq(cli("bench --dist zipf"), 64);
 	ck_assert_int_eq(cli("bench --rate 10 --concurrency 2"), 64);
+	/* Integers: no sign, no wrap-around, nothing after the digits. */
+	ck_assert_int_eq(cli("bench --concurrency -4294967295"), 64);
+	ck_assert_int_eq(cli("bench --keys 18446744073709551617"), 64);
+	ck_assert_int_eq(cli("bench --value-size 4294967297"), 64);
+	ck_assert_int_eq(cli("bench --timeout 10ms"), 64);
 }
 END_TEST
 
