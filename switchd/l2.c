@@ -77,11 +77,25 @@ void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now
 }
 
 /* Atomic 128-bit read: cmpxchg16b with an expected value it (almost) never matches. */
+/*
+ * Read a client slot without writing to it (a locked cmpxchg16b writes the
+ * line even when it compares equal, so readers on other lcores would take it
+ * from each other): its two 8-byte halves, the second one twice. Writers
+ * replace all 16 bytes at once and count in the flags' L2_F_GEN bits, so an
+ * unchanged second half means the first half belongs to the same write.
+ */
 static inline union l2_nb_slot slot_load(const union l2_nb_slot *s)
 {
+	const uint64_t *half = (const uint64_t *)s;
+	uint64_t first, second;
 	union l2_nb_slot v;
 
-	v.raw = __sync_val_compare_and_swap((unsigned __int128 *)&s->raw, 0, 0);
+	do {
+		second = __atomic_load_n(&half[1], __ATOMIC_ACQUIRE);
+		first = __atomic_load_n(&half[0], __ATOMIC_ACQUIRE);
+	} while (__atomic_load_n(&half[1], __ATOMIC_ACQUIRE) != second);
+	memcpy((uint8_t *)&v, &first, sizeof(first));
+	memcpy((uint8_t *)&v + sizeof(first), &second, sizeof(second));
 	return v;
 }
 
@@ -144,15 +158,15 @@ void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, 
 			victim = i;
 		}
 	}
-	union l2_nb_slot nv;
+	union l2_nb_slot old = slot_load(&set[victim]), nv;
 
 	memset(&nv, 0, sizeof(nv));
 	nv.f.ip = ip;
 	nv.f.seen_s = now_s;
 	memcpy(nv.f.mac, mac, 6);
 	nv.f.port = port;
-	nv.f.flags = L2_F_VALID | (is_static ? L2_F_STATIC : 0);
-	union l2_nb_slot old = slot_load(&set[victim]);
+	nv.f.flags = L2_F_VALID | (is_static ? L2_F_STATIC : 0) |
+		     ((old.f.flags + L2_F_GEN_ONE) & L2_F_GEN);
 	/* One attempt: losing to a concurrent learner is fine (see l2.h). */
 	__sync_bool_compare_and_swap(&set[victim].raw, old.raw, nv.raw);
 }

@@ -11,9 +11,11 @@
  *       4-way set-associative table of 128-bit slots, aged out after nb_age_s.
  *       Static entries (cdtctl neigh add) are never overwritten by learning.
  *
- * Concurrency: every worker learns and looks up. Each slot is one atomic word
- * (64-bit relaxed loads and stores, or 128-bit cmpxchg16b for client slots), so
- * a reader never sees half of one host's entry and half of another's. Two
+ * Concurrency: every worker learns and looks up. Node slots are one 64-bit
+ * word (relaxed loads and stores); client slots are written whole with a
+ * 128-bit compare-and-swap and read as two halves with a write count (a
+ * seqlock without a lock), so a reader never sees half of one host's entry
+ * and half of another's, and reading writes nothing. Two
  * workers learning different hosts into the same slot is a benign race: one
  * wins, the other relearns on its next frame. Stores happen only when
  * something changed or an entry is more than a second old, so steady traffic
@@ -35,6 +37,9 @@
 
 #define L2_F_VALID  0x1
 #define L2_F_STATIC 0x2
+/* Client slots: the upper 6 bits count writes (modulo 64), see slot_load() in l2.c. */
+#define L2_F_GEN     0xfc
+#define L2_F_GEN_ONE 0x04
 
 union l2_nb_slot {
 	unsigned __int128 raw;
