@@ -312,7 +312,7 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	 * over its copies (an agent fallen back to direct routing, a peer switch
 	 * that lost the owner). Drop every copy, confirmed, before applying: a
 	 * replica read then finds nothing and is sent home (MOVED). A REPLICATE
-	 * may add targets meanwhile: those are dropped in the next round.
+	 * may send copies meanwhile: then every target is dropped in another round.
 	 */
 	for (unsigned round = 0; rc == 1; round++) {
 		if (round == REPL_DROP_ROUNDS) {
@@ -327,8 +327,8 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 				return -EAGAIN;
 			}
 		}
-		rc = store_copies_remove(n->store, m->key, m->key_len, &c);
-		if (rc == 1) /* targets a REPLICATE added meanwhile: the next round's */
+		rc = store_copies_clear_if(n->store, m->key, m->key_len, &c);
+		if (rc == 1) /* a REPLICATE recorded copies meanwhile: drop them in another round */
 			rc = store_copies_get(n->store, m->key, m->key_len, &c);
 		if (rc < 0)
 			return -EIO;

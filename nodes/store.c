@@ -39,6 +39,8 @@ struct store {
 	/* Written only by the TTL thread under a stripe lock; read by every writer. */
 	_Atomic uint64_t floor;
 	pthread_mutex_t stripes[STORE_STRIPES];
+	/* store_copies_add() calls per stripe, counted under its lock after the write. */
+	_Atomic uint64_t copies_adds[STORE_STRIPES];
 };
 
 uint64_t store_now_ms(void)
@@ -186,6 +188,12 @@ void store_close(struct store *st)
 uint64_t store_floor(struct store *st)
 {
 	return atomic_load(&st->floor);
+}
+
+/* store_copies_add() calls on the stripe of a key with this hash. */
+static _Atomic uint64_t *copies_adds(struct store *st, uint64_t hash)
+{
+	return &st->copies_adds[hash & (STORE_STRIPES - 1)];
 }
 
 static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
@@ -541,8 +549,11 @@ int store_copies_get(struct store *st, const void *key, size_t klen, struct stor
 	uint8_t k[2 + WIRE_MAX_KEY];
 	size_t kl = copies_key(k, key, klen), len = 0;
 	char *rerr = NULL;
-	char *v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len,
-				 &rerr);
+	char *v;
+
+	/* Counted before the read: an add this read misses shows in the count. */
+	c->seen = atomic_load(copies_adds(st, keyhash(key, klen)));
+	v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len, &rerr);
 
 	if (rerr) {
 		free(rerr);
@@ -565,7 +576,8 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(c->targets)];
 	struct store_copies old;
 	size_t kl = copies_key(k, key, klen);
-	pthread_mutex_t *lock = stripe(st, keyhash(key, klen));
+	uint64_t h = keyhash(key, klen);
+	pthread_mutex_t *lock = stripe(st, h);
 	char *rerr = NULL;
 	int rc;
 
@@ -589,41 +601,23 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 		rc = -EIO;
 	}
 out:
+	/* Even unchanged: the caller is about to send copies (store_copies_clear_if). */
+	atomic_fetch_add(copies_adds(st, h), 1);
 	pthread_mutex_unlock(lock);
 	return rc;
 }
 
-int store_copies_remove(struct store *st, const void *key, size_t klen,
-			const struct store_copies *dropped)
+int store_copies_clear_if(struct store *st, const void *key, size_t klen,
+			  const struct store_copies *read)
 {
-	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(dropped->targets)], left = 0;
-	struct store_copies cur;
-	size_t kl = copies_key(k, key, klen);
-	pthread_mutex_t *lock = stripe(st, keyhash(key, klen));
-	char *rerr = NULL;
-	int rc;
+	uint64_t h = keyhash(key, klen);
+	pthread_mutex_t *lock = stripe(st, h);
+	int rc = 1;
 
-	/* Under the lock store_copies_add() takes: an add cannot slip in between. */
+	/* Under the lock store_copies_add() counts under: no add slips in between. */
 	pthread_mutex_lock(lock);
-	rc = store_copies_get(st, key, klen, &cur);
-	if (rc <= 0)
-		goto out;
-	wire_put16(v, cur.owner);
-	for (size_t i = 0; i < sizeof(cur.targets); i++) {
-		v[2 + i] = (uint8_t)(cur.targets[i] & ~dropped->targets[i]);
-		left |= v[2 + i];
-	}
-	if (left)
-		rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl,
-			       (const char *)v, sizeof(v), &rerr);
-	else
-		rocksdb_delete_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, &rerr);
-	rc = left != 0;
-	if (rerr) {
-		free(rerr);
-		rc = -EIO;
-	}
-out:
+	if (atomic_load(copies_adds(st, h)) == read->seen)
+		rc = store_copies_clear(st, key, klen);
 	pthread_mutex_unlock(lock);
 	return rc;
 }

@@ -120,6 +120,7 @@ int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t 
 struct store_copies {
 	uint16_t owner;
 	uint8_t targets[32]; /* bit id set: node id may hold a copy */
+	uint64_t seen;	     /* not stored: adds to the key's stripe before this read */
 };
 
 /* 1 and *c filled when a record exists, 0 when none, -EIO. */
@@ -129,12 +130,13 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 /* Forget them all (the switch retired the key). 0 or -EIO. */
 int store_copies_clear(struct store *st, const void *key, size_t klen);
 /*
- * Forget the targets of `dropped` (their copies were dropped), keeping any a
- * REPLICATE added meanwhile: 1 when such targets remain, 0 when no record is
- * left, -EIO.
+ * Forget them if no store_copies_add() of the key's stripe came after `read`
+ * was read (its copies were dropped): 0 when forgotten, 1 when one did (a
+ * REPLICATE may have sent a copy since, even to a target already listed:
+ * read the record again), -EIO.
  */
-int store_copies_remove(struct store *st, const void *key, size_t klen,
-			const struct store_copies *dropped);
+int store_copies_clear_if(struct store *st, const void *key, size_t klen,
+			  const struct store_copies *read);
 
 /* The current version floor (for tests and logs). */
 uint64_t store_floor(struct store *st);

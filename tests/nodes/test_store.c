@@ -175,8 +175,8 @@ START_TEST(overwrite_clears_old_expiry)
 }
 END_TEST
 
-/* Removing dropped copy targets keeps the ones a REPLICATE added meanwhile. */
-START_TEST(copies_remove_keeps_new_targets)
+/* Copies are forgotten only if no REPLICATE recorded any since they were read. */
+START_TEST(copies_cleared_only_if_unchanged)
 {
 	struct store *st = open_store();
 	struct store_copies two = {.owner = 1}, three = {.owner = 1}, got;
@@ -184,16 +184,21 @@ START_TEST(copies_remove_keeps_new_targets)
 	two.targets[0] = 1u << 2;
 	three.targets[0] = 1u << 3;
 	ck_assert_int_eq(store_copies_add(st, "k", 1, &two), 0);
-	ck_assert_int_eq(store_copies_remove(st, "k", 1, &two), 0); /* none left */
-	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 0);
-
-	ck_assert_int_eq(store_copies_add(st, "k", 1, &two), 0);
-	ck_assert_int_eq(store_copies_add(st, "k", 1, &three), 0); /* "meanwhile" */
-	ck_assert_int_eq(store_copies_remove(st, "k", 1, &two), 1);
 	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
-	ck_assert_uint_eq(got.owner, 1);
-	ck_assert_uint_eq(got.targets[0], 1u << 3);
-	ck_assert_int_eq(store_copies_remove(st, "nothing", 7, &two), 0);
+	/* "Meanwhile" a REPLICATE to the same target: the record does not change,
+	 * but a copy went out after the read. */
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &two), 0);
+	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 1);
+	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
+	ck_assert_uint_eq(got.targets[0], 1u << 2);
+	/* And to a new target. */
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &three), 0);
+	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 1);
+	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
+	ck_assert_uint_eq(got.targets[0], (1u << 2) | (1u << 3));
+	/* Nothing since the read: forgotten. */
+	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 0);
+	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 0);
 	store_close(st);
 }
 END_TEST
@@ -241,7 +246,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_roundtrip);
-	tcase_add_test(tc, copies_remove_keeps_new_targets);
+	tcase_add_test(tc, copies_cleared_only_if_unchanged);
 	tcase_add_test(tc, versions_per_key_and_reopen);
 	tcase_add_test(tc, gc_keeps_versions_increasing);
 	tcase_add_test(tc, overwrite_clears_old_expiry);
