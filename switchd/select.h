@@ -54,10 +54,9 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
  * Every read of a directory key runs this, so it is inline and has no
  * data-dependent branch: each candidate's cost is shifted up by 8 bits and
  * given 8 random low bits, so the minimum is taken with conditional moves and
- * equal costs are won at random. A tie of the random bits too goes to the
- * earlier candidate: at most 1/256 of ties, except that candidates i and i + 8
- * of a set above 8 share their byte (one random word serves a pick). A node
- * that is down costs the maximum, which never wins.
+ * equal costs are won at random (a tie of the random bits too goes to the
+ * earlier candidate, at most 1/256 of ties). A node that is down costs the
+ * maximum, which never wins.
  */
 static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
 				uint64_t *rng)
@@ -71,7 +70,8 @@ static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, un
 		uint64_t cost = delay << 8 | (jitter & 0xff);
 
 		cost |= -(uint64_t)(delay == 0); /* down */
-		jitter = jitter >> 8 | jitter << 56;
+		/* A fresh word for every 8: a byte reused would lose every tie to its first user. */
+		jitter = i % 8 == 7 ? sel_rand(rng) : jitter >> 8;
 		best = cost < best_cost ? id : best;
 		best_cost = cost < best_cost ? cost : best_cost;
 	}
