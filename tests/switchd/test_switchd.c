@@ -399,6 +399,27 @@ static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags
 	}
 }
 
+/* Equal costs are won at random by every candidate, in a set of 16 too. */
+START_TEST(ties_won_by_every_replica)
+{
+	static struct scores s; /* large: not on the stack */
+	uint16_t cand[16];
+	unsigned won[17] = {0};
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+	scores_init(&s, &cfg, 1);
+	for (uint16_t id = 1; id <= 16; id++) {
+		scores_set(&s, id, 100, SCORES_UP);
+		cand[id - 1] = id;
+	}
+	for (unsigned i = 0; i < 16000; i++)
+		won[sel_pick(&s, cand, 16, &rng)]++;
+	for (uint16_t id = 1; id <= 16; id++) /* 1000 each expected */
+		ck_assert_msg(won[id] > 700 && won[id] < 1300, "node %u won %u of 16000", id,
+			      won[id]);
+}
+END_TEST
+
 START_TEST(pinned_reads_spread_by_load)
 {
 	unsigned got[NPORTS], rflags;
@@ -471,7 +492,7 @@ START_TEST(malformed_dropped_and_counted)
 		      bad_flags[2] = {0x80, 0};
 	const uint8_t big_key[2] = {0x00, 0x00}, frag[2] = {0x20, 0x00}, proto = IPPROTO_TCP;
 	const uint8_t big_udp[2] = {0x05, 0xdc}, bad_csum[2] = {0xde, 0xad};
-	const uint8_t ipv6_vhl = 0x65, short_ihl = 0x44;
+	const uint8_t ipv6_vhl = 0x65, short_ihl = 0x44, v5 = 0x50, longest_ihl = 0x4f;
 	struct {
 		struct rte_mbuf *m;
 		enum sw_counter why;
@@ -486,6 +507,8 @@ START_TEST(malformed_dropped_and_counted)
 	    {corrupt(14 + 20 + 4, big_udp, 2), SW_CNT_DROP_UDP_LEN},
 	    {corrupt(14, &ipv6_vhl, 1), SW_CNT_DROP_IP_HDR},
 	    {corrupt(14, &short_ihl, 1), SW_CNT_DROP_IP_HDR},
+	    {corrupt(14, &v5, 1), SW_CNT_DROP_IP_HDR},
+	    {corrupt(14, &longest_ihl, 1), SW_CNT_DROP_IP_CSUM}, /* a valid IHL: checked further */
 	};
 	unsigned ncases = sizeof(cases) / sizeof(cases[0]);
 	uint64_t before[SW_CNT_COUNT];
@@ -938,7 +961,6 @@ START_TEST(state_transitions)
 }
 END_TEST
 
-/* A key colliding with an entry's keyhash is routed to its own home, not the replicas. */
 /* Two nodes on one host (same address, own ports): learning the host reaches both. */
 START_TEST(nodes_sharing_an_address_both_learnt)
 {
@@ -970,6 +992,7 @@ START_TEST(nodes_sharing_an_address_both_learnt)
 }
 END_TEST
 
+/* A key colliding with an entry's keyhash is routed to its own home, not the replicas. */
 START_TEST(keyhash_collision_goes_home)
 {
 	uint8_t buf[2048];
@@ -1009,6 +1032,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
+	tcase_add_test(tc, ties_won_by_every_replica);
 	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
