@@ -76,7 +76,6 @@ void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now
 		__atomic_store_n(&l->mac_seen[i], now_s, __ATOMIC_RELAXED);
 }
 
-/* Atomic 128-bit read: cmpxchg16b with an expected value it (almost) never matches. */
 /*
  * Read a client slot without writing to it (a locked cmpxchg16b writes the
  * line even when it compares equal, so readers on other lcores would take it
