@@ -157,6 +157,8 @@ void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, 
 			victim = i;
 		}
 	}
+	if (oldest == UINT32_MAX && !is_static)
+		return; /* every way holds a static entry: learning never evicts one */
 	union l2_nb_slot old = slot_load(&set[victim]), nv;
 
 	memset(&nv, 0, sizeof(nv));

@@ -399,6 +399,33 @@ static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags
 	}
 }
 
+static void count_static(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port,
+			 bool is_static, uint16_t node)
+{
+	(void)ip, (void)mac, (void)port, (void)node;
+	*(unsigned *)arg += is_static;
+}
+
+/* Learning never evicts a static neighbour, even from a set that holds only static ones. */
+START_TEST(learning_keeps_static_neighbours)
+{
+	static struct l2 l; /* large: not on the stack */
+	static const uint8_t mac[6] = {0x02, 0, 0, 0, 0x55, 0x55};
+	unsigned before = 0, after = 0;
+
+	l2_init(&l, &cfg, 300, 300);
+	/* 4 x the table's slots of static entries: every set ends up full of them. */
+	for (uint32_t i = 1; i <= 4 * L2_NB_SETS * L2_NB_WAYS; i++)
+		l2_nb_learn(&l, 0x0b000000u + i, mac, 0, 1, true);
+	l2_nb_walk(&l, 1, count_static, &before);
+	ck_assert_uint_eq(before, L2_NB_SETS * L2_NB_WAYS);
+	for (uint32_t i = 1; i <= 1000; i++)
+		l2_nb_learn(&l, 0x0c000000u + i, mac, 0, 1, false);
+	l2_nb_walk(&l, 1, count_static, &after);
+	ck_assert_uint_eq(after, before);
+}
+END_TEST
+
 /* Equal costs are won at random by every candidate, in a set of 16 too. */
 START_TEST(ties_won_by_every_replica)
 {
@@ -1033,6 +1060,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, malformed_dropped_and_counted);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
+	tcase_add_test(tc, learning_keeps_static_neighbours);
 	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
