@@ -120,30 +120,29 @@ static bool learn_nodes_at(struct l2 *l, uint32_t ip, uint64_t w, bool is_static
 	return any;
 }
 
-void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
-		 bool is_static)
+/*
+ * One attempt at learning a client into its set: the way holding ip, else the
+ * oldest learnt one (never a static one, unless is_static). Written with a
+ * compare-and-swap against what the scan read, so a way that changed since
+ * (a static entry just added, say) is left alone. True when done or nothing
+ * needed doing, false when that way changed under us.
+ */
+static bool client_slot_learn(union l2_nb_slot *set, uint32_t ip, const uint8_t mac[6],
+			      uint8_t port, uint32_t now_s, bool is_static)
 {
-	if (ip == 0 || (mac[0] & 1))
-		return;
-	if (learn_nodes_at(l, ip,
-			   mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
-			       (is_static ? L2_F_STATIC : 0),
-			   is_static))
-		return;
-
-	union l2_nb_slot *set = l->nb[mix32(ip) % L2_NB_SETS];
+	union l2_nb_slot way[L2_NB_WAYS], nv;
 	int victim = 0;
 	uint32_t oldest = UINT32_MAX;
 
 	for (int i = 0; i < L2_NB_WAYS; i++) {
-		union l2_nb_slot cur = slot_load(&set[i]);
+		union l2_nb_slot cur = way[i] = slot_load(&set[i]);
 
 		if ((cur.f.flags & L2_F_VALID) && cur.f.ip == ip) {
 			if ((cur.f.flags & L2_F_STATIC) && !is_static)
-				return;
+				return true;
 			if (cur.f.port == port && !memcmp(cur.f.mac, mac, 6) &&
 			    now_s - cur.f.seen_s < 1 && !is_static)
-				return; /* fresh and unchanged: no store */
+				return true; /* fresh and unchanged: no store */
 			victim = i;
 			oldest = 0;
 			break;
@@ -158,18 +157,33 @@ void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, 
 		}
 	}
 	if (oldest == UINT32_MAX && !is_static)
-		return; /* every way holds a static entry: learning never evicts one */
-	union l2_nb_slot old = slot_load(&set[victim]), nv;
-
+		return true; /* every way holds a static entry: learning never evicts one */
 	memset(&nv, 0, sizeof(nv));
 	nv.f.ip = ip;
 	nv.f.seen_s = now_s;
 	memcpy(nv.f.mac, mac, 6);
 	nv.f.port = port;
 	nv.f.flags = L2_F_VALID | (is_static ? L2_F_STATIC : 0) |
-		     ((old.f.flags + L2_F_GEN_ONE) & L2_F_GEN);
-	/* One attempt: losing to a concurrent learner is fine (see l2.h). */
-	__sync_bool_compare_and_swap(&set[victim].raw, old.raw, nv.raw);
+		     ((way[victim].f.flags + L2_F_GEN_ONE) & L2_F_GEN);
+	return __sync_bool_compare_and_swap(&set[victim].raw, way[victim].raw, nv.raw);
+}
+
+void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
+		 bool is_static)
+{
+	if (ip == 0 || (mac[0] & 1))
+		return;
+	if (learn_nodes_at(l, ip,
+			   mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
+			       (is_static ? L2_F_STATIC : 0),
+			   is_static))
+		return;
+
+	/* Learning makes one attempt (losing to a concurrent learner is fine, see
+	 * l2.h); an operator's static entry tries again, up to 16 times. */
+	for (int attempt = 0; attempt < (is_static ? 16 : 1); attempt++)
+		if (client_slot_learn(l->nb[mix32(ip) % L2_NB_SETS], ip, mac, port, now_s, is_static))
+			return;
 }
 
 bool l2_nb_lookup(const struct l2 *l, uint32_t ip, uint8_t mac[6], uint8_t *port, uint32_t now_s)
