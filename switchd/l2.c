@@ -37,16 +37,27 @@ void l2_init(struct l2 *l, const struct cfg *cfg, uint32_t mac_age_s, uint32_t n
 	}
 }
 
+/*
+ * The next node configured at ip along its probe sequence of the node map,
+ * from *h on (start at mix32(ip) % L2_NODE_MAP); 0 when there is none.
+ */
+static uint16_t next_node_at(const struct l2 *l, uint32_t ip, uint32_t *h)
+{
+	for (; l->map_id[*h] != 0; *h = (*h + 1) % L2_NODE_MAP)
+		if (l->map_ip[*h] == ip) {
+			uint16_t id = l->map_id[*h];
+
+			*h = (*h + 1) % L2_NODE_MAP;
+			return id;
+		}
+	return 0;
+}
+
 uint16_t l2_node_of_ip(const struct l2 *l, uint32_t ip)
 {
 	uint32_t h = mix32(ip) % L2_NODE_MAP;
 
-	while (l->map_id[h] != 0) {
-		if (l->map_ip[h] == ip)
-			return l->map_id[h];
-		h = (h + 1) % L2_NODE_MAP;
-	}
-	return 0;
+	return next_node_at(l, ip, &h);
 }
 
 int l2_mac_lookup(const struct l2 *l, const uint8_t mac[6], uint32_t now_s)
@@ -99,22 +110,20 @@ static inline union l2_nb_slot slot_load(const union l2_nb_slot *s)
 }
 
 /*
- * Learn ip -> w for every node configured at ip (nodes on one host share its
- * address, each with its own port). False when ip is no node's.
+ * Learn ip -> w (a node_nb word) for every node configured at ip (nodes on one
+ * host share its address, each with its own port). False when ip is no node's.
  */
-static bool learn_nodes_at(struct l2 *l, uint32_t ip, uint64_t w, bool is_static)
+static bool learn_nodes_at(struct l2 *l, uint32_t ip, uint64_t w)
 {
+	uint32_t h = mix32(ip) % L2_NODE_MAP;
+	uint16_t node;
 	bool any = false;
 
-	for (uint32_t h = mix32(ip) % L2_NODE_MAP; l->map_id[h] != 0; h = (h + 1) % L2_NODE_MAP) {
-		uint16_t node = l->map_id[h];
-		uint64_t cur;
+	while ((node = next_node_at(l, ip, &h)) != 0) {
+		uint64_t cur = __atomic_load_n(&l->node_nb[node], __ATOMIC_RELAXED);
 
-		if (l->map_ip[h] != ip)
-			continue;
 		any = true;
-		cur = __atomic_load_n(&l->node_nb[node], __ATOMIC_RELAXED);
-		if (cur != w && (is_static || !(cur & L2_F_STATIC)))
+		if (cur != w && ((w & L2_F_STATIC) || !(cur & L2_F_STATIC)))
 			__atomic_store_n(&l->node_nb[node], w, __ATOMIC_RELAXED);
 	}
 	return any;
@@ -175,8 +184,7 @@ void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, 
 		return;
 	if (learn_nodes_at(l, ip,
 			   mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
-			       (is_static ? L2_F_STATIC : 0),
-			   is_static))
+			       (is_static ? L2_F_STATIC : 0)))
 		return;
 
 	/* Learning makes one attempt (losing to a concurrent learner is fine, see

@@ -66,9 +66,9 @@ struct sw_worker {
 	uint64_t last_drain_tsc;
 	/*
 	 * Clients this worker learnt recently (direct-mapped by address): a
-	 * request from a client already learnt this second skips the shared
-	 * neighbour table, whose slots cost a locked cmpxchg16b to read.
-	 * Two words each, compared whole.
+	 * request from a client already learnt this second skips learning it
+	 * into the shared neighbour table (a scan of its set, maybe a
+	 * compare-and-swap). Two words each, compared whole.
 	 */
 	struct {
 		uint64_t who;	/* address << 32 | the second it was learnt */
