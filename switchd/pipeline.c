@@ -300,9 +300,11 @@ static void do_arp(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr
 		drop(w, m, SW_CNT_DROP_ARP_OTHER);
 }
 
-/* The sender claims to be node `node`: true when its source address agrees. */
-static inline bool from_node(const struct sw *sw, const struct pkt *p, uint16_t node)
+/* The datagram names a node (msg.node): true when its source address is that node's. */
+static inline bool from_node(const struct sw *sw, const struct pkt *p)
 {
+	uint16_t node = p->msg.node;
+
 	return node != 0 && node <= CFG_MAX_NODES && sw->node_ip_be[node] == p->ip->src_addr;
 }
 
@@ -329,7 +331,7 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
 	case WIRE_OP_DIGEST:
-		if (!from_node(sw, p, p->msg.node)) {
+		if (!from_node(sw, p)) {
 			drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
 			return K_DONE;
 		}
@@ -589,21 +591,22 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	uint16_t target, flags, owner;
 
 	CNT(w, SW_CNT_REQUESTS);
-	/* Learn the client before anything can drop the request: its reply (or
-	 * the switch's own answer) needs the way back, even right after a restart. */
-	if (!from_peer)
-		learn_client(w, p, in_port, now_s);
 	if (from_peer) {
 		CNT(w, SW_CNT_FROM_PEER);
 		if (ret_ip == 0 || ret_port == 0) {
 			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
 			return;
 		}
-	} else if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+	} else {
+		/* Learn the client before anything can drop the request: its reply (or
+		 * the switch's own answer) needs the way back, even right after a restart. */
+		learn_client(w, p, in_port, now_s);
 		/* 1 in sample_every client requests feeds hot-key detection (directory.c);
 		 * a peer's forwarded requests were counted by that peer already. */
-		w->sample_countdown = sw->sample_every;
-		dir_sample(w, msg);
+		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+			w->sample_countdown = sw->sample_every;
+			dir_sample(w, msg);
+		}
 	}
 	e = entry_for(w, e, msg);
 	owner = e ? __atomic_load_n(&e->owner, __ATOMIC_RELAXED) : 0;
@@ -669,7 +672,7 @@ static inline bool accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t
 {
 	struct sw *sw = w->sw;
 
-	if (!from_node(sw, p, p->msg.node)) {
+	if (!from_node(sw, p)) {
 		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
 		return false;
 	}
