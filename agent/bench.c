@@ -81,6 +81,7 @@ struct bench {
 	uint32_t max_inflight;
 
 	uint64_t t0, end_ns;
+	struct timespec started; /* wall clock at t0, for lining runs up with logs */
 	bool measuring;
 	uint64_t issued, completed, not_issued, submit_errors;
 	uint64_t status[SKL_STATUS_COUNT];
@@ -361,6 +362,7 @@ static void run_load(struct bench *b)
 	double next_arrival;
 	uint64_t next_shift;
 
+	clock_gettime(CLOCK_REALTIME, &b->started);
 	b->t0 = mono_ns();
 	b->end_ns = b->t0 + (uint64_t)(b->duration_s * 1e9);
 	next_arrival = (double)b->t0;
@@ -507,6 +509,9 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 	json_object_set_new(root, "not_issued", json_integer((json_int_t)b->not_issued));
 	json_object_set_new(root, "preload_s", json_real(b->preload_ns / 1e9));
 	json_object_set_new(root, "preload_errors", json_integer((json_int_t)b->preload_errors));
+	json_object_set_new(
+	    root, "started_unix_ms",
+	    json_integer((json_int_t)b->started.tv_sec * 1000 + b->started.tv_nsec / 1000000));
 	return root;
 }
 

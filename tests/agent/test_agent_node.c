@@ -400,6 +400,7 @@ START_TEST(bench_runs)
 	FILE *f;
 	int lines = 0;
 	char line[4096];
+	json_int_t before_ms = (json_int_t)time(NULL) * 1000, started_ms;
 
 	write_config(2, "");
 	start_node(1);
@@ -421,6 +422,12 @@ START_TEST(bench_runs)
 		  1.0);
 	ck_assert_int_ge(json_array_size(json_object_get(sum, "timeline")), 2);
 	ck_assert(json_real_value(json_object_get(json_object_get(sum, "latency_us"), "p99")) > 0);
+	/* The load began after the preload and at least the 2 s duration before now. */
+	started_ms = json_integer_value(json_object_get(sum, "started_unix_ms"));
+	ck_assert_int_ge(
+	    started_ms,
+	    before_ms + (json_int_t)(1000 * json_real_value(json_object_get(sum, "preload_s"))));
+	ck_assert_int_le(started_ms, (json_int_t)time(NULL) * 1000 - 1000);
 	/* One history line per operation, in the documented format. */
 	snprintf(path, sizeof(path), "%s/hist.jsonl", dir);
 	f = fopen(path, "r");
