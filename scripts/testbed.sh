@@ -11,9 +11,10 @@
 # data lives in RUN/data/NAME. All traffic stays inside these namespaces:
 # nothing is addressed in the root namespace.
 #
-#   up      bring everything up and wait until the switch reports every node
-#           up; a testbed already up and healthy is left alone, one that is
-#           marked up but broken is torn down and brought up again
+#   up      bring everything up and wait until each switch reports every node
+#           up (and holds its peers' leases); a testbed already up and healthy
+#           is left alone, one that is marked up but broken is torn down and
+#           brought up again
 #   down    stop every process started with CONFIG (pid files, then command
 #           line) and delete every namespace named by CONFIG; works after a
 #           crash and when nothing is up
@@ -110,15 +111,19 @@ wait_for() { # seconds description command...
 	return 1
 }
 
-# all_alive SOCKET: the switch behind SOCKET reports every configured node up
-# (digests arriving) and knows its MAC (it can forward to it without an ARP
-# round trip first).
-all_alive() {
-	"$cdtctl" --socket "$1" --json nodes | python3 -c '
+# switch_ready SOCKET: the switch behind SOCKET reports every configured node
+# up (digests arriving) and knows its MAC (it can forward to it without an ARP
+# round trip first), and with peer switches configured it holds every lease
+# (they are in touch and share the hot set).
+switch_ready() {
+	{ "$cdtctl" --socket "$1" --json nodes && "$cdtctl" --socket "$1" --json peers; } | python3 -c '
 import json, sys
-nodes = json.load(sys.stdin)["nodes"]
-sys.exit(0 if nodes and all(n["alive"] and n["state"] == "up" and n.get("mac")
-                            for n in nodes) else 1)'
+text, dec = sys.stdin.read(), json.JSONDecoder()
+nodes, end = dec.raw_decode(text)
+peers = dec.raw_decode(text[end:].lstrip())[0]
+sys.exit(0 if nodes["nodes"] and all(n["alive"] and n["state"] == "up" and n.get("mac")
+                                     for n in nodes["nodes"])
+         and (not peers["peers_configured"] or peers["leased"]) else 1)'
 }
 
 healthy() {
@@ -127,7 +132,7 @@ healthy() {
 		case $kind in
 		host) if [ "$c" = node ] && ! running "$a"; then return 1; fi ;;
 		switch) [ -z "${SKL_NO_SWITCH:-}" ] || continue
-			running "$b" && all_alive "$d" || return 1 ;;
+			running "$b" && switch_ready "$d" || return 1 ;;
 		esac
 	done < <(plan)
 }
@@ -283,8 +288,8 @@ start() {
 	if [ -z "${SKL_NO_SWITCH:-}" ]; then
 		while read -r kind a b c d e; do
 			[ "$kind" = switch ] || continue
-			wait_for "$timeout_s" "switch $b to report every node up ($cdtctl --socket $d nodes; logs in $run/logs)" \
-				all_alive "$d" || return 1
+			wait_for "$timeout_s" "switch $b to report every node up and its peers' leases ($cdtctl --socket $d nodes|peers; logs in $run/logs)" \
+				switch_ready "$d" || return 1
 		done < <(plan)
 	else
 		sleep 0.5
