@@ -41,7 +41,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 {
 	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	struct store_record rec;
-	uint64_t now = store_now_ms();
+	uint64_t now = store_now_ms(), gate;
 	int rc;
 
 	if (!replicate_payload_ok(m)) {
@@ -57,6 +57,8 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		return;
 	}
 	node_count(n, NODE_CTR_replicate);
+	/* Before reading the version: a write beginning from here on stops the push. */
+	bool no_write = store_write_gate(n->store, m->keyhash, &gate);
 	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &rec, val + REPL_PREFIX_LEN,
 		       sizeof(val) - REPL_PREFIX_LEN);
 	if (rc < 0) {
@@ -68,11 +70,11 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	rep->version = rc ? rec.version : 0;
 	/*
 	 * Push only the exact version the switch saw complete (0: whatever is
-	 * current). A newer local version means a newer write is in flight and
-	 * its own REPLICATE follows. An expired value is not pushed: its copy
-	 * would have nothing left to serve.
+	 * current). A newer local version, or a write in progress, means a newer
+	 * write is in flight and its own REPLICATE follows. An expired value is
+	 * not pushed: its copy would have nothing left to serve.
 	 */
-	if (rc == 0 || (m->version != 0 && m->version != rec.version) ||
+	if (rc == 0 || !no_write || (m->version != 0 && m->version != rec.version) ||
 	    (rec.kind == STORE_VALUE && !store_record_live(&rec, now))) {
 		node_count(n, NODE_CTR_replicate_skipped);
 		return;
@@ -107,8 +109,9 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		if (target > 0 && target <= CFG_MAX_NODES && target != n->self->id)
 			copies.targets[target / 8] |= (uint8_t)(1u << (target % 8));
 	}
-	if (store_copies_add(n->store, m->key, m->key_len, &copies) != 0) {
-		node_count(n, NODE_CTR_store_errors);
+	rc = store_copies_add(n->store, m->key, m->key_len, &copies, gate);
+	if (rc != 0) {
+		node_count(n, rc == -EBUSY ? NODE_CTR_replicate_skipped : NODE_CTR_store_errors);
 		return;
 	}
 	for (uint32_t i = 2; i + 2 <= m->val_len; i += 2) {
@@ -253,10 +256,12 @@ static bool from_switch(const struct node *n, uint16_t owner, const struct socka
 }
 
 /*
- * UNREPLICATE key at node `target` and wait for its answer, from a socket of
- * this worker's own (replies to it never reach the receive thread).
+ * UNREPLICATE key at node `target`, floor `version`, and wait for its answer,
+ * from a socket of this worker's own (replies to it never reach the receive
+ * thread).
  */
-static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t target)
+static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t target,
+			 uint64_t version)
 {
 	static __thread int fd = -1;
 	static __thread uint64_t seq;
@@ -272,6 +277,7 @@ static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t targ
 	    .op = WIRE_OP_UNREPLICATE,
 	    .req_id = ((uint64_t)0xffff0000u | n->self->id) << 32 | ++seq,
 	    .keyhash = m->keyhash,
+	    .version = version,
 	    .node = target,
 	    .key = m->key,
 	    .key_len = m->key_len,
@@ -300,6 +306,8 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 		      uint16_t *owner)
 {
 	struct store_copies c;
+	struct store_record cur;
+	uint64_t floor;
 	int rc = store_copies_get(n->store, m->key, m->key_len, &c);
 
 	if (rc <= 0)
@@ -311,28 +319,26 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	 * The write bypasses the switch that may be spreading this key's reads
 	 * over its copies (an agent fallen back to direct routing, a peer switch
 	 * that lost the owner). Drop every copy, confirmed, before applying: a
-	 * replica read then finds nothing and is sent home (MOVED). A REPLICATE
-	 * may send copies meanwhile: then every target is dropped in another round.
+	 * replica read then finds nothing and is sent home (MOVED). No REPLICATE
+	 * adds copies once this write began (store_write_begin()); one that
+	 * pushed before may still be on its way, and the replica refuses it: the
+	 * current version is its floor.
 	 */
-	for (unsigned round = 0; rc == 1; round++) {
-		if (round == REPL_DROP_ROUNDS) {
+	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, NULL, 0);
+	if (rc < 0)
+		return -EIO;
+	/* Every version pushed so far: the current one, or the node's floor if it was collected. */
+	floor = rc ? cur.version : store_floor(n->store);
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+		if (!(c.targets[id / 8] & (1u << (id % 8))))
+			continue;
+		if (!drop_copy_at(n, m, (uint16_t)id, floor)) {
 			node_count(n, NODE_CTR_bypass_refused);
 			return -EAGAIN;
 		}
-		for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
-			if (!(c.targets[id / 8] & (1u << (id % 8))))
-				continue;
-			if (!drop_copy_at(n, m, (uint16_t)id)) {
-				node_count(n, NODE_CTR_bypass_refused);
-				return -EAGAIN;
-			}
-		}
-		rc = store_copies_clear_if(n->store, m->key, m->key_len, &c);
-		if (rc == 1) /* a REPLICATE recorded copies meanwhile: drop them in another round */
-			rc = store_copies_get(n->store, m->key, m->key_len, &c);
-		if (rc < 0)
-			return -EIO;
 	}
+	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
+		return -EIO;
 	node_count(n, NODE_CTR_bypass_writes);
 	return 1;
 }
@@ -362,7 +368,8 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
 
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
 {
-	int rc = store_replica_drop(n->store, m->keyhash, m->key, m->key_len);
+	int rc = store_replica_drop(n->store, m->keyhash, m->key, m->key_len, m->version,
+				    store_now_ms());
 
 	/*
 	 * At the home, UNREPLICATE means the switch retired the key: forget the

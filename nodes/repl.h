@@ -17,15 +17,14 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 /* Replica: store the copy if not stale, then RC_ACK the switch. Never replies to the sender. */
 void repl_rc_req(struct node *n, const struct wire_msg *m);
 /* A bypassing write waits this long for each replica to confirm its copy is gone. */
-#define REPL_DROP_TRIES 3
+#define REPL_DROP_TRIES	  3
 #define REPL_DROP_WAIT_MS 20
-/* Rounds of drops a bypassing write makes while REPLICATEs keep adding copies. */
-#define REPL_DROP_ROUNDS 3
 
 /*
- * Home, before applying a PUT/DEL from `from`: if this home pushed copies of
- * the key and the write does not come from the owner switch that asked for
- * them, drop every copy first (UNREPLICATE, confirmed). Returns 0 (nothing to
+ * Home, before applying a PUT/DEL from `from` (between store_write_begin()
+ * and store_write_end()): if this home pushed copies of the key and the write
+ * does not come from the owner switch that asked for them, drop every copy
+ * first (UNREPLICATE at the current version, confirmed). Returns 0 (nothing to
  * do), 1 (copies dropped: call repl_notify_owner() once applied; *owner set),
  * -EAGAIN (a holder did not confirm: refuse the write, UNAVAILABLE) or -EIO.
  */
@@ -34,7 +33,7 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 /* Tell the owner switch of a write that bypassed it (rep: the write's reply). */
 void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *rep);
 
-/* Replica: drop the copy. */
+/* Replica: drop the copy; from a home, keep its version as a floor (store_replica_drop()). */
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
 
 #endif

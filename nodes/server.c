@@ -432,7 +432,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		store_failed(n, rep, rc);
 		return;
 	}
-	if (rc == 0 && cf == STORE_REPLICA) {
+	if (cf == STORE_REPLICA && (rc == 0 || rec.kind == STORE_DROPPED)) {
 		/*
 		 * No copy here (never replicated, or dropped by UNREPLICATE): "not
 		 * found" would be a lie about a key that may well exist. Send the
@@ -504,8 +504,10 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
+	store_write_begin(n->store, m->keyhash); /* no REPLICATE of the key's stripe pushes now */
 	bypass = repl_before_write(n, m, from, &owner);
 	if (bypass < 0) {
+		store_write_end(n->store, m->keyhash);
 		rep->status = bypass == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
@@ -514,6 +516,7 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
+	store_write_end(n->store, m->keyhash);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
@@ -536,7 +539,8 @@ static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_ms
 	node_count(n, NODE_CTR_probe);
 	if (ro > 0)
 		best = &own;
-	if (rr > 0 && (!best || rep_copy.version > best->version)) {
+	if (rr > 0 && rep_copy.kind != STORE_DROPPED &&
+	    (!best || rep_copy.version > best->version)) {
 		best = &rep_copy;
 		rep->flags |= WIRE_F_REPLICATED;
 	}

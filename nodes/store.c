@@ -39,8 +39,9 @@ struct store {
 	/* Written only by the TTL thread under a stripe lock; read by every writer. */
 	_Atomic uint64_t floor;
 	pthread_mutex_t stripes[STORE_STRIPES];
-	/* store_copies_add() calls per stripe, counted under its lock after the write. */
-	_Atomic uint64_t copies_adds[STORE_STRIPES];
+	/* Writes per stripe (store_write_begin(), under its lock; store_write_end()). */
+	_Atomic uint64_t writes_begun[STORE_STRIPES];
+	_Atomic uint64_t writes_ended[STORE_STRIPES];
 };
 
 uint64_t store_now_ms(void)
@@ -61,14 +62,14 @@ void store_record_header(const struct store_record *rec, uint8_t out[STORE_REC_H
 
 int store_record_decode(const uint8_t *buf, size_t len, struct store_record *rec)
 {
-	if (len < STORE_REC_HDR || buf[0] != STORE_REC_FORMAT || buf[1] > STORE_TOMBSTONE)
+	if (len < STORE_REC_HDR || buf[0] != STORE_REC_FORMAT || buf[1] > STORE_DROPPED)
 		return -EINVAL;
 	rec->kind = buf[1];
 	rec->version = wire_get64(buf + 2);
 	rec->time_ms = wire_get64(buf + 10);
 	rec->value = buf + STORE_REC_HDR;
 	rec->value_len = (uint32_t)(len - STORE_REC_HDR);
-	if (rec->kind == STORE_TOMBSTONE && rec->value_len)
+	if (rec->kind != STORE_VALUE && rec->value_len)
 		return -EINVAL;
 	return 0;
 }
@@ -81,7 +82,7 @@ int store_record_live(const struct store_record *rec, uint64_t now_ms)
 /* Whether rec has an entry in the timers family, and its due time. */
 static int record_timer(const struct store_record *rec, uint8_t *type)
 {
-	if (rec->kind == STORE_TOMBSTONE) {
+	if (rec->kind != STORE_VALUE) { /* tombstones and dropped copies: time of removal */
 		*type = TIMER_TOMBSTONE;
 		return 1;
 	}
@@ -188,12 +189,6 @@ void store_close(struct store *st)
 uint64_t store_floor(struct store *st)
 {
 	return atomic_load(&st->floor);
-}
-
-/* store_copies_add() calls on the stripe of a key with this hash. */
-static _Atomic uint64_t *copies_adds(struct store *st, uint64_t hash)
-{
-	return &st->copies_adds[hash & (STORE_STRIPES - 1)];
 }
 
 static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
@@ -350,8 +345,8 @@ int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t k
 		pthread_mutex_unlock(lock);
 		if (found < 0)
 			return -EIO;
-		*held = old.version;
-		return old.version == version;
+		*held = old.kind == STORE_DROPPED ? 0 : old.version;
+		return old.kind != STORE_DROPPED && old.version == version;
 	}
 	b = rocksdb_writebatch_create();
 	batch_record(b, st, STORE_REPLICA, key, klen, found ? &old : NULL, &rec);
@@ -363,29 +358,37 @@ int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t k
 	return 1;
 }
 
-int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen)
+int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen,
+		       uint64_t floor, uint64_t now_ms)
 {
 	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], type;
 	pthread_mutex_t *lock = stripe(st, hash);
-	struct store_record old;
+	struct store_record old, dropped = {.kind = STORE_DROPPED, .time_ms = now_ms};
 	rocksdb_writebatch_t *b;
-	int found, rc;
+	int found, held, rc;
 
 	pthread_mutex_lock(lock);
 	found = store_get(st, STORE_REPLICA, key, klen, &old, NULL, 0);
-	if (found <= 0) {
+	held = found > 0 && old.kind != STORE_DROPPED;
+	if (found < 0 || (!floor && !found) ||
+	    (found && old.kind == STORE_DROPPED && old.version >= floor)) {
 		pthread_mutex_unlock(lock);
-		return found;
+		return found < 0 ? -EIO : 0;
 	}
 	b = rocksdb_writebatch_create();
-	rocksdb_writebatch_delete_cf(b, st->cf[STORE_REPLICA], key, klen);
-	if (record_timer(&old, &type))
-		rocksdb_writebatch_delete_cf(
-		    b, st->cf[CF_TIMERS], (char *)tk,
-		    timer_key(tk, type, old.time_ms, STORE_REPLICA, key, klen));
+	if (floor) {
+		dropped.version = max_u64(floor, found ? old.version : 0);
+		batch_record(b, st, STORE_REPLICA, key, klen, found ? &old : NULL, &dropped);
+	} else {
+		rocksdb_writebatch_delete_cf(b, st->cf[STORE_REPLICA], key, klen);
+		if (record_timer(&old, &type))
+			rocksdb_writebatch_delete_cf(
+			    b, st->cf[CF_TIMERS], (char *)tk,
+			    timer_key(tk, type, old.time_ms, STORE_REPLICA, key, klen));
+	}
 	rc = write_batch(st, b);
 	pthread_mutex_unlock(lock);
-	return rc ? rc : 1;
+	return rc ? rc : held;
 }
 
 /* One timers-family entry copied out of an iterator. */
@@ -462,7 +465,7 @@ static int timer_fire(struct store *st, const struct timer_entry *e, uint8_t typ
 		return -EIO;
 	}
 	if (found && rec.version == e->version && rec.time_ms == e->due &&
-	    rec.kind == (type == TIMER_TOMBSTONE ? STORE_TOMBSTONE : STORE_VALUE))
+	    (rec.kind != STORE_VALUE) == (type == TIMER_TOMBSTONE))
 		remove = 1;
 	b = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS], (const char *)e->raw, e->raw_len);
@@ -551,8 +554,6 @@ int store_copies_get(struct store *st, const void *key, size_t klen, struct stor
 	char *rerr = NULL;
 	char *v;
 
-	/* Counted before the read: an add this read misses shows in the count. */
-	c->seen = atomic_load(copies_adds(st, keyhash(key, klen)));
 	v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len, &rerr);
 
 	if (rerr) {
@@ -571,7 +572,31 @@ int store_copies_get(struct store *st, const void *key, size_t klen, struct stor
 	return 1;
 }
 
-int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c)
+void store_write_begin(struct store *st, uint64_t hash)
+{
+	pthread_mutex_t *lock = stripe(st, hash);
+
+	/* Under the lock store_copies_add() checks under: it finished or sees this. */
+	pthread_mutex_lock(lock);
+	atomic_fetch_add(&st->writes_begun[hash & (STORE_STRIPES - 1)], 1);
+	pthread_mutex_unlock(lock);
+}
+
+void store_write_end(struct store *st, uint64_t hash)
+{
+	atomic_fetch_add(&st->writes_ended[hash & (STORE_STRIPES - 1)], 1);
+}
+
+bool store_write_gate(struct store *st, uint64_t hash, uint64_t *gate)
+{
+	unsigned i = hash & (STORE_STRIPES - 1);
+
+	*gate = atomic_load(&st->writes_begun[i]);
+	return *gate == atomic_load(&st->writes_ended[i]);
+}
+
+int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c,
+		     uint64_t gate)
 {
 	uint8_t k[2 + WIRE_MAX_KEY], v[2 + sizeof(c->targets)];
 	struct store_copies old;
@@ -582,6 +607,10 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 	int rc;
 
 	pthread_mutex_lock(lock);
+	if (atomic_load(&st->writes_begun[h & (STORE_STRIPES - 1)]) != gate) {
+		rc = -EBUSY;
+		goto out;
+	}
 	rc = store_copies_get(st, key, klen, &old);
 	if (rc < 0)
 		goto out;
@@ -601,23 +630,6 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 		rc = -EIO;
 	}
 out:
-	/* Even unchanged: the caller is about to send copies (store_copies_clear_if). */
-	atomic_fetch_add(copies_adds(st, h), 1);
-	pthread_mutex_unlock(lock);
-	return rc;
-}
-
-int store_copies_clear_if(struct store *st, const void *key, size_t klen,
-			  const struct store_copies *read)
-{
-	uint64_t h = keyhash(key, klen);
-	pthread_mutex_t *lock = stripe(st, h);
-	int rc = 1;
-
-	/* Under the lock store_copies_add() counts under: no add slips in between. */
-	pthread_mutex_lock(lock);
-	if (atomic_load(copies_adds(st, h)) == read->seen)
-		rc = store_copies_clear(st, key, klen);
 	pthread_mutex_unlock(lock);
 	return rc;
 }

@@ -23,11 +23,17 @@
 #ifndef SKL_NODE_STORE_H
 #define SKL_NODE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 enum store_cf { STORE_OWNED = 0, STORE_REPLICA = 1 };
-enum store_kind { STORE_VALUE = 0, STORE_TOMBSTONE = 1 };
+/*
+ * STORE_DROPPED: replica family only, a copy its home had dropped
+ * (store_replica_drop() with a floor): it serves nothing, and copies at or
+ * below its version are refused. Collected like a tombstone.
+ */
+enum store_kind { STORE_VALUE = 0, STORE_TOMBSTONE = 1, STORE_DROPPED = 2 };
 
 #define STORE_REC_FORMAT 1
 #define STORE_REC_HDR	 18
@@ -91,16 +97,23 @@ int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uin
 	      uint64_t *version);
 
 /*
- * Store a replica copy if version >= the stored replica version. Returns 1
- * (stored or already held), 0 (stale: *held is the newer stored version) or
- * -EIO. expiry_ms is absolute (0: none).
+ * Store a replica copy if version >= the stored replica version (> a dropped
+ * copy's). Returns 1 (stored or already held), 0 (stale: *held is the newer
+ * stored version, 0 when it is a dropped copy's) or -EIO. expiry_ms is
+ * absolute (0: none).
  */
 int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t klen,
 		      uint64_t version, uint8_t kind, uint64_t expiry_ms, const void *val,
 		      size_t vlen, uint64_t now_ms, uint64_t *held);
 
-/* Drop the replica copy of key. Returns 1 dropped, 0 none held, -EIO. */
-int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen);
+/*
+ * Drop the replica copy of key. With floor 0 it is deleted; otherwise it is
+ * replaced by a STORE_DROPPED record at max(floor, its version), so a copy
+ * of a version at or below the floor that arrives late is refused. Returns 1
+ * dropped, 0 none held, -EIO.
+ */
+int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen,
+		       uint64_t floor, uint64_t now_ms);
 
 /*
  * TTL round: visit up to max of the earliest expiry entries; delete those
@@ -120,25 +133,34 @@ int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t 
 struct store_copies {
 	uint16_t owner;
 	uint8_t targets[32]; /* bit id set: node id may hold a copy */
-	uint64_t seen;	     /* not stored: adds to the key's stripe before this read */
 };
+
+/*
+ * Writes against copies (repl.c): a home's PUT or DEL runs between
+ * store_write_begin() and store_write_end() for its keyhash; a REPLICATE
+ * takes store_write_gate() before it reads the version it will push, and
+ * store_copies_add() refuses once a write of the key's stripe has begun
+ * since. So a write either finds the copies record (and drops the copies
+ * first) or no copy of an older version is sent after it began.
+ */
+void store_write_begin(struct store *st, uint64_t hash);
+void store_write_end(struct store *st, uint64_t hash);
+/* false while a write of hash's stripe is in progress; *gate for store_copies_add(). */
+bool store_write_gate(struct store *st, uint64_t hash, uint64_t *gate);
 
 /* 1 and *c filled when a record exists, 0 when none, -EIO. */
 int store_copies_get(struct store *st, const void *key, size_t klen, struct store_copies *c);
-/* Record (merge into) the copies of key. 0 or -EIO. */
-int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c);
+/*
+ * Record (merge into) the copies of key, unless a write of its stripe began
+ * after store_write_gate() gave gate. 0, -EBUSY (a write began: send
+ * nothing) or -EIO.
+ */
+int store_copies_add(struct store *st, const void *key, size_t klen, const struct store_copies *c,
+		     uint64_t gate);
 /* Forget them all (the switch retired the key). 0 or -EIO. */
 int store_copies_clear(struct store *st, const void *key, size_t klen);
-/*
- * Forget them if no store_copies_add() of the key's stripe came after `read`
- * was read (its copies were dropped): 0 when forgotten, 1 when one did (a
- * REPLICATE may have sent a copy since, even to a target already listed:
- * read the record again), -EIO.
- */
-int store_copies_clear_if(struct store *st, const void *key, size_t klen,
-			  const struct store_copies *read);
 
-/* The current version floor (for tests and logs). */
+/* The version floor: the highest version ever removed from the owned family. */
 uint64_t store_floor(struct store *st);
 
 /* Unix time in milliseconds. */

@@ -728,8 +728,9 @@ END_TEST
 
 /*
  * A write that bypasses the owner switch (here: straight from a client) first
- * drops every copy the home pushed, confirmed, then tells the owner; with a
- * copy holder down it is refused rather than leave a stale copy behind.
+ * drops every copy the home pushed, confirmed, then tells the owner; a copy of
+ * an older version arriving after that is refused; with a copy holder down
+ * the write is refused rather than leave a stale copy behind.
  */
 START_TEST(bypassing_write_drops_copies)
 {
@@ -761,6 +762,23 @@ START_TEST(bypassing_write_drops_copies)
 	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(counter(1, "bypass_writes"), 1);
+
+	/* A copy of v that a REPLICATE sent before the write, arriving after the
+	 * drop: refused (the drop left v as n2's floor), and the ack holds nothing. */
+	send_rc_req(2, k, v, 0, "before");
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.version, 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(req(2, WIRE_OP_PROBE, k, NULL, 0, 0, 0).version, 0);
+	/* The write's own version is copied as usual. */
+	v = note.version;
+	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.version, v);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
 
 	/* Retired by the switch: UNREPLICATE at the home forgets where copies went,
 	 * so a later direct write has nothing to drop. */

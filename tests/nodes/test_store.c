@@ -175,29 +175,38 @@ START_TEST(overwrite_clears_old_expiry)
 }
 END_TEST
 
-/* Copies are forgotten only if no REPLICATE recorded any since they were read. */
-START_TEST(copies_cleared_only_if_unchanged)
+/* No copies are recorded (so none sent) once a write of the key's stripe began. */
+START_TEST(copies_refused_once_a_write_began)
 {
 	struct store *st = open_store();
 	struct store_copies two = {.owner = 1}, three = {.owner = 1}, got;
+	uint64_t h = keyhash("k", 1), gate, other;
 
 	two.targets[0] = 1u << 2;
 	three.targets[0] = 1u << 3;
-	ck_assert_int_eq(store_copies_add(st, "k", 1, &two), 0);
-	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
-	/* "Meanwhile" a REPLICATE to the same target: the record does not change,
-	 * but a copy went out after the read. */
-	ck_assert_int_eq(store_copies_add(st, "k", 1, &two), 0);
-	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 1);
+	ck_assert(store_write_gate(st, h, &gate));
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &two, gate), 0);
 	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
 	ck_assert_uint_eq(got.targets[0], 1u << 2);
-	/* And to a new target. */
-	ck_assert_int_eq(store_copies_add(st, "k", 1, &three), 0);
-	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 1);
+	/* A write begins after the gate was taken: the add is refused. */
+	store_write_begin(st, h);
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &three, gate), -EBUSY);
 	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 1);
-	ck_assert_uint_eq(got.targets[0], (1u << 2) | (1u << 3));
-	/* Nothing since the read: forgotten. */
-	ck_assert_int_eq(store_copies_clear_if(st, "k", 1, &got), 0);
+	ck_assert_uint_eq(got.targets[0], 1u << 2);
+	/* While it runs the gate stays shut. */
+	ck_assert(!store_write_gate(st, h, &other));
+	store_write_end(st, h);
+	/* Open again after it ended, and only for a gate taken since. */
+	ck_assert(store_write_gate(st, h, &other));
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &two, gate), -EBUSY);
+	ck_assert_int_eq(store_copies_add(st, "k", 1, &two, other), 0);
+	/* Writes count per stripe: another stripe's gate is unaffected. */
+	ck_assert(store_write_gate(st, h + 1, &gate));
+	store_write_begin(st, h);
+	ck_assert(store_write_gate(st, h + 1, &other));
+	ck_assert_uint_eq(other, gate);
+	store_write_end(st, h);
+	ck_assert_int_eq(store_copies_clear(st, "k", 1), 0);
 	ck_assert_int_eq(store_copies_get(st, "k", 1, &got), 0);
 	store_close(st);
 }
@@ -229,9 +238,50 @@ START_TEST(replica_rules)
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 1);
 	ck_assert_uint_eq(rec.kind, STORE_TOMBSTONE);
 	ck_assert_uint_eq(rec.version, 7);
-	ck_assert_int_eq(store_replica_drop(st, h, "r", 1), 1);
-	ck_assert_int_eq(store_replica_drop(st, h, "r", 1), 0);
+	ck_assert_int_eq(store_replica_drop(st, h, "r", 1, 0, now), 1);
+	ck_assert_int_eq(store_replica_drop(st, h, "r", 1, 0, now), 0);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 0);
+	store_close(st);
+}
+END_TEST
+
+/* A home's drop leaves a floor: a copy at or below it arriving late is refused. */
+START_TEST(replica_floor_refuses_late_copies)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint64_t h = keyhash("f", 1), now = store_now_ms(), held = 99;
+	uint32_t removed;
+
+	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 4, STORE_VALUE, 0, "v4", 2, now, &held),
+			 1);
+	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 5, now), 1);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, STORE_DROPPED);
+	ck_assert_uint_eq(rec.version, 5);
+	/* The copy the REPLICATE before the write pushed, arriving after the drop. */
+	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 5, STORE_VALUE, 0, "v5", 2, now, &held),
+			 0);
+	ck_assert_uint_eq(held, 0); /* nothing held: the switch must not add this node */
+	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 3, STORE_VALUE, 0, "v3", 2, now, &held),
+			 0);
+	/* Dropping again keeps the higher floor and reports nothing dropped. */
+	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 2, now), 0);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.version, 5);
+	/* The write's own version is copied as usual. */
+	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 6, STORE_VALUE, 0, "v6", 2, now, &held),
+			 1);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, STORE_VALUE);
+	ck_assert_uint_eq(rec.version, 6);
+	/* A floor with nothing held, and its collection like a tombstone's. */
+	ck_assert_int_eq(store_replica_drop(st, keyhash("g", 1), "g", 1, 8, now), 0);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, STORE_DROPPED);
+	ck_assert_int_eq(store_gc_round(st, now, 100, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 0);
 	store_close(st);
 }
 END_TEST
@@ -246,11 +296,12 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_roundtrip);
-	tcase_add_test(tc, copies_cleared_only_if_unchanged);
+	tcase_add_test(tc, copies_refused_once_a_write_began);
 	tcase_add_test(tc, versions_per_key_and_reopen);
 	tcase_add_test(tc, gc_keeps_versions_increasing);
 	tcase_add_test(tc, overwrite_clears_old_expiry);
 	tcase_add_test(tc, replica_rules);
+	tcase_add_test(tc, replica_floor_refuses_late_copies);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
