@@ -7,7 +7,9 @@
  * digest is due (interval 100 ms, 20 ms after a queue jump or a p95 over the
  * threshold, 200 ms when stable; cfg digest.*), and if so samples the meter
  * and sends the DIGEST datagram (docs/protocol.md "DIGEST payload") to every
- * configured switch at its vip : service.port.
+ * configured switch at its vip : service.port. Every 100 ms it also reads
+ * RocksDB's write pressure (stalls, level-0 files, compaction debt:
+ * store_pressure_pct()) into the digest's io metric.
  */
 #include "report.h"
 
@@ -18,9 +20,12 @@
 #include "emit.h"
 #include "log.h"
 #include "meter.h"
+#include "store.h"
 
 /* Poll tick: fine enough for 20 ms fast intervals and prompt triggers, cheap when idle. */
 #define REPORT_TICK_MS 5
+/* RocksDB's write pressure is read every this many ticks (100 ms). */
+#define PRESSURE_EVERY_TICKS 20
 
 /* Workers write the histogram with atomic adds; only the digest thread samples. */
 static struct dig_meter meter;
@@ -45,7 +50,7 @@ static void *report_main(void *arg)
 {
 	struct node *n = arg;
 	struct dig_emitter em;
-	uint64_t rx_seen = 0;
+	uint64_t rx_seen = 0, ticks = 0;
 	struct timespec tick = {.tv_sec = 0, .tv_nsec = REPORT_TICK_MS * 1000000L};
 
 	if (dig_emitter_init(&em, &n->cfg->digest, now_us()) != 0) {
@@ -63,6 +68,12 @@ static void *report_main(void *arg)
 
 		dig_meter_count_rx(&meter, (uint32_t)(rx - rx_seen));
 		rx_seen = rx;
+		if (ticks++ % PRESSURE_EVERY_TICKS == 0) {
+			struct store_pressure sp;
+
+			if (store_pressure_read(n->store, &sp) == 0)
+				dig_meter_set_io_pressure(&meter, store_pressure_pct(&sp));
+		}
 		p95 = dig_meter_peek_p95(&meter);
 		if (dig_emitter_due(&em, queue, p95, now) &&
 		    dig_meter_sample(&meter, queue, now, &d) == 0) {

@@ -647,3 +647,58 @@ int store_copies_clear(struct store *st, const void *key, size_t klen)
 	}
 	return 0;
 }
+
+/* ---- Write pressure (the digest's io metric, nodes/report.c). ---- */
+
+uint32_t store_pressure_pct(const struct store_pressure *p)
+{
+	uint64_t pct = 0;
+
+	if (p->stopped)
+		return 100;
+	if (p->l0_stop)
+		pct = p->l0_files >= p->l0_stop ? 100 : p->l0_files * 100 / p->l0_stop;
+	if (p->pending_hard)
+		pct = max_u64(pct, p->pending_bytes >= p->pending_hard
+				       ? 100
+				       : p->pending_bytes * 100 / p->pending_hard);
+	if (p->delayed)
+		pct = max_u64(pct, 50);
+	return (uint32_t)pct;
+}
+
+int store_pressure_read(struct store *st, struct store_pressure *p)
+{
+	static const enum store_cf data_cfs[] = {STORE_OWNED, STORE_REPLICA};
+	uint64_t stopped, rate;
+
+	memset(p, 0, sizeof(*p));
+	if (rocksdb_property_int(st->db, "rocksdb.is-write-stopped", &stopped) != 0 ||
+	    rocksdb_property_int(st->db, "rocksdb.actual-delayed-write-rate", &rate) != 0)
+		return -EIO;
+	p->stopped = stopped != 0;
+	p->delayed = rate != 0;
+	p->l0_stop = (uint64_t)rocksdb_options_get_level0_stop_writes_trigger(st->opts);
+	p->pending_hard = rocksdb_options_get_hard_pending_compaction_bytes_limit(st->opts);
+	for (size_t i = 0; i < sizeof(data_cfs) / sizeof(data_cfs[0]); i++) {
+		uint64_t l0, pending;
+
+		/* The level-0 count is a string property; RocksDB has no integer form of it. */
+		char *l0_text = rocksdb_property_value_cf(st->db, st->cf[data_cfs[i]],
+							  "rocksdb.num-files-at-level0");
+
+		if (!l0_text)
+			return -EIO;
+		l0 = strtoull(l0_text, NULL, 10);
+		free(l0_text);
+		if (rocksdb_property_int_cf(st->db, st->cf[data_cfs[i]],
+					    "rocksdb.estimate-pending-compaction-bytes",
+					    &pending) != 0)
+			return -EIO;
+		if (l0 > p->l0_files)
+			p->l0_files = l0;
+		if (pending > p->pending_bytes)
+			p->pending_bytes = pending;
+	}
+	return 0;
+}

@@ -163,6 +163,25 @@ int store_copies_clear(struct store *st, const void *key, size_t klen);
 /* The version floor: the highest version ever removed from the owned family. */
 uint64_t store_floor(struct store *st);
 
+/*
+ * Write pressure, from RocksDB's own numbers: whether writes are stopped or
+ * being delayed, level-0 files (of the family with the most) against the
+ * level0_stop_writes_trigger, and the compaction debt (likewise) against the
+ * hard_pending_compaction_bytes_limit, at which RocksDB stops writes.
+ */
+struct store_pressure {
+	bool stopped, delayed;
+	uint64_t l0_files, l0_stop;
+	uint64_t pending_bytes, pending_hard;
+};
+/*
+ * 0..100: 100 while writes are stopped; otherwise the larger of the two
+ * ratios, and at least 50 while writes are delayed.
+ */
+uint32_t store_pressure_pct(const struct store_pressure *p);
+/* Read *p from the open database. 0 or -EIO (a property RocksDB did not give). */
+int store_pressure_read(struct store *st, struct store_pressure *p);
+
 /* Unix time in milliseconds. */
 uint64_t store_now_ms(void);
 

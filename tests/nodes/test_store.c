@@ -286,6 +286,33 @@ START_TEST(replica_floor_refuses_late_copies)
 }
 END_TEST
 
+/* Write pressure: the rule, and RocksDB's numbers for an idle store. */
+START_TEST(write_pressure)
+{
+	struct store *st = open_store();
+	struct store_pressure p = {.l0_stop = 36, .pending_hard = 1000};
+
+	ck_assert_uint_eq(store_pressure_pct(&p), 0);
+	p.l0_files = 9;
+	ck_assert_uint_eq(store_pressure_pct(&p), 25);
+	p.pending_bytes = 400; /* the larger ratio counts */
+	ck_assert_uint_eq(store_pressure_pct(&p), 40);
+	p.delayed = true; /* delayed: at least 50 */
+	ck_assert_uint_eq(store_pressure_pct(&p), 50);
+	p.l0_files = 40; /* past the stop trigger: capped */
+	ck_assert_uint_eq(store_pressure_pct(&p), 100);
+	p = (struct store_pressure){.stopped = true};
+	ck_assert_uint_eq(store_pressure_pct(&p), 100);
+
+	ck_assert_int_eq(store_pressure_read(st, &p), 0);
+	ck_assert(!p.stopped && !p.delayed);
+	ck_assert_uint_gt(p.l0_stop, 0);
+	ck_assert_uint_gt(p.pending_hard, 0);
+	ck_assert_uint_eq(store_pressure_pct(&p), 0);
+	store_close(st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_store");
@@ -302,6 +329,7 @@ int main(void)
 	tcase_add_test(tc, overwrite_clears_old_expiry);
 	tcase_add_test(tc, replica_rules);
 	tcase_add_test(tc, replica_floor_refuses_late_copies);
+	tcase_add_test(tc, write_pressure);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
