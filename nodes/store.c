@@ -370,14 +370,18 @@ int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t 
 	pthread_mutex_lock(lock);
 	found = store_get(st, STORE_REPLICA, key, klen, &old, NULL, 0);
 	held = found > 0 && old.kind != STORE_DROPPED;
+	/* Nothing to do: nothing held; a floor as high kept already (a switch's
+	 * drop, floor 0, keeps it too); or (a late retry of a home's drop) a copy
+	 * newer than the floor, pushed after it. */
 	if (found < 0 || (!floor && !found) ||
-	    (found && old.kind == STORE_DROPPED && old.version >= floor)) {
+	    (found &&
+	     (old.kind == STORE_DROPPED ? old.version >= floor : floor && old.version > floor))) {
 		pthread_mutex_unlock(lock);
 		return found < 0 ? -EIO : 0;
 	}
 	b = rocksdb_writebatch_create();
 	if (floor) {
-		dropped.version = max_u64(floor, found ? old.version : 0);
+		dropped.version = floor;
 		batch_record(b, st, STORE_REPLICA, key, klen, found ? &old : NULL, &dropped);
 	} else {
 		rocksdb_writebatch_delete_cf(b, st->cf[STORE_REPLICA], key, klen);
@@ -480,10 +484,15 @@ static int timer_fire(struct store *st, const struct timer_entry *e, uint8_t typ
 						  sizeof(floor_key) - 1, (char *)fb, 8);
 		}
 	}
-	rc = write_batch(st, b);
-	/* Publish the floor before the stripe opens: the next writer of this key sees it. */
-	if (rc == 0 && new_floor)
+	/*
+	 * Publish the floor before the record goes: whoever finds the record
+	 * gone, even without the lock (a bypassing write choosing its drop
+	 * floor, repl.c), sees the raised floor. Raised too early it is only
+	 * conservative: the versions after it are higher.
+	 */
+	if (new_floor)
 		atomic_store(&st->floor, new_floor);
+	rc = write_batch(st, b);
 	pthread_mutex_unlock(lock);
 	return rc ? rc : remove;
 }

@@ -108,9 +108,11 @@ int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t k
 
 /*
  * Drop the replica copy of key. With floor 0 it is deleted; otherwise it is
- * replaced by a STORE_DROPPED record at max(floor, its version), so a copy
- * of a version at or below the floor that arrives late is refused. Returns 1
- * dropped, 0 none held, -EIO.
+ * replaced by a STORE_DROPPED record at floor, so a copy of a version at or
+ * below the floor that arrives late is refused (a copy above the floor was
+ * pushed after the drop was asked for, and is kept; so is a floor already
+ * there, unless this one is higher). Returns 1 dropped, 0 none held (or
+ * kept), -EIO.
  */
 int store_replica_drop(struct store *st, uint64_t hash, const void *key, size_t klen,
 		       uint64_t floor, uint64_t now_ms);
@@ -140,8 +142,9 @@ struct store_copies {
  * store_write_begin() and store_write_end() for its keyhash; a REPLICATE
  * takes store_write_gate() before it reads the version it will push, and
  * store_copies_add() refuses once a write of the key's stripe has begun
- * since. So a write either finds the copies record (and drops the copies
- * first) or no copy of an older version is sent after it began.
+ * since. So every copy a REPLICATE sends is in the record the write reads
+ * (the send itself may come later: the holder's floor refuses it), and no
+ * REPLICATE records one while the write runs.
  */
 void store_write_begin(struct store *st, uint64_t hash);
 void store_write_end(struct store *st, uint64_t hash);

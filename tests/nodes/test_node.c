@@ -102,6 +102,25 @@ static int rpc_to(int id, struct wire_msg *req, struct wire_msg *rep, uint8_t *b
 
 static uint8_t rbuf[12000];
 
+/* Send a request to node id without waiting for its reply (which later calls skip). */
+static void send_only(int id, uint8_t op, const char *key, const void *val, uint32_t vlen)
+{
+	struct wire_msg m = {.op = op,
+			     .req_id = ((uint64_t)8 << 32) | ++seq,
+			     .keyhash = keyhash(key, strlen(key)),
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen};
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[12000];
+	int len = wire_encode(&m, out, sizeof(out));
+
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+}
+
 /* One keyed request to node id; asserts that a reply came. */
 static struct wire_msg req(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
 			   uint64_t version, uint16_t flags)
@@ -800,6 +819,21 @@ START_TEST(bypassing_write_drops_copies)
 	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.version, v);
 	ck_assert_uint_eq(counter(1, "bypass_refused"), 1);
+
+	/* While such a write waits for the holder (3 tries of 20 ms), a REPLICATE
+	 * of the key pushes nothing; once the write is over, REPLICATE pushes again. */
+	uint64_t sent = counter(1, "rc_req_sent"), skipped = counter(1, "replicate_skipped");
+
+	send_only(1, WIRE_OP_PUT, k, "lost", 4);
+	sleep_ms(30);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_uint_eq(counter(1, "replicate_skipped"), skipped + 1);
+	sleep_ms(150);
+	ck_assert_uint_eq(counter(1, "bypass_refused"), 2);
+	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(counter(1, "rc_req_sent"), sent + 1);
+	ck_assert_uint_eq(req(1, WIRE_OP_GET, k, NULL, 0, 0, 0).version, v);
 }
 END_TEST
 

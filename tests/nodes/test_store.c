@@ -275,10 +275,18 @@ START_TEST(replica_floor_refuses_late_copies)
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
 	ck_assert_uint_eq(rec.kind, STORE_VALUE);
 	ck_assert_uint_eq(rec.version, 6);
-	/* A floor with nothing held, and its collection like a tombstone's. */
+	/* A late retry of the drop does not touch a copy pushed after it. */
+	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 5, now), 0);
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, STORE_VALUE);
+	ck_assert_uint_eq(rec.version, 6);
+	/* A floor with nothing held; a switch's drop (floor 0) leaves it in place;
+	 * it is collected like a tombstone. */
 	ck_assert_int_eq(store_replica_drop(st, keyhash("g", 1), "g", 1, 8, now), 0);
+	ck_assert_int_eq(store_replica_drop(st, keyhash("g", 1), "g", 1, 0, now), 0);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 1);
 	ck_assert_uint_eq(rec.kind, STORE_DROPPED);
+	ck_assert_uint_eq(rec.version, 8);
 	ck_assert_int_eq(store_gc_round(st, now, 100, &removed), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 0);
