@@ -327,6 +327,9 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, NULL, 0);
 	if (rc < 0)
 		return -EIO;
+	/* A DEL of a key already deleted makes no new version: the copies stay right. */
+	if (m->op == WIRE_OP_DEL && (rc == 0 || cur.kind == STORE_TOMBSTONE))
+		return 0;
 	/* Every version pushed so far: the current one, or the node's floor if it was collected. */
 	floor = rc ? cur.version : store_floor(n->store);
 	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {

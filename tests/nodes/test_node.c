@@ -809,6 +809,19 @@ START_TEST(bypassing_write_drops_copies)
 	ck_assert_uint_eq(req(1, WIRE_OP_PUT, k, "later", 5, 0, 0).status, WIRE_ST_OK);
 	ck_assert_uint_eq(counter(1, "bypass_writes"), 1);
 
+	/* A bypassing DEL of a key already deleted makes no new version: the
+	 * tombstone's copy stays where it is. */
+	ck_assert_uint_eq(req(1, WIRE_OP_DEL, k, NULL, 0, 0, 0).status, WIRE_ST_OK);
+	v = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0).version;
+	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.version, v);
+	ck_assert_uint_eq(req(1, WIRE_OP_DEL, k, NULL, 0, 0, 0).status, WIRE_ST_NOT_FOUND);
+	ck_assert_uint_eq(counter(1, "bypass_writes"), 1);
+	r = req(2, WIRE_OP_PROBE, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert(r.flags & WIRE_F_REPLICATED);
+
 	/* Copied again, holder down: the bypassing write is refused, nothing applied. */
 	v = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0).version;
 	req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
