@@ -50,29 +50,6 @@ void hist_record(struct hist *h, uint64_t v)
 		h->max = v;
 }
 
-void hist_record_corrected(struct hist *h, uint64_t v, uint64_t interval)
-{
-	hist_record(h, v);
-	if (interval == 0)
-		return;
-	/* Bounded: at most 10^6 back-filled samples per stall. */
-	for (uint64_t missed = v - (v >= interval ? interval : v), n = 0;
-	     missed >= interval && n < 1000000; missed -= interval, n++)
-		hist_record(h, missed);
-}
-
-void hist_merge(struct hist *dst, const struct hist *src)
-{
-	for (uint32_t i = 0; i < HIST_BUCKETS; i++)
-		dst->counts[i] += src->counts[i];
-	dst->count += src->count;
-	dst->sum += src->sum;
-	if (src->count && src->min < dst->min)
-		dst->min = src->min;
-	if (src->count && src->max > dst->max)
-		dst->max = src->max;
-}
-
 uint64_t hist_percentile(const struct hist *h, double p)
 {
 	uint64_t rank, seen = 0;

@@ -27,14 +27,6 @@ struct hist {
 
 void hist_reset(struct hist *h);
 void hist_record(struct hist *h, uint64_t v);
-/*
- * Record v measured against a schedule: if the operation was meant to start
- * every `interval`, the requests a stall held back are recorded too
- * (HdrHistogram's recordValueWithExpectedInterval). Open-loop bench measures
- * from the intended start instead, which needs no such back-filling.
- */
-void hist_record_corrected(struct hist *h, uint64_t v, uint64_t interval);
-void hist_merge(struct hist *dst, const struct hist *src);
 
 /* Value at percentile p (0..100]: the smallest recorded-bucket value v with
  * at least p% of the samples <= v. 0 when empty. */

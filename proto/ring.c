@@ -138,11 +138,3 @@ uint16_t ring_lookup(const struct ring *r, uint32_t point)
 {
 	return r->points[search_from(r, 0, point)].node_id;
 }
-
-const struct ring_node *ring_node_by_id(const struct ring *r, uint16_t id)
-{
-	for (uint16_t i = 0; i < r->nnodes; i++)
-		if (r->nodes[i].id == id)
-			return &r->nodes[i];
-	return NULL;
-}

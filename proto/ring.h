@@ -82,7 +82,4 @@ static inline uint16_t ring_home(const struct ring *r, uint64_t keyhash)
 	return ring_lookup_fast(r, keyhash_point(keyhash));
 }
 
-/* The ring node with this id, or NULL. */
-const struct ring_node *ring_node_by_id(const struct ring *r, uint16_t id);
-
 #endif
