@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,8 +400,8 @@ static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags
 	}
 }
 
-static void count_static(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port,
-			 bool is_static, uint16_t node)
+static void count_static(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port, bool is_static,
+			 uint16_t node)
 {
 	(void)ip, (void)mac, (void)port, (void)node;
 	*(unsigned *)arg += is_static;
@@ -423,6 +424,93 @@ START_TEST(learning_keeps_static_neighbours)
 		l2_nb_learn(&l, 0x0c000000u + i, mac, 0, 1, false);
 	l2_nb_walk(&l, 1, count_static, &after);
 	ck_assert_uint_eq(after, before);
+}
+END_TEST
+
+/*
+ * Neighbour slots are read without a lock (slot_load() in l2.c): under
+ * writers that keep replacing the ways of one set, a reader never sees one
+ * write's address with another write's MAC and port.
+ */
+#define TORN_IPS 8 /* twice the ways of a set: every learn evicts */
+static struct l2 torn_l2;
+static uint32_t torn_ips[TORN_IPS];
+static volatile int torn_stop;
+
+static void torn_entry(uint32_t ip, uint8_t k, uint8_t mac[6], uint8_t *port)
+{
+	mac[0] = 0x02; /* unicast: the address's low three bytes, then k and ~k */
+	mac[1] = (uint8_t)(ip >> 16);
+	mac[2] = (uint8_t)(ip >> 8);
+	mac[3] = (uint8_t)ip;
+	mac[4] = k;
+	mac[5] = (uint8_t)~k;
+	*port = (uint8_t)((ip ^ k) & 0x3f);
+}
+
+static void *torn_writer(void *arg)
+{
+	uint8_t mac[6], port, k = (uint8_t)(uintptr_t)arg;
+
+	for (unsigned i = 0; i < 20000000 && !torn_stop; i++, k += 2) {
+		uint32_t ip = torn_ips[i % TORN_IPS];
+
+		torn_entry(ip, k, mac, &port);
+		l2_nb_learn(&torn_l2, ip, mac, port, 1, false);
+	}
+	return NULL;
+}
+
+static void *torn_reader(void *arg)
+{
+	unsigned *counts = arg; /* found, torn */
+	uint8_t mac[6], want[6], port, want_port;
+
+	for (unsigned i = 0; i < 20000000 && !torn_stop; i++) {
+		uint32_t ip = torn_ips[i % TORN_IPS];
+
+		if (!l2_nb_lookup(&torn_l2, ip, mac, &port, 1))
+			continue;
+		counts[0]++;
+		torn_entry(ip, mac[4], want, &want_port);
+		counts[1] += memcmp(mac, want, 6) != 0 || port != want_port;
+	}
+	return NULL;
+}
+
+START_TEST(neighbour_reads_never_torn)
+{
+	static const uint8_t mac0[6] = {0x02, 0, 0, 0, 0, 0};
+	pthread_t th[4];
+	unsigned counts[2][2] = {{0}}, n = 0;
+	int set = -1;
+
+	/* Addresses that share one set of the table: learn each, see where it went. */
+	l2_init(&torn_l2, &cfg, 300, 300);
+	for (uint32_t ip = 0x0d000001u; n < TORN_IPS && ip < 0x0d100000u; ip++) {
+		l2_nb_learn(&torn_l2, ip, mac0, 0, 1, false);
+		for (int s = 0; s < L2_NB_SETS; s++)
+			for (int w = 0; w < L2_NB_WAYS; w++)
+				if (torn_l2.nb[s][w].f.ip == ip && (set < 0 || s == set)) {
+					set = s;
+					torn_ips[n++] = ip;
+				}
+	}
+	ck_assert_uint_eq(n, TORN_IPS);
+	l2_init(&torn_l2, &cfg, 300, 300);
+	torn_stop = 0;
+	for (uintptr_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_create(&th[i], NULL, torn_writer, (void *)i), 0);
+		ck_assert_int_eq(pthread_create(&th[2 + i], NULL, torn_reader, counts[i]), 0);
+	}
+	usleep(1000000); /* bounded by the loops' counts too */
+	torn_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_msg(counts[0][0] + counts[1][0] > 10000, "only %u reads found an entry",
+		      counts[0][0] + counts[1][0]);
+	ck_assert_msg(counts[0][1] + counts[1][1] == 0, "%u torn reads of %u",
+		      counts[0][1] + counts[1][1], counts[0][0] + counts[1][0]);
 }
 END_TEST
 
@@ -992,7 +1080,8 @@ END_TEST
 START_TEST(nodes_sharing_an_address_both_learnt)
 {
 	static const char *json =
-	    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
+	    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": "
+	    "\"02:53:4b:4c:00:64\"},"
 	    " \"switches\": [{\"id\": 1, \"name\": \"s1\", \"lcores\": [1],"
 	    "   \"ports\": [{\"name\": \"p\", \"vdev\": \"net_null0\"}]}],"
 	    " \"nodes\": [{\"id\": 1, \"name\": \"a\", \"ip\": \"10.77.0.9\", \"port\": 7447},"
@@ -1060,6 +1149,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
+	tcase_add_test(tc, neighbour_reads_never_torn);
 	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
