@@ -50,10 +50,11 @@ static unsigned pool_size(const struct sw *sw)
 	unsigned n = sw->nports * sw->nworkers * SW_NB_RXD + sw->nports * nl * SW_BURST +
 		     sw->nports * nl * SW_NB_TXD + nl * SW_MEMPOOL_CACHE;
 
-	/* Plus what switchd itself holds: TX buffers and the digest ring. The
-	 * control-frame and SYNC rings are not counted: they carry a few frames
-	 * per control round (ARP requests, peers' SYNCs), far below capacity. */
-	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING;
+	/* Plus what switchd itself can hold: TX buffers and the rings of mbufs
+	 * between workers and the control thread (digests, peers' SYNCs, and
+	 * the control frames worker 0 sends), each counted full. */
+	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING + SW_SYNC_RING +
+	     SW_CTL_TX_RING;
 	return RTE_MAX(n, 8192u);
 }
 
