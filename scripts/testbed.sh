@@ -101,9 +101,9 @@ kill_proc() {
 running() { [ -e "$run/pids/$1.pid" ] && ours "$(cat "$run/pids/$1.pid")"; }
 
 wait_for() { # seconds description command...
-	local secs=$1 what=$2
+	local secs=$1 what=$2 deadline=$((SECONDS + $1))
 	shift 2
-	for _ in $(seq $((secs * 50))); do
+	while [ "$SECONDS" -lt "$deadline" ]; do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.02
 	done
@@ -111,19 +111,26 @@ wait_for() { # seconds description command...
 	return 1
 }
 
-# switch_ready SOCKET: the switch behind SOCKET reports every configured node
-# up (digests arriving) and knows its MAC (it can forward to it without an ARP
-# round trip first), and with peer switches configured it holds every lease
-# (they are in touch and share the hot set).
+# switch_ready SOCKET [leases]: the switch behind SOCKET reports every
+# configured node up (digests arriving) and knows its MAC (it can forward to it
+# without an ARP round trip first); with "leases" and peer switches configured,
+# it also holds every lease (they are in touch and share the hot set). Bringing
+# a testbed up waits for both; a lease lost for a moment later does not make a
+# running testbed unhealthy.
 switch_ready() {
-	{ "$cdtctl" --socket "$1" --json nodes && "$cdtctl" --socket "$1" --json peers; } | python3 -c '
+	{ "$cdtctl" --socket "$1" --json nodes && "$cdtctl" --socket "$1" --json peers; } 2>/dev/null |
+		python3 -c '
 import json, sys
 text, dec = sys.stdin.read(), json.JSONDecoder()
-nodes, end = dec.raw_decode(text)
-peers = dec.raw_decode(text[end:].lstrip())[0]
+try:
+    nodes, end = dec.raw_decode(text)
+    peers = dec.raw_decode(text[end:].lstrip())[0]
+except ValueError:  # the switch is not answering (yet)
+    sys.exit(1)
 sys.exit(0 if nodes["nodes"] and all(n["alive"] and n["state"] == "up" and n.get("mac")
                                      for n in nodes["nodes"])
-         and (not peers["peers_configured"] or peers["leased"]) else 1)'
+         and (sys.argv[1] != "leases" or not peers["peers_configured"] or peers["leased"])
+         else 1)' "${2:-}"
 }
 
 healthy() {
@@ -289,7 +296,7 @@ start() {
 		while read -r kind a b c d e; do
 			[ "$kind" = switch ] || continue
 			wait_for "$timeout_s" "switch $b to report every node up and its peers' leases ($cdtctl --socket $d nodes|peers; logs in $run/logs)" \
-				switch_ready "$d" || return 1
+				switch_ready "$d" leases || return 1
 		done < <(plan)
 	else
 		sleep 0.5
