@@ -1,6 +1,6 @@
 /*
  * test_hist.c - the log-linear histogram: percentiles against sorted samples,
- * bucket edges, merge and the coordinated-omission back-fill.
+ * an empty histogram, bucket edges.
  */
 #include <check.h>
 #include <math.h>
@@ -84,6 +84,20 @@ START_TEST(percentiles_uniform_and_small)
 }
 END_TEST
 
+/* Empty (a bench with no writes, say): every percentile is 0. */
+START_TEST(percentiles_of_nothing)
+{
+	struct hist *h = malloc(sizeof(*h));
+
+	hist_reset(h);
+	ck_assert_uint_eq(hist_percentile(h, 50), 0);
+	ck_assert_uint_eq(hist_percentile(h, 100), 0);
+	hist_record(h, 5);
+	ck_assert_uint_eq(hist_percentile(h, 100), 5);
+	free(h);
+}
+END_TEST
+
 START_TEST(bucket_edges)
 {
 	/* Every bucket's high edge maps to that bucket, the next value to the next. */
@@ -107,6 +121,7 @@ int main(void)
 
 	tcase_add_test(tc, percentiles_lognormal);
 	tcase_add_test(tc, percentiles_uniform_and_small);
+	tcase_add_test(tc, percentiles_of_nothing);
 	tcase_add_test(tc, bucket_edges);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
