@@ -630,6 +630,14 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 			if (a->vip == cfg->switches[j].vip)
 				return failf(c, p, "duplicate switch vip (also switches[%d]); "
 						   "give each switch its own \"vip\"", j);
+			if (!strcmp(a->name, cfg->switches[j].name))
+				return failf(c, p, "duplicate switch name \"%s\" (also switches[%d])",
+					     a->name, j);
+			if (a->control_socket[0] &&
+			    !strcmp(a->control_socket, cfg->switches[j].control_socket))
+				return failf(c, p, "duplicate control_socket \"%s\" (also "
+						   "switches[%d]); give each switch its own",
+					     a->control_socket, j);
 		}
 		for (int k = 0; k < a->npeers; k++)
 			if (!cfg_switch_by_id(cfg, a->peers[k]) || a->peers[k] == a->id)

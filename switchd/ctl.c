@@ -463,6 +463,39 @@ char *ctl_command(struct sw *sw, const char *line)
 
 /* ---- Socket. ------------------------------------------------------------------------------ */
 
+/*
+ * Clear the way for binding sa: nothing there, or a socket nobody listens on
+ * (a previous run's), which is removed. Anything else is an error: a file
+ * that is not a socket is never deleted, and a live switch keeps its socket.
+ */
+static int remove_stale_socket(const struct sockaddr_un *sa, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, live;
+
+	if (lstat(sa->sun_path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen,
+			 "control socket %s: exists and is not a socket; not removing it",
+			 sa->sun_path);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	live = fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (live) {
+		snprintf(err, errlen,
+			 "control socket %s: another process is listening on it (a switch with "
+			 "the same control_socket?)",
+			 sa->sun_path);
+		return -1;
+	}
+	unlink(sa->sun_path); /* a stale socket of a previous run */
+	return 0;
+}
+
 int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size_t errlen)
 {
 	struct ctl *c = calloc(1, sizeof(*c));
@@ -486,16 +519,17 @@ int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size
 		snprintf(err, errlen, "control socket %s: path too long", path);
 		return -1;
 	}
-	snprintf(c->path, sizeof(c->path), "%s", path);
 	strcpy(sa.sun_path, path);
+	if (remove_stale_socket(&sa, err, errlen) != 0)
+		return -1;
 	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	unlink(path); /* a stale socket of a previous run */
 	if (c->listen_fd < 0 || bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(c->listen_fd, 8) != 0) {
 		snprintf(err, errlen, "control socket %s: %s (does its directory exist?)", path,
 			 strerror(errno));
 		return -1;
 	}
+	snprintf(c->path, sizeof(c->path), "%s", path); /* ours now: removed at exit */
 	return 0;
 }
 
@@ -514,7 +548,8 @@ void ctl_close(struct sw *sw)
 		}
 	if (c->listen_fd >= 0) {
 		close(c->listen_fd);
-		unlink(c->path);
+		if (c->path[0])
+			unlink(c->path);
 	}
 	free(c);
 	sw->ctl = NULL;

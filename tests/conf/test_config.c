@@ -141,6 +141,21 @@ START_TEST(error_messages)
 		     "conf/x.json: nodes[1]: duplicate node address (also nodes[0])");
 	expect_error("{" SERVICE "," NODES2 ",\"agents\":[{\"name\":\"n1\",\"ip\":\"10.0.0.9\"}]}",
 		     "conf/x.json: nodes[0]: name \"n1\" is also agents[0]");
+	expect_error(
+	    "{" SERVICE "," NODES2 ",\"switches\":["
+	    "{\"id\":1,\"name\":\"s\",\"vip\":\"10.0.0.101\",\"ports\":[{\"vdev\":\"net_null0\"}]},"
+	    "{\"id\":2,\"name\":\"s\",\"vip\":\"10.0.0.102\",\"ports\":[{\"vdev\":\"net_null1\"}]}]"
+	    "}",
+	    "conf/x.json: switches[1]: duplicate switch name \"s\" (also switches[0])");
+	/* Two switches on one control socket: the second would take the first's. */
+	expect_error(
+	    "{" SERVICE "," NODES2 ",\"switches\":["
+	    "{\"id\":1,\"name\":\"a\",\"vip\":\"10.0.0.101\",\"control_socket\":\"/tmp/s\","
+	    "\"ports\":[{\"vdev\":\"net_null0\"}]},"
+	    "{\"id\":2,\"name\":\"b\",\"vip\":\"10.0.0.102\",\"control_socket\":\"/tmp/s\","
+	    "\"ports\":[{\"vdev\":\"net_null1\"}]}]}",
+	    "conf/x.json: switches[1]: duplicate control_socket \"/tmp/s\" (also "
+	    "switches[0]); give each switch its own");
 	/* Ports. */
 	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"ports\":"
 		     "[{\"vdev\":\"net_tap0\"}]}]}",

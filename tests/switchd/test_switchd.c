@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -511,6 +513,46 @@ START_TEST(neighbour_reads_never_torn)
 		      counts[0][0] + counts[1][0]);
 	ck_assert_msg(counts[0][1] + counts[1][1] == 0, "%u torn reads of %u",
 		      counts[0][1] + counts[1][1], counts[0][0] + counts[1][0]);
+}
+END_TEST
+
+/*
+ * The control socket's path: a stale socket is replaced, but a file that is
+ * not a socket is never deleted and a live socket (another switch's) is
+ * never taken over.
+ */
+START_TEST(control_socket_never_takes_what_is_not_stale)
+{
+	static struct sw sw; /* only its ctl is used */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char err[256] = "";
+	int fd;
+	FILE *f;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/skl-ctl-test-%d", (int)getpid());
+	f = fopen(sa.sun_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("precious", f);
+	fclose(f);
+	ck_assert_int_eq(ctl_open(&sw, sa.sun_path, true, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "exists and is not a socket") != NULL, "%s", err);
+	ctl_close(&sw);
+	ck_assert_int_eq(access(sa.sun_path, F_OK), 0);
+	unlink(sa.sun_path);
+
+	/* Someone listens there. */
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	ck_assert_int_eq(ctl_open(&sw, sa.sun_path, true, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "another process is listening") != NULL, "%s", err);
+	ctl_close(&sw);
+	ck_assert_int_eq(access(sa.sun_path, F_OK), 0);
+	/* Nobody any more: a stale socket, replaced, and removed at close. */
+	close(fd);
+	ck_assert_int_eq(ctl_open(&sw, sa.sun_path, true, err, sizeof(err)), 0);
+	ctl_close(&sw);
+	ck_assert_int_ne(access(sa.sun_path, F_OK), 0);
 }
 END_TEST
 
@@ -1150,6 +1192,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, ties_won_by_every_replica);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
 	tcase_add_test(tc, neighbour_reads_never_torn);
+	tcase_add_test(tc, control_socket_never_takes_what_is_not_stale);
 	tcase_add_test(tc, ip_options_checked_and_forwarded);
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
