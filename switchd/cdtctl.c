@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -50,16 +51,32 @@ static void usage(FILE *f)
 		   "  KEY \"-\" reads keys from stdin, one per line\n");
 }
 
+/* A switch that does not answer within this long (stopped, wedged) is given up on. */
+#define ANSWER_TIMEOUT_S 10
+#define STR_(x)		 #x
+#define STR(x)		 STR_(x)
+
 static int connect_to(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {.tv_sec = ANSWER_TIMEOUT_S};
+	int fd;
 
-	if (fd < 0 || strlen(path) >= sizeof(sa.sun_path))
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
 		return -1;
 	strcpy(sa.sun_path, path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int e = errno;
+
 		close(fd);
+		errno = e;
 		return -1;
 	}
 	return fd;
@@ -268,6 +285,9 @@ static void print_cdt(json_t *r)
 /* Print an answer; returns 0 when it says ok. */
 static int show(json_t *r, const char *what)
 {
+	if (!r && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return die("no answer from the switch (%s) within " STR(ANSWER_TIMEOUT_S) " s",
+			   what);
 	if (!r)
 		return die("no answer from the switch (%s)", what);
 	if (!json_is_true(json_object_get(r, "ok"))) {
