@@ -882,15 +882,25 @@ char *cfg_format_ipv4(uint32_t ip, char *buf)
 	return buf;
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9'	? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
 int cfg_parse_mac(const char *s, uint8_t mac[6])
 {
-	unsigned b[6];
-	char tail;
-
-	if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-				      &b[4], &b[5], &tail) != 6)
+	/* Exactly xx:xx:xx:xx:xx:xx, two hex digits each (sscanf's %x took signs and spaces). */
+	if (strlen(s) != 17)
 		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
+	for (int i = 0; i < 6; i++) {
+		int hi = hex_digit(s[3 * i]), lo = hex_digit(s[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+			return -1;
+		mac[i] = (uint8_t)(hi << 4 | lo);
+	}
 	return 0;
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "wire.h"
 
 static int json_out;
 
@@ -338,6 +340,17 @@ static int show(json_t *r, const char *what)
 	return 0;
 }
 
+/* Whether a key fits the wire (1..WIRE_MAX_KEY bytes); says why not. */
+static bool key_ok(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (n >= 1 && n <= WIRE_MAX_KEY)
+		return true;
+	fprintf(stderr, "cdtctl: KEY must be 1..%d bytes, got %zu\n", WIRE_MAX_KEY, n);
+	return false;
+}
+
 /* cdt pin/unpin over a list of keys (or stdin with "-"). */
 static int keys_cmd(const char *verb, char **keys, int nkeys, const char *opts, const char *what)
 {
@@ -349,6 +362,10 @@ static int keys_cmd(const char *verb, char **keys, int nkeys, const char *opts, 
 		ssize_t n;
 
 		if (strcmp(keys[i], "-") != 0) {
+			if (!key_ok(keys[i])) {
+				rc = 1;
+				continue;
+			}
 			char *h = hex(keys[i]), cmd[8192];
 
 			snprintf(cmd, sizeof(cmd), "%s %s%s", verb, h, opts);
@@ -361,6 +378,10 @@ static int keys_cmd(const char *verb, char **keys, int nkeys, const char *opts, 
 				line[--n] = 0;
 			if (n == 0)
 				continue;
+			if (!key_ok(line)) {
+				rc = 1;
+				continue;
+			}
 			char *h = hex(line), cmd[8192];
 
 			snprintf(cmd, sizeof(cmd), "%s %s%s", verb, h, opts);
@@ -394,7 +415,9 @@ int main(int argc, char **argv)
 
 	if (!config)
 		config = "conf/testbed.json";
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* Options may also follow the command (cdtctl cdt pin k --replicas 3 --json);
+	 * "--" ends them, for a key that starts with "-". */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sw = optarg;
@@ -422,20 +445,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* Options may also follow the command (cdtctl cdt pin k --replicas 3 --json). */
-	int nargs = 0;
-	char *args[64];
+	char **args = argv + optind;
+	int nargs = argc - optind;
 
-	for (int i = optind; i < argc && nargs < 64; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json_out = 1;
-		else if (!strcmp(argv[i], "--replicas") && i + 1 < argc)
-			replicas = argv[++i];
-		else if (!strcmp(argv[i], "--force") && i + 1 < argc)
-			force = argv[++i];
-		else
-			args[nargs++] = argv[i];
-	}
+	if ((replicas && !*replicas) || (force && !*force))
+		return die("%s needs a value", replicas && !*replicas ? "--replicas" : "--force");
 	if (nargs == 0) {
 		usage(stderr);
 		return 1;
@@ -464,7 +478,7 @@ int main(int argc, char **argv)
 	conn_in = fdopen(dup(conn_fd), "r");
 
 	const char *cmd = args[0];
-	char line[512];
+	char line[2 * WIRE_MAX_KEY + 64]; /* a command and a key in hex */
 
 	if (!strcmp(cmd, "stats") || !strcmp(cmd, "nodes") || !strcmp(cmd, "peers"))
 		return show(request(cmd), cmd);
@@ -488,6 +502,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "cdt") && nargs >= 2) {
 		if (!strcmp(args[1], "show")) {
+			if (nargs > 2 && !key_ok(args[2]))
+				return 1;
 			if (nargs > 2) {
 				char *h = hex(args[2]);
 

@@ -170,6 +170,28 @@ START_TEST(error_messages)
 }
 END_TEST
 
+/* MACs: exactly six pairs of hex digits with colons; no signs, spaces or 0x. */
+START_TEST(mac_parsing_is_strict)
+{
+	static const char *const bad[] = {
+	    "-1:-1:-1:-1:-1:-1", "0x:0x:0x:0x:0x:0x",  " 2: 3: 4: 5: 6: 7",
+	    "+2:+3:+4:+5:+6:+7", "02-00-00-00-00-01",  "02:00:00:00:00",
+	    "02:00:00:00:00:0g", "02:00:00:00:00:011", ""};
+	uint8_t mac[6];
+
+	ck_assert_int_eq(cfg_parse_mac("02:aB:00:Ff:10:9e", mac), 0);
+	ck_assert_uint_eq(mac[1], 0xab);
+	ck_assert_uint_eq(mac[3], 0xff);
+	ck_assert_uint_eq(mac[5], 0x9e);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cfg_parse_mac(bad[i], mac) != 0, "\"%s\" accepted", bad[i]);
+	expect_error("{\"service\":{\"vip\":\"10.0.0.100\",\"mac\":\"-1:-1:-1:-1:-1:-1\"}," NODES2
+		     "}",
+		     "conf/x.json: service.mac: expected MAC address \"xx:xx:xx:xx:xx:xx\", got "
+		     "\"-1:-1:-1:-1:-1:-1\"");
+}
+END_TEST
+
 START_TEST(missing_file)
 {
 	struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -192,6 +214,7 @@ int main(void)
 	tcase_add_test(tc, baremetal_config_loads);
 	tcase_add_test(tc, minimal_config_gets_defaults);
 	tcase_add_test(tc, error_messages);
+	tcase_add_test(tc, mac_parsing_is_strict);
 	tcase_add_test(tc, missing_file);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
