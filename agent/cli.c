@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "config.h"
 #include "keyhash.h"
+#include "wire.h"
 #include "ring.h"
 #include "skewless.h"
 
@@ -226,7 +227,16 @@ static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int a
 	else
 		rc = skl_del_sync(a, argv[0], strlen(argv[0]), &o, &res);
 	if (rc == -EINVAL) {
-		fprintf(stderr, "skewless %s: KEY must be 1..1024 bytes\n", cmd);
+		size_t klen = strlen(argv[0]);
+
+		if (klen < 1 || klen > WIRE_MAX_KEY || argc < 2)
+			fprintf(stderr, "skewless %s: KEY must be 1..%d bytes, got %zu\n", cmd,
+				WIRE_MAX_KEY, klen);
+		else /* only a value can be too long for one datagram */
+			fprintf(stderr,
+				"skewless %s: VALUE of %zu bytes does not fit one datagram with this "
+				"key (at most %zu)\n",
+				cmd, strlen(argv[1]), (size_t)WIRE_MAX_DATAGRAM - WIRE_HDR_LEN - klen);
 		free(buf);
 		return CLI_EXIT_USAGE;
 	}

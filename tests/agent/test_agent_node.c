@@ -213,6 +213,11 @@ START_TEST(cli_commands)
 	/* Exit codes: usage, config, UNAVAILABLE, relaxed stale read. */
 	ck_assert_int_eq(cli("frobnicate"), 64);
 	ck_assert_int_eq(cli("get"), 64);
+	/* A key or a value too long says which. */
+	ck_assert_int_eq(cli("--mode direct get $(head -c 1100 /dev/zero | tr '\\0' k)"), 64);
+	ck_assert(file_has("err", "KEY must be 1..1024 bytes, got 1100"));
+	ck_assert_int_eq(cli("--mode direct put k $(head -c 70000 /dev/zero | tr '\\0' v)"), 64);
+	ck_assert(file_has("err", "VALUE of 70000 bytes does not fit one datagram"));
 	ck_assert_int_eq(cli("--mode sideways get k"), 64);
 	{
 		char cmd[512];
