@@ -141,8 +141,7 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		uint64_t hash = keyhash(argv[i], strlen(argv[i]));
 		uint32_t point = keyhash_point(hash);
-		const struct cfg_node *home =
-		    cfg_node_by_id(&cli->cfg, ring_home(&ring, hash));
+		const struct cfg_node *home = cfg_node_by_id(&cli->cfg, ring_home(&ring, hash));
 		char hex[24];
 
 		snprintf(hex, sizeof(hex), "0x%016llx", (unsigned long long)hash);
@@ -233,10 +232,11 @@ static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int a
 			fprintf(stderr, "skewless %s: KEY must be 1..%d bytes, got %zu\n", cmd,
 				WIRE_MAX_KEY, klen);
 		else /* only a value can be too long for one datagram */
-			fprintf(stderr,
-				"skewless %s: VALUE of %zu bytes does not fit one datagram with this "
-				"key (at most %zu)\n",
-				cmd, strlen(argv[1]), (size_t)WIRE_MAX_DATAGRAM - WIRE_HDR_LEN - klen);
+			fprintf(
+			    stderr,
+			    "skewless %s: VALUE of %zu bytes does not fit one datagram with this "
+			    "key (at most %zu)\n",
+			    cmd, strlen(argv[1]), (size_t)WIRE_MAX_DATAGRAM - WIRE_HDR_LEN - klen);
 		free(buf);
 		return CLI_EXIT_USAGE;
 	}
