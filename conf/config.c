@@ -11,12 +11,15 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct ctx {
 	const char *file;
@@ -721,31 +724,46 @@ int cfg_load_string(const char *json, const char *name, struct cfg *cfg, char *e
 
 int cfg_load(const char *path, struct cfg *cfg, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long size;
-	int rc;
+	/* Non-blocking: opening a FIFO must not wait for a writer; only regular files are read. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	size_t size, got = 0;
+	int rc = -1;
 
-	if (!f) {
+	if (fd < 0) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-	    !(buf = malloc((size_t)size + 1))) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		fclose(f);
-		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto out;
 	}
-	if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		snprintf(err, errlen, "%s: short read", path);
-		free(buf);
-		fclose(f);
-		return -1;
+	size = (size_t)st.st_size;
+	buf = malloc(size + 1);
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory for %zu bytes", path, size);
+		goto out;
+	}
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+
+		if (n <= 0) {
+			snprintf(err, errlen, "%s: cannot read: %s", path,
+				 n < 0 ? strerror(errno) : "file shrank while read");
+			goto out;
+		}
+		got += (size_t)n;
 	}
 	buf[size] = '\0';
-	fclose(f);
+	if (memchr(buf, '\0', size)) {
+		snprintf(err, errlen, "%s: contains a NUL byte (not a JSON text file)", path);
+		goto out;
+	}
 	rc = cfg_load_string(buf, path, cfg, err, errlen);
+out:
 	free(buf);
+	close(fd);
 	return rc;
 }
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -199,6 +201,27 @@ START_TEST(missing_file)
 
 	ck_assert_int_eq(cfg_load("/nonexistent/x.json", cfg, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "/nonexistent/x.json: cannot open: No such file or directory");
+	/* A directory, a FIFO (never waited on) and a file with a NUL byte in it. */
+	ck_assert_int_eq(cfg_load("/tmp", cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "/tmp: not a regular file");
+	{
+		char fifo[64], nul[64];
+		FILE *f;
+
+		snprintf(fifo, sizeof(fifo), "/tmp/skl-cfg-fifo-%d", (int)getpid());
+		snprintf(nul, sizeof(nul), "/tmp/skl-cfg-nul-%d.json", (int)getpid());
+		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+		ck_assert_int_eq(cfg_load(fifo, cfg, err, sizeof(err)), -1);
+		ck_assert(strstr(err, ": not a regular file") != NULL);
+		unlink(fifo);
+		f = fopen(nul, "w");
+		ck_assert_ptr_nonnull(f);
+		fwrite("{}\0garbage", 1, 10, f);
+		fclose(f);
+		ck_assert_int_eq(cfg_load(nul, cfg, err, sizeof(err)), -1);
+		ck_assert(strstr(err, ": contains a NUL byte") != NULL);
+		unlink(nul);
+	}
 	free(cfg);
 }
 END_TEST
