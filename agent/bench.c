@@ -615,7 +615,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case B_KEYS:
-			if (cli_parse_uint(optarg, 1, 1ull << 32, &u))
+			if (cfg_parse_uint(optarg, 1, 1ull << 32, &u))
 				return bad("--keys", "1..4294967296", optarg);
 			b->wl.nkeys = u;
 			break;
@@ -624,31 +624,32 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 			break;
 		case B_READ_RATIO:
 			read_ratio = strtod(optarg, &end);
-			if (*end || !(read_ratio >= 0 && read_ratio <= 1))
+			if (end == optarg || *end || !(read_ratio >= 0 && read_ratio <= 1))
 				return bad("--read-ratio", "a fraction 0..1", optarg);
 			break;
 		case B_YCSB:
 			ycsb = optarg;
 			break;
 		case B_VALUE_SIZE:
-			if (cli_parse_uint(optarg, 0, 65000, &u))
+			if (cfg_parse_uint(optarg, 0, 65000, &u))
 				return bad("--value-size", "bytes 0..65000", optarg);
 			b->value_size = (uint32_t)u;
 			break;
 		case B_RATE:
 			b->rate = strtod(optarg, &end);
-			if (*end || !(b->rate > 0 && b->rate <= 1e8))
+			if (end == optarg || *end || !(b->rate > 0 && b->rate <= 1e8))
 				return bad("--rate", "operations per second > 0", optarg);
 			break;
 		case B_CONCURRENCY:
-			if (cli_parse_uint(optarg, 1, 1u << 20, &u))
+			if (cfg_parse_uint(optarg, 1, 1u << 20, &u))
 				return bad("--concurrency", "1..1048576", optarg);
 			b->concurrency = (uint32_t)u;
 			break;
 		case B_DURATION:
 			b->duration_s = strtod(optarg, &end);
-			if (*end || !(b->duration_s > 0 && b->duration_s <= 86400))
-				return bad("--duration", "seconds 0..86400", optarg);
+			if (end == optarg || *end || !(b->duration_s > 0 && b->duration_s <= 86400))
+				return bad("--duration", "seconds, above 0 and at most 86400",
+					   optarg);
 			break;
 		case B_PRELOAD:
 			b->preload = true;
@@ -658,7 +659,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--dynamic", "hot-in:SECONDS or random:SECONDS", optarg);
 			break;
 		case B_HOT_KEYS:
-			if (cli_parse_uint(optarg, 1, UINT64_MAX, &u))
+			if (cfg_parse_uint(optarg, 1, UINT64_MAX, &u))
 				return bad("--hot-keys", "a count >= 1", optarg);
 			b->wl.hot_keys = u;
 			break;
@@ -671,12 +672,12 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--consistency", "linearizable or relaxed", optarg);
 			break;
 		case B_TIMEOUT:
-			if (cli_parse_uint(optarg, 1, 600000, &u))
+			if (cfg_parse_uint(optarg, 1, 600000, &u))
 				return bad("--timeout", "1..600000 ms", optarg);
 			b->timeout_ms = (uint32_t)u;
 			break;
 		case B_SEED:
-			if (cli_parse_uint(optarg, 0, UINT64_MAX, &b->seed))
+			if (cfg_parse_uint(optarg, 0, UINT64_MAX, &b->seed))
 				return bad("--seed", "an integer >= 0", optarg);
 			break;
 		case B_JSON:

@@ -81,7 +81,7 @@ static int parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
 	uint64_t v;
 
-	if (cli_parse_uint(s, 0, max, &v))
+	if (cfg_parse_uint(s, 0, max, &v))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

@@ -40,11 +40,11 @@ int wl_parse_dist(struct workload *w, const char *s)
 	}
 	if (!strncmp(s, "zipf:", 5)) {
 		w->dist = WL_ZIPF;
-		return parse_double(s + 5, 0, 100, &w->zipf_s);
+		return strchr(s + 5, ':') ? -EINVAL : parse_double(s + 5, 0, 100, &w->zipf_s);
 	}
 	if (!strncmp(s, "scrambled-zipf:", 15)) {
 		w->dist = WL_SCRAMBLED_ZIPF;
-		return parse_double(s + 15, 0, 100, &w->zipf_s);
+		return strchr(s + 15, ':') ? -EINVAL : parse_double(s + 15, 0, 100, &w->zipf_s);
 	}
 	if (!strncmp(s, "hotspot:", 8)) {
 		const char *second = strchr(s + 8, ':');

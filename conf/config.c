@@ -900,6 +900,21 @@ char *cfg_format_ipv4(uint32_t ip, char *buf)
 	return buf;
 }
 
+int cfg_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int hex_digit(char c)
 {
 	return c >= '0' && c <= '9'	? c - '0'

@@ -195,6 +195,12 @@ int cfg_consistency_parse(const char *s, enum cfg_consistency *c);
 /* "10.0.0.1" <-> host-order IPv4; "02:00:..." -> 6 bytes. Return 0 or -1. */
 int cfg_parse_ipv4(const char *s, uint32_t *ip);
 int cfg_parse_mac(const char *s, uint8_t mac[6]);
+/*
+ * A decimal integer in min..max, as command-line flags take them: digits
+ * only (no sign, space, empty string or trailing bytes) and no overflow. 0,
+ * or -1 when s is not one.
+ */
+int cfg_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Writes the dotted quad into buf (at least 16 bytes); returns buf. */
 char *cfg_format_ipv4(uint32_t ip, char *buf);
 

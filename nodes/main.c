@@ -79,7 +79,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 
 	*a = (struct args){.service_time_us = -1, .log_level = NLOG_INFO};
 	while ((c = getopt_long(argc, argv, "c:n:d:s:l:h", opts, NULL)) != -1) {
-		char *end;
+		uint64_t v;
 
 		switch (c) {
 		case 'c':
@@ -92,20 +92,17 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->data_dir = optarg;
 			break;
 		case 's':
-			errno = 0;
-			a->service_time_us = strtol(optarg, &end, 10);
-			if (errno || *end || a->service_time_us < 0 ||
-			    a->service_time_us > 10000000)
+			if (cfg_parse_uint(optarg, 0, 10000000, &v) != 0)
 				die("--service-time-us: expected an integer 0..10000000, got "
 				    "\"%s\"%s",
 				    optarg, "");
+			a->service_time_us = (long)v;
 			break;
 		case 'a':
-			errno = 0;
-			a->ack_delay_ms = strtol(optarg, &end, 10);
-			if (errno || *end || a->ack_delay_ms < 0 || a->ack_delay_ms > 10000)
+			if (cfg_parse_uint(optarg, 0, 10000, &v) != 0)
 				die("--ack-delay-ms: expected an integer 0..10000, got \"%s\"%s",
 				    optarg, "");
+			a->ack_delay_ms = (long)v;
 			break;
 		case 'l':
 			a->log_level = nlog_parse(optarg);

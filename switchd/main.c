@@ -81,12 +81,17 @@ int main(int argc, char **argv)
 			switch_name = optarg;
 			break;
 		case 'i': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
+			uint64_t v;
+			char msg[160];
 
-			if (*end || v < 0 || v > 1000000)
-				return die("--idle-sleep-us: expected 0..1000000");
-			so.idle_sleep_us = v;
+			if (cfg_parse_uint(optarg, 0, 1000000, &v) != 0) {
+				snprintf(msg, sizeof(msg),
+					 "--idle-sleep-us: expected an integer 0..1000000, got "
+					 "\"%.64s\"",
+					 optarg);
+				return die(msg);
+			}
+			so.idle_sleep_us = (int64_t)v;
 			break;
 		}
 		case 'S':

@@ -468,6 +468,11 @@ START_TEST(bench_runs)
 	ck_assert_int_eq(cli("bench --keys 18446744073709551617"), 64);
 	ck_assert_int_eq(cli("bench --value-size 4294967297"), 64);
 	ck_assert_int_eq(cli("bench --timeout 10ms"), 64);
+	/* Empty numbers and trailing junk are not 0 or ignored. */
+	ck_assert_int_eq(cli("bench --read-ratio="), 64);
+	ck_assert_int_eq(cli("bench --duration ''"), 64);
+	ck_assert_int_eq(cli("bench --dist zipf:0.99:junk"), 64);
+	ck_assert_int_eq(cli("bench --dist scrambled-zipf:0.5:x"), 64);
 }
 END_TEST
 

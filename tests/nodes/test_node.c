@@ -918,6 +918,13 @@ START_TEST(startup_errors)
 	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir /proc/nope 2>/dev/null", bin,
 		 conf_path);
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	/* An empty or signed number is not 0 or 5. */
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --service-time-us '' 2>/dev/null", bin,
+		 conf_path);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --ack-delay-ms ' +5' 2>/dev/null", bin,
+		 conf_path);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
 	start_node(1, NULL);
 	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir %s/other 2>%s/err", bin,
 		 conf_path, dir, dir);
