@@ -445,7 +445,7 @@ static int parse_directory(struct ctx *c, const json_t *root, struct cfg_directo
 
 	if (get_object(c, root, "", "directory", keys, &o) ||
 	    get_bool(c, o, "directory", "enabled", true, &d->enabled) ||
-	    GET_UINT(c, o, "directory", "max_keys", 1, 1u << 20, 1024, &d->max_keys) ||
+	    GET_UINT(c, o, "directory", "max_keys", 1, 65535, 1024, &d->max_keys) ||
 	    GET_UINT(c, o, "directory", "top_k", 0, 1u << 20, 0, &d->top_k) ||
 	    GET_UINT(c, o, "directory", "epoch_ms", 1, 60000, 100, &d->epoch_ms) ||
 	    GET_UINT(c, o, "directory", "retire_epochs", 1, 10000, 5, &d->retire_epochs) ||
@@ -495,8 +495,9 @@ static int parse_digest(struct ctx *c, const json_t *root, struct cfg_digest *d)
 			char p[CFG_MAX_PATH];
 
 			snprintf(p, sizeof(p), "digest.window_weights[%zu]", i);
-			if (!json_is_number(v) || json_number_value(v) < 0)
-				return expected(c, p, "a number >= 0", v);
+			if (!json_is_number(v) || !(json_number_value(v) >= 0 &&
+						     json_number_value(v) <= 1e6))
+				return expected(c, p, "a number 0..1000000", v);
 			d->window_weights[i] = json_number_value(v);
 		}
 	}
@@ -591,7 +592,12 @@ static int parse_node_params(struct ctx *c, const json_t *root, struct cfg_node_
 	       GET_UINT(c, o, "node", "block_cache_mb", 1, 1u << 20, 64, &n->block_cache_mb);
 }
 
-/* Duplicate ids, names and addresses across the cluster's hosts. */
+static long parse_decimal(const char *s);
+
+/*
+ * Duplicate ids, names and addresses across the cluster's hosts; names that
+ * are numbers (tools take "NAME|ID": "2" would read as another's id).
+ */
 static int check_unique(struct ctx *c, const struct cfg *cfg)
 {
 	char p[CFG_MAX_PATH];
@@ -600,6 +606,10 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 		const struct cfg_node *a = &cfg->nodes[i];
 
 		snprintf(p, sizeof(p), "nodes[%d]", i);
+		if (parse_decimal(a->name) >= 0)
+			return failf(c, p, "name \"%s\" is a number, which reads as a node id; "
+					   "give it a name that is not",
+				     a->name);
 		for (int j = 0; j < i; j++) {
 			const struct cfg_node *b = &cfg->nodes[j];
 
@@ -626,6 +636,10 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 		const struct cfg_switch *a = &cfg->switches[i];
 
 		snprintf(p, sizeof(p), "switches[%d]", i);
+		if (parse_decimal(a->name) >= 0)
+			return failf(c, p, "name \"%s\" is a number, which reads as a switch id; "
+					   "give it a name that is not",
+				     a->name);
 		for (int j = 0; j < i; j++) {
 			if (a->id == cfg->switches[j].id)
 				return failf(c, p, "duplicate switch id %u (also switches[%d])",

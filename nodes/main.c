@@ -190,6 +190,12 @@ int main(int argc, char **argv)
 	if (!n.self)
 		die("%s: no node \"%s\" in nodes[] (give a node name or id)", a.config, a.node);
 	nlog_set((enum nlog_level)a.log_level, n.self->name);
+	if (a.data_dir && strlen(a.data_dir) + sizeof("/rocksdb") > sizeof(n.data_dir)) {
+		char limit[16];
+
+		snprintf(limit, sizeof(limit), "%zu", sizeof(n.data_dir) - sizeof("/rocksdb"));
+		die("--data-dir: at most %s bytes, got \"%s\"", limit, a.data_dir);
+	}
 	snprintf(n.data_dir, sizeof(n.data_dir), "%s", a.data_dir ? a.data_dir : n.self->data_dir);
 	if (make_dir(n.data_dir) != 0)
 		die("%s: data directory is not writable: %s", n.data_dir, strerror(errno));

@@ -110,6 +110,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (optind < argc) {
+		char msg[160];
+
+		usage(stderr);
+		snprintf(msg, sizeof(msg), "unexpected argument \"%.64s\"", argv[optind]);
+		return die(msg);
+	}
 	if (!config || !switch_name) {
 		usage(stderr);
 		return die("--config and --switch are required");

@@ -149,6 +149,17 @@ START_TEST(error_messages)
 	    "{\"id\":2,\"name\":\"s\",\"vip\":\"10.0.0.102\",\"ports\":[{\"vdev\":\"net_null1\"}]}]"
 	    "}",
 	    "conf/x.json: switches[1]: duplicate switch name \"s\" (also switches[0])");
+	expect_error(
+	    "{" SERVICE ",\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
+	    "{\"id\":2,\"name\":\"1\",\"ip\":\"10.0.0.2\"}]}",
+	    "conf/x.json: nodes[1]: name \"1\" is a number, which reads as a node id; give "
+	    "it a name that is not");
+	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"max_keys\":65536}}",
+		     "conf/x.json: directory.max_keys: expected integer 1..65535, got 65536");
+	expect_error("{" SERVICE "," NODES2
+		     ",\"digest\":{\"window\":2,\"window_weights\":[1,1e308]}}",
+		     "conf/x.json: digest.window_weights[1]: expected a number 0..1000000, got "
+		     "1e+308");
 	/* Two switches on one control socket: the second would take the first's. */
 	expect_error(
 	    "{" SERVICE "," NODES2 ",\"switches\":["
