@@ -774,7 +774,10 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		goto out;
 	}
 	if (wl_init(&b->wl)) {
-		fprintf(stderr, "skewless bench: cannot set up the workload\n");
+		fprintf(stderr, "skewless bench: cannot set up the workload%s\n",
+			b->wl.dynamic == WL_RANDOM
+			    ? " (--dynamic random keeps a 4-byte slot per key: fewer --keys?)"
+			    : "");
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}

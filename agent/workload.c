@@ -122,6 +122,14 @@ int wl_init(struct workload *w)
 
 		w->hot_keys = hot ? hot : 1;
 	}
+	if (w->dynamic == WL_RANDOM) {
+		/* Made here, not at the first shift: never a stall (or a failure) mid-run. */
+		w->perm = malloc(w->nkeys * sizeof(*w->perm));
+		if (!w->perm)
+			return -ENOMEM;
+		for (uint64_t i = 0; i < w->nkeys; i++)
+			w->perm[i] = (uint32_t)i;
+	}
 	if (w->dist == WL_ZIPF || w->dist == WL_SCRAMBLED_ZIPF || w->dist == WL_LATEST)
 		return zipf_init(&w->zipf, w->nkeys, w->zipf_s);
 	return 0;
@@ -188,24 +196,17 @@ enum wl_op wl_next_op(const struct workload *w, struct rng *r)
 	return w->rmw > 0 ? WL_RMW : WL_UPDATE;
 }
 
-int wl_shift(struct workload *w, struct rng *r)
+void wl_shift(struct workload *w, struct rng *r)
 {
 	uint64_t k = w->hot_keys < w->nkeys ? w->hot_keys : w->nkeys;
 
 	if (w->dynamic == WL_HOT_IN) {
 		/* Ranks n-k..n-1 (the coldest) now land where ranks 0..k-1 did. */
 		w->offset = (w->offset + w->nkeys - k) % w->nkeys;
-		return 0;
+		return;
 	}
 	if (w->dynamic != WL_RANDOM)
-		return 0;
-	if (!w->perm) {
-		w->perm = malloc(w->nkeys * sizeof(*w->perm));
-		if (!w->perm)
-			return -ENOMEM;
-		for (uint64_t i = 0; i < w->nkeys; i++)
-			w->perm[i] = (uint32_t)i;
-	}
+		return;
 	for (uint64_t rank = 0; rank < k; rank++) {
 		uint64_t i = (rank + w->offset) % w->nkeys, j = rng_below(r, w->nkeys);
 		uint32_t t = w->perm[i];
@@ -213,5 +214,4 @@ int wl_shift(struct workload *w, struct rng *r)
 		w->perm[i] = w->perm[j];
 		w->perm[j] = t;
 	}
-	return 0;
 }

@@ -52,7 +52,7 @@ uint64_t wl_next_key(struct workload *w, struct rng *r);
 uint64_t wl_insert_key(struct workload *w);
 enum wl_op wl_next_op(const struct workload *w, struct rng *r);
 /* Move the hot set (hot-in: the coldest hot_keys become the hottest; random:
- * the hottest hot_keys ranks go to random keys). */
-int wl_shift(struct workload *w, struct rng *r);
+ * the hottest hot_keys ranks go to random keys). After wl_init(). */
+void wl_shift(struct workload *w, struct rng *r);
 
 #endif

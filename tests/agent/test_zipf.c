@@ -175,7 +175,7 @@ START_TEST(dynamic_hot_in)
 	ck_assert_int_eq(wl_init(&w), 0);
 	rng_seed(&r, 12);
 	/* Before: rank 1 is key 0. After hot-in: the 10 coldest (990..999) lead. */
-	ck_assert_int_eq(wl_shift(&w, &r), 0);
+	wl_shift(&w, &r);
 	{
 		uint64_t counts[1000] = {0}, best = 0;
 
@@ -201,7 +201,7 @@ START_TEST(dynamic_random_is_permutation)
 	ck_assert_int_eq(wl_init(&w), 0);
 	rng_seed(&r, 13);
 	for (int i = 0; i < 5; i++)
-		ck_assert_int_eq(wl_shift(&w, &r), 0);
+		wl_shift(&w, &r);
 	for (int i = 0; i < 500; i++) {
 		ck_assert(w.perm[i] < 500 && !seen[w.perm[i]]);
 		seen[w.perm[i]] = 1;
