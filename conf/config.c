@@ -318,6 +318,9 @@ static int parse_u16_list(struct ctx *c, const json_t *arr, const char *path, ui
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) > max_val)
 			return expected(c, p, what, v);
+		for (uint16_t j = 0; j < *n; j++)
+			if (out[j] == json_integer_value(v))
+				return failf(c, p, "%u is listed twice (also [%u])", out[j], j);
 		out[(*n)++] = (uint16_t)json_integer_value(v);
 	}
 	return 0;

@@ -473,6 +473,7 @@ START_TEST(bench_runs)
 	ck_assert_int_eq(cli("bench --duration ''"), 64);
 	ck_assert_int_eq(cli("bench --dist zipf:0.99:junk"), 64);
 	ck_assert_int_eq(cli("bench --dist scrambled-zipf:0.5:x"), 64);
+	ck_assert_int_eq(cli("bench --json --preload"), 64); /* bench's --json takes a file */
 }
 END_TEST
 

@@ -160,6 +160,9 @@ START_TEST(error_messages)
 		     ",\"digest\":{\"window\":2,\"window_weights\":[1,1e308]}}",
 		     "conf/x.json: digest.window_weights[1]: expected a number 0..1000000, got "
 		     "1e+308");
+	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"lcores\":[1,2,1],"
+		     "\"ports\":[{\"vdev\":\"net_null0\"}]}]}",
+		     "conf/x.json: switches[0].lcores[2]: 1 is listed twice (also [0])");
 	/* Two switches on one control socket: the second would take the first's. */
 	expect_error(
 	    "{" SERVICE "," NODES2 ",\"switches\":["
