@@ -124,6 +124,30 @@ static int common_opt(struct cli *cli, int opt, const char *arg)
 	return 0;
 }
 
+/*
+ * Set o[name] to bytes[0..n) as a JSON string, or, when they are not UTF-8
+ * (JSON strings must be), o[name + "_hex"] to their hex digits.
+ */
+static void set_bytes(json_t *o, const char *name, const void *bytes, size_t n)
+{
+	json_t *v = json_stringn(bytes, n);
+	char field[32], *hex;
+
+	if (v) {
+		json_object_set_new(o, name, v);
+		return;
+	}
+	hex = malloc(2 * n + 1);
+	if (!hex)
+		return;
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ((const unsigned char *)bytes)[i]);
+	hex[2 * n] = '\0';
+	snprintf(field, sizeof(field), "%s_hex", name);
+	json_object_set_new(o, field, json_string(hex));
+	free(hex);
+}
+
 static int cmd_where(struct cli *cli, int argc, char **argv)
 {
 	json_t *out;
@@ -149,10 +173,11 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 			char pt[16];
 
 			snprintf(pt, sizeof(pt), "0x%08x", point);
-			json_array_append_new(out,
-					      json_pack("{s:s, s:s, s:s, s:s, s:i}", "key", argv[i],
-							"keyhash", hex, "point", pt, "home",
-							home->name, "home_id", (int)home->id));
+			json_t *o = json_pack("{s:s, s:s, s:s, s:i}", "keyhash", hex, "point", pt,
+					      "home", home->name, "home_id", (int)home->id);
+
+			set_bytes(o, "key", argv[i], strlen(argv[i]));
+			json_array_append_new(out, o);
 		} else {
 			printf("%s keyhash=%s point=0x%08x home=%s\n", argv[i], hex, point,
 			       home->name);
@@ -176,13 +201,14 @@ static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, c
 
 	if (cli->json) {
 		json_t *o =
-		    json_pack("{s:s, s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "key", key,
-			      "status", skl_status_name(res->status), "version",
-			      (json_int_t)res->version, "node", node, "stale", stale, "replicated",
+		    json_pack("{s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "status",
+			      skl_status_name(res->status), "version", (json_int_t)res->version,
+			      "node", node, "stale", stale, "replicated",
 			      !!(res->flags & SKL_R_REPLICATED), "sends", (int)res->sends);
 
+		set_bytes(o, "key", key, strlen(key));
 		if (res->op == SKL_OP_GET && (res->status == SKL_OK))
-			json_object_set_new(o, "value", json_stringn_nocheck(res->value, shown));
+			set_bytes(o, "value", res->value, shown);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);

@@ -195,6 +195,13 @@ START_TEST(cli_commands)
 	ck_assert(file_has("out", "\"value\": \"hello\""));
 	ck_assert(file_has("out", "\"stale\": false"));
 	ck_assert_int_eq(cli("get user:1 --mode direct --json"), 0); /* options after too */
+	/* Bytes that are not UTF-8 (JSON strings must be) come out as hex. */
+	ck_assert_int_eq(
+	    cli("--mode direct --json put \"$(printf 'bin\\377')\" \"$(printf 'v\\376\\001')\""),
+	    0);
+	ck_assert(file_has("out", "\"key_hex\": \"62696eff\""));
+	ck_assert_int_eq(cli("--mode direct --json get \"$(printf 'bin\\377')\""), 0);
+	ck_assert(file_has("out", "\"value_hex\": \"76fe01\""));
 	ck_assert_int_eq(cli("--mode direct del user:1"), 0);
 	ck_assert_int_eq(cli("--mode direct get user:1"), 1);
 	ck_assert(file_has("err", "NOT_FOUND"));
