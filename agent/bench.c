@@ -776,6 +776,15 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		rc = CLI_EXIT_CONFIG;
 		goto out;
 	}
+	if (b->value_size > b->cfg->service.max_value) {
+		fprintf(
+		    stderr,
+		    "skewless bench: --value-size %u is above the service's max_value %u: every "
+		    "PUT would be TOO_LARGE\n",
+		    b->value_size, b->cfg->service.max_value);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	if (wl_init(&b->wl)) {
 		fprintf(stderr, "skewless bench: cannot set up the workload%s\n",
 			b->wl.dynamic == WL_RANDOM

@@ -480,7 +480,9 @@ START_TEST(bench_runs)
 	ck_assert_int_eq(cli("bench --duration ''"), 64);
 	ck_assert_int_eq(cli("bench --dist zipf:0.99:junk"), 64);
 	ck_assert_int_eq(cli("bench --dist scrambled-zipf:0.5:x"), 64);
-	ck_assert_int_eq(cli("bench --json --preload"), 64); /* bench's --json takes a file */
+	ck_assert_int_eq(cli("bench --json --preload"), 64);   /* bench's --json takes a file */
+	ck_assert_int_eq(cli("bench --value-size 60000"), 64); /* above max_value */
+	ck_assert(file_has("err", "above the service.s max_value"));
 }
 END_TEST
 
