@@ -364,7 +364,14 @@ int main(int argc, char **argv)
 		struct skl_agent *a;
 
 		rc = skl_create(&cli->cfg, &o, &a);
-		if (rc) {
+		if (rc == -EINVAL &&
+		    getenv("SKL_SWITCH_ORDER")) { /* the options are the CLI's own */
+			fprintf(stderr,
+				"skewless: $SKL_SWITCH_ORDER \"%s\" names a switch the config does "
+				"not have\n",
+				getenv("SKL_SWITCH_ORDER"));
+			rc = CLI_EXIT_CONFIG;
+		} else if (rc) {
 			fprintf(stderr, "skewless: cannot create the agent: %s\n", strerror(-rc));
 			rc = CLI_EXIT_SOFTWARE;
 		} else {

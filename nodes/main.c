@@ -190,6 +190,8 @@ int main(int argc, char **argv)
 	if (!n.self)
 		die("%s: no node \"%s\" in nodes[] (give a node name or id)", a.config, a.node);
 	nlog_set((enum nlog_level)a.log_level, n.self->name);
+	if (a.data_dir && !*a.data_dir)
+		die("--data-dir: expected a directory, got \"%s\"%s", a.data_dir, "");
 	if (a.data_dir && strlen(a.data_dir) + sizeof("/rocksdb") > sizeof(n.data_dir)) {
 		char limit[16];
 

@@ -220,6 +220,11 @@ START_TEST(cli_commands)
 	/* Exit codes: usage, config, UNAVAILABLE, relaxed stale read. */
 	ck_assert_int_eq(cli("frobnicate"), 64);
 	ck_assert_int_eq(cli("get"), 64);
+	/* A switch order naming no switch of the config is a config error. */
+	setenv("SKL_SWITCH_ORDER", "w9", 1);
+	ck_assert_int_eq(cli("--mode direct get user:1"), 78);
+	unsetenv("SKL_SWITCH_ORDER");
+	ck_assert(file_has("err", "SKL_SWITCH_ORDER .w9. names a switch the config does not have"));
 	/* A key or a value too long says which. */
 	ck_assert_int_eq(cli("--mode direct get $(head -c 1100 /dev/zero | tr '\\0' k)"), 64);
 	ck_assert(file_has("err", "KEY must be 1..1024 bytes, got 1100"));

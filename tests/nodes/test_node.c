@@ -925,6 +925,11 @@ START_TEST(startup_errors)
 	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --ack-delay-ms ' +5' 2>/dev/null", bin,
 		 conf_path);
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "%s --config %s --node 1 --data-dir '' 2>%s/err", bin, conf_path,
+		 dir);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "grep -q 'data-dir: expected a directory' %s/err", dir);
+	ck_assert_int_eq(system(cmd), 0);
 	/* A data directory too long to hold is refused, not cut short. */
 	snprintf(cmd, sizeof(cmd),
 		 "%s --config %s --node 1 --data-dir %s/$(head -c 300 /dev/zero | tr '\\0' d) "
