@@ -140,11 +140,8 @@ static void set_bytes(json_t *o, const char *name, const void *bytes, size_t n)
 	hex = malloc(2 * n + 1);
 	if (!hex)
 		return;
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", ((const unsigned char *)bytes)[i]);
-	hex[2 * n] = '\0';
 	snprintf(field, sizeof(field), "%s_hex", name);
-	json_object_set_new(o, field, json_string(hex));
+	json_object_set_new(o, field, json_string(cfg_format_hex(bytes, n, hex)));
 	free(hex);
 }
 

@@ -940,17 +940,54 @@ static int hex_digit(char c)
 				      : -1;
 }
 
+/* The byte two hex digits at s spell, or -1 (sscanf's %2x also took signs and spaces). */
+static int hex_byte(const char *s)
+{
+	int hi = hex_digit(s[0]), lo = hi < 0 ? -1 : hex_digit(s[1]);
+
+	return lo < 0 ? -1 : hi << 4 | lo;
+}
+
 int cfg_parse_mac(const char *s, uint8_t mac[6])
 {
-	/* Exactly xx:xx:xx:xx:xx:xx, two hex digits each (sscanf's %x took signs and spaces). */
+	/* Exactly xx:xx:xx:xx:xx:xx. */
 	if (strlen(s) != 17)
 		return -1;
 	for (int i = 0; i < 6; i++) {
-		int hi = hex_digit(s[3 * i]), lo = hex_digit(s[3 * i + 1]);
+		int b = hex_byte(s + 3 * i);
 
-		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+		if (b < 0 || (i < 5 && s[3 * i + 2] != ':'))
 			return -1;
-		mac[i] = (uint8_t)(hi << 4 | lo);
+		mac[i] = (uint8_t)b;
 	}
 	return 0;
+}
+
+int cfg_parse_hex(const char *s, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n % 2 || n / 2 > cap)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int b = hex_byte(s + 2 * i);
+
+		if (b < 0)
+			return -1;
+		out[i] = (uint8_t)b;
+	}
+	*len = n / 2;
+	return 0;
+}
+
+char *cfg_format_hex(const void *bytes, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[((const uint8_t *)bytes)[i] >> 4];
+		out[2 * i + 1] = digits[((const uint8_t *)bytes)[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+	return out;
 }

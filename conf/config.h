@@ -203,5 +203,9 @@ int cfg_parse_mac(const char *s, uint8_t mac[6]);
 int cfg_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Writes the dotted quad into buf (at least 16 bytes); returns buf. */
 char *cfg_format_ipv4(uint32_t ip, char *buf);
+/* bytes[0..n) as lowercase hex digits into out (at least 2n + 1 bytes); returns out. */
+char *cfg_format_hex(const void *bytes, size_t n, char *out);
+/* Hex digit pairs (at least one) into out[0..cap): 0 with *len bytes, or -1. */
+int cfg_parse_hex(const char *s, uint8_t *out, size_t cap, size_t *len);
 
 #endif

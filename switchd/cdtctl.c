@@ -107,10 +107,7 @@ static char *hex(const char *s)
 	size_t n = strlen(s);
 	char *h = malloc(2 * n + 1);
 
-	for (size_t i = 0; i < n; i++)
-		snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
-	h[2 * n] = 0;
-	return h;
+	return h ? cfg_format_hex(s, n, h) : NULL;
 }
 
 static void print_counters(json_t *obj, const char *title)

@@ -75,23 +75,6 @@ static void fmt_mac(const uint8_t *m, char *buf)
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-static int hex_decode(const char *hex, uint8_t *out, size_t cap, size_t *len)
-{
-	size_t n = strlen(hex);
-
-	if (n == 0 || n % 2 || n / 2 > cap)
-		return -1;
-	for (size_t i = 0; i < n / 2; i++) {
-		unsigned v;
-
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-			return -1;
-		out[i] = (uint8_t)v;
-	}
-	*len = n / 2;
-	return 0;
-}
-
 /* A key as text when printable, else "hex:..." */
 json_t *ctl_key_json(const uint8_t *key, uint16_t len)
 {
@@ -104,8 +87,7 @@ json_t *ctl_key_json(const uint8_t *key, uint16_t len)
 	if (printable)
 		return json_stringn((const char *)key, len);
 	strcpy(buf, "hex:");
-	for (unsigned i = 0; i < len; i++)
-		snprintf(buf + 4 + 2 * i, 3, "%02x", key[i]);
+	cfg_format_hex(key, len, buf + 4);
 	return json_string(buf);
 }
 
@@ -267,7 +249,7 @@ static json_t *cmd_cdt_show(struct sw *sw, const char *hexkey)
 		size_t len;
 		struct cdt_entry *e;
 
-		if (hex_decode(hexkey, key, sizeof(key), &len) != 0) {
+		if (cfg_parse_hex(hexkey, key, sizeof(key), &len) != 0) {
 			json_decref(arr);
 			return error("bad key \"%s\": expected hex bytes", hexkey);
 		}
@@ -293,7 +275,7 @@ static json_t *cmd_cdt_pin(struct sw *sw, char **argv, int argc)
 	size_t len;
 	struct cdt_entry *e;
 
-	if (argc < 1 || hex_decode(argv[0], key, sizeof(key), &len) != 0)
+	if (argc < 1 || cfg_parse_hex(argv[0], key, sizeof(key), &len) != 0)
 		return error("cdt pin: expected HEXKEY, got \"%s\"", argc ? argv[0] : "");
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "replicas")) {
@@ -336,7 +318,7 @@ static json_t *cmd_cdt_unpin(struct sw *sw, const char *hexkey)
 	size_t len;
 	int rc;
 
-	if (!hexkey || hex_decode(hexkey, key, sizeof(key), &len) != 0)
+	if (!hexkey || cfg_parse_hex(hexkey, key, sizeof(key), &len) != 0)
 		return error("cdt unpin: expected HEXKEY, got \"%s\"", hexkey ? hexkey : "");
 	struct cdt_entry *e = cdt_find(sw->cdt, keyhash(key, len));
 

@@ -469,8 +469,7 @@ static void format_decision(const struct sw *sw, const struct sw_decision *d, ch
 	if (printable)
 		snprintf(key, sizeof(key), "%.*s", d->key_len, d->key);
 	else
-		for (unsigned i = 0; i < d->key_len; i++)
-			snprintf(key + 2 * i, 3, "%02x", (uint8_t)d->key[i]);
+		cfg_format_hex(d->key, d->key_len, key);
 	off = (size_t)snprintf(line, cap, "key=%s op=%s dir=%s home=%s chosen=%s", key,
 			       wire_op_name(d->op), d->in_directory ? "yes" : "no",
 			       hn ? hn->name : "?", cn ? cn->name : "none");

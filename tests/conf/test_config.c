@@ -208,6 +208,28 @@ START_TEST(mac_parsing_is_strict)
 }
 END_TEST
 
+/* Hex keys (cdtctl -> control socket): pairs of digits only, as the MAC parser takes them. */
+START_TEST(hex_round_trip_and_strict)
+{
+	static const uint8_t bytes[] = {0x00, 0x7f, 0x80, 0xff, 'k'};
+	static const char *const bad[] = {"", "0", "0g", "-1", " 1", "+1", "0x", "00112"};
+	char hex[2 * sizeof(bytes) + 1];
+	uint8_t back[8];
+	size_t len;
+
+	ck_assert_str_eq(cfg_format_hex(bytes, sizeof(bytes), hex), "007f80ff6b");
+	ck_assert_int_eq(cfg_parse_hex(hex, back, sizeof(back), &len), 0);
+	ck_assert_uint_eq(len, sizeof(bytes));
+	ck_assert_int_eq(memcmp(back, bytes, len), 0);
+	ck_assert_int_eq(cfg_parse_hex("AbCd", back, sizeof(back), &len), 0);
+	ck_assert_uint_eq(back[0], 0xab);
+	ck_assert_int_eq(cfg_parse_hex(hex, back, 4, &len), -1); /* does not fit */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cfg_parse_hex(bad[i], back, sizeof(back), &len) != 0,
+			      "\"%s\" accepted", bad[i]);
+}
+END_TEST
+
 START_TEST(missing_file)
 {
 	struct cfg *cfg = calloc(1, sizeof(*cfg));
@@ -252,6 +274,7 @@ int main(void)
 	tcase_add_test(tc, minimal_config_gets_defaults);
 	tcase_add_test(tc, error_messages);
 	tcase_add_test(tc, mac_parsing_is_strict);
+	tcase_add_test(tc, hex_round_trip_and_strict);
 	tcase_add_test(tc, missing_file);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
