@@ -385,11 +385,13 @@ static json_t *cmd_neigh(struct sw *sw, char **argv, int argc)
 
 		if (cfg_parse_ipv4(argv[1], &ip) != 0)
 			return error("neigh add: bad IPv4 address \"%s\"", argv[1]);
-		if (ip == 0)
-			return error("neigh add: 0.0.0.0 is no neighbour%s", "");
-		if (cfg_parse_mac(argv[2], mac) != 0 || (mac[0] & 1))
-			return error("neigh add: expected a unicast MAC xx:xx:xx:xx:xx:xx, got \"%s\"",
+		if (cfg_parse_mac(argv[2], mac) != 0)
+			return error("neigh add: expected a MAC xx:xx:xx:xx:xx:xx, got \"%s\"",
 				     argv[2]);
+		if (!l2_nb_learnable(ip, mac))
+			return error("neigh add: address 0.0.0.0 and multicast MACs are never "
+				     "neighbours%s",
+				     "");
 		for (uint16_t p = 0; p < sw->nports; p++)
 			if (!strcmp(sw->ports[p].name, argv[3]))
 				port = p;

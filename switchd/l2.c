@@ -180,7 +180,7 @@ static bool client_slot_learn(union l2_nb_slot *set, uint32_t ip, const uint8_t 
 void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
 		 bool is_static)
 {
-	if (ip == 0 || (mac[0] & 1))
+	if (!l2_nb_learnable(ip, mac))
 		return;
 	if (learn_nodes_at(l, ip,
 			   mac_u64(mac) << 16 | (uint64_t)port << 8 | L2_F_VALID |
@@ -190,7 +190,8 @@ void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, 
 	/* Learning makes one attempt (losing to a concurrent learner is fine, see
 	 * l2.h); an operator's static entry tries again, up to 16 times. */
 	for (int attempt = 0; attempt < (is_static ? 16 : 1); attempt++)
-		if (client_slot_learn(l->nb[mix32(ip) % L2_NB_SETS], ip, mac, port, now_s, is_static))
+		if (client_slot_learn(l->nb[mix32(ip) % L2_NB_SETS], ip, mac, port, now_s,
+				      is_static))
 			return;
 }
 

@@ -88,8 +88,14 @@ static inline bool l2_node_nb(const struct l2 *l, uint16_t node, uint8_t mac[6],
 	return true;
 }
 
+/* Whether ip -> mac can be a neighbour entry at all: not 0.0.0.0, not multicast. */
+static inline bool l2_nb_learnable(uint32_t ip, const uint8_t mac[6])
+{
+	return ip != 0 && !(mac[0] & 1);
+}
+
 /* Learn ip -> (mac, port), for every node configured at ip when it is a node's;
- * is_static pins it against learning. ip 0 is ignored. */
+ * is_static pins it against learning. Ignored unless l2_nb_learnable(). */
 void l2_nb_learn(struct l2 *l, uint32_t ip, const uint8_t mac[6], uint8_t port, uint32_t now_s,
 		 bool is_static);
 /* Look up any host (node or client); true with mac/port when known and fresh. */
