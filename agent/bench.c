@@ -681,8 +681,8 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 				return bad("--seed", "an integer >= 0", optarg);
 			break;
 		case B_JSON:
-			if (optarg[0] == '-' &&
-			    optarg[1]) /* "--json --preload": a flag, not a file */
+			/* "--json --preload": a flag where the file name goes. */
+			if (optarg[0] == '-' && optarg[1])
 				return bad("--json", "a file name, or - for stdout", optarg);
 			b->json_path = optarg;
 			break;
