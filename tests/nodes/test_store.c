@@ -212,6 +212,16 @@ START_TEST(copies_refused_once_a_write_began)
 }
 END_TEST
 
+/* The replica family holds key with this kind and version. */
+static void assert_replica(struct store *st, const char *key, uint8_t kind, uint64_t version)
+{
+	struct store_record rec;
+
+	ck_assert_int_eq(store_get(st, STORE_REPLICA, key, strlen(key), &rec, NULL, 0), 1);
+	ck_assert_uint_eq(rec.kind, kind);
+	ck_assert_uint_eq(rec.version, version);
+}
+
 START_TEST(replica_rules)
 {
 	struct store *st = open_store();
@@ -235,9 +245,7 @@ START_TEST(replica_rules)
 	    store_replica_put(st, h, "r", 1, 7, STORE_TOMBSTONE, 0, NULL, 0, now, &held), 1);
 	ck_assert_int_eq(store_replica_put(st, h, "r", 1, 6, STORE_VALUE, 0, "v6", 2, now, &held),
 			 0);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.kind, STORE_TOMBSTONE);
-	ck_assert_uint_eq(rec.version, 7);
+	assert_replica(st, "r", STORE_TOMBSTONE, 7);
 	ck_assert_int_eq(store_replica_drop(st, h, "r", 1, 0, now), 1);
 	ck_assert_int_eq(store_replica_drop(st, h, "r", 1, 0, now), 0);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "r", 1, &rec, NULL, 0), 0);
@@ -256,9 +264,7 @@ START_TEST(replica_floor_refuses_late_copies)
 	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 4, STORE_VALUE, 0, "v4", 2, now, &held),
 			 1);
 	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 5, now), 1);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.kind, STORE_DROPPED);
-	ck_assert_uint_eq(rec.version, 5);
+	assert_replica(st, "f", STORE_DROPPED, 5);
 	/* The copy the REPLICATE before the write pushed, arriving after the drop. */
 	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 5, STORE_VALUE, 0, "v5", 2, now, &held),
 			 0);
@@ -267,26 +273,19 @@ START_TEST(replica_floor_refuses_late_copies)
 			 0);
 	/* Dropping again keeps the higher floor and reports nothing dropped. */
 	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 2, now), 0);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.version, 5);
+	assert_replica(st, "f", STORE_DROPPED, 5);
 	/* The write's own version is copied as usual. */
 	ck_assert_int_eq(store_replica_put(st, h, "f", 1, 6, STORE_VALUE, 0, "v6", 2, now, &held),
 			 1);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.kind, STORE_VALUE);
-	ck_assert_uint_eq(rec.version, 6);
+	assert_replica(st, "f", STORE_VALUE, 6);
 	/* A late retry of the drop does not touch a copy pushed after it. */
 	ck_assert_int_eq(store_replica_drop(st, h, "f", 1, 5, now), 0);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "f", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.kind, STORE_VALUE);
-	ck_assert_uint_eq(rec.version, 6);
+	assert_replica(st, "f", STORE_VALUE, 6);
 	/* A floor with nothing held; a switch's drop (floor 0) leaves it in place;
 	 * it is collected like a tombstone. */
 	ck_assert_int_eq(store_replica_drop(st, keyhash("g", 1), "g", 1, 8, now), 0);
 	ck_assert_int_eq(store_replica_drop(st, keyhash("g", 1), "g", 1, 0, now), 0);
-	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 1);
-	ck_assert_uint_eq(rec.kind, STORE_DROPPED);
-	ck_assert_uint_eq(rec.version, 8);
+	assert_replica(st, "g", STORE_DROPPED, 8);
 	ck_assert_int_eq(store_gc_round(st, now, 100, &removed), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(store_get(st, STORE_REPLICA, "g", 1, &rec, NULL, 0), 0);
