@@ -9,7 +9,6 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -595,7 +594,11 @@ static int parse_node_params(struct ctx *c, const json_t *root, struct cfg_node_
 	       GET_UINT(c, o, "node", "block_cache_mb", 1, 1u << 20, 64, &n->block_cache_mb);
 }
 
-static long parse_decimal(const char *s);
+/* Whether s is only decimal digits, as an id given for "NAME|ID" is. */
+static bool all_digits(const char *s)
+{
+	return s[0] && s[strspn(s, "0123456789")] == '\0';
+}
 
 /*
  * Duplicate ids, names and addresses across the cluster's hosts; names that
@@ -609,7 +612,7 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 		const struct cfg_node *a = &cfg->nodes[i];
 
 		snprintf(p, sizeof(p), "nodes[%d]", i);
-		if (parse_decimal(a->name) >= 0)
+		if (all_digits(a->name))
 			return failf(c, p, "name \"%s\" is a number, which reads as a node id; "
 					   "give it a name that is not",
 				     a->name);
@@ -639,7 +642,7 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 		const struct cfg_switch *a = &cfg->switches[i];
 
 		snprintf(p, sizeof(p), "switches[%d]", i);
-		if (parse_decimal(a->name) >= 0)
+		if (all_digits(a->name))
 			return failf(c, p, "name \"%s\" is a number, which reads as a switch id; "
 					   "give it a name that is not",
 				     a->name);
@@ -800,24 +803,12 @@ const struct cfg_node *cfg_node_by_name(const struct cfg *cfg, const char *name)
 	return NULL;
 }
 
-/* "12" -> 12; -1 for anything that is not a plain decimal. */
-static long parse_decimal(const char *s)
-{
-	char *end;
-	long v;
-
-	if (!*s || !isdigit((unsigned char)*s))
-		return -1;
-	v = strtol(s, &end, 10);
-	return *end ? -1 : v;
-}
-
 const struct cfg_node *cfg_node_lookup(const struct cfg *cfg, const char *name_or_id)
 {
 	const struct cfg_node *n = cfg_node_by_name(cfg, name_or_id);
-	long id = parse_decimal(name_or_id);
+	uint64_t id;
 
-	if (n || id < 0 || id > 65535)
+	if (n || cfg_parse_uint(name_or_id, 0, 65535, &id) != 0)
 		return n;
 	return cfg_node_by_id(cfg, (uint16_t)id);
 }
@@ -832,12 +823,13 @@ const struct cfg_switch *cfg_switch_by_id(const struct cfg *cfg, uint16_t id)
 
 const struct cfg_switch *cfg_switch_lookup(const struct cfg *cfg, const char *name_or_id)
 {
-	long id = parse_decimal(name_or_id);
+	uint64_t id;
 
 	for (int i = 0; i < cfg->nswitches; i++)
 		if (!strcmp(cfg->switches[i].name, name_or_id))
 			return &cfg->switches[i];
-	return id < 0 || id > 65535 ? NULL : cfg_switch_by_id(cfg, (uint16_t)id);
+	return cfg_parse_uint(name_or_id, 0, 65535, &id) != 0 ? NULL
+							       : cfg_switch_by_id(cfg, (uint16_t)id);
 }
 
 int cfg_build_ring(const struct cfg *cfg, struct ring *ring)
