@@ -9,7 +9,7 @@
  * agent.max_inflight requests (16384 by default). An agent is not thread-safe:
  * use one per thread.
  *
- * Routing (DESIGN.md section 8):
+ * Routing (docs/design.md section 8):
  *   inpath  every request goes to the switch's VIP (the default);
  *   hint    a GET asks the switch with HINT, then reads from that node directly
  *           (REPLICA_READ when it is not the home); writes go through the switch;

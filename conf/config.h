@@ -1,5 +1,5 @@
 /*
- * config.h - the cluster config (DESIGN.md section 9), loaded from one JSON file.
+ * config.h - the cluster config (docs/design.md section 9), loaded from one JSON file.
  *
  * cfg_load() reads and validates the whole file into a struct cfg with every
  * default filled in; docs/config.md lists each key. Unknown keys, wrong

@@ -1,5 +1,5 @@
 /*
- * emit.h - when a node sends its next digest (issue 4, item 3).
+ * emit.h - when a node sends its next digest: the adaptive emission interval.
  *
  * Base interval cfg.interval_ms (100). A queue jump of more than
  * queue_jump_pct (50%) or p95 over p95_threshold_us sends a digest at once

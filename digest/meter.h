@@ -1,5 +1,5 @@
 /*
- * meter.h - node-side measurement for load digests (issue 4, item 1).
+ * meter.h - node-side measurement for load digests (docs/design.md section 6).
  *
  * Worker threads call dig_meter_record() per served request and the receive
  * path calls dig_meter_count_rx(); both are relaxed atomic increments, so any

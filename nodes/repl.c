@@ -1,5 +1,5 @@
 /*
- * repl.c - replica copies (DESIGN.md section 5, home-primary variant).
+ * repl.c - replica copies (docs/design.md section 5, home-primary variant).
  *
  * The switch asks the home to REPLICATE a key at the version v it saw
  * complete; the home pushes RC_REQ(v) only while v is still its local

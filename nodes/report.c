@@ -1,5 +1,5 @@
 /*
- * report.c - load digests (DESIGN.md section 6) through digest/.
+ * report.c - load digests (docs/design.md section 6) through digest/.
  *
  * Workers feed each request's service latency into the digest meter
  * (dig_meter_record, relaxed atomics). The digest thread polls every 5 ms:

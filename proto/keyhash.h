@@ -1,5 +1,5 @@
 /*
- * keyhash.h - the routing hash of a key: XXH3-64 with seed 0 (DESIGN.md 4).
+ * keyhash.h - the routing hash of a key: XXH3-64 with seed 0 (docs/design.md section 4).
  * The ring point of a key is the upper 32 bits of its keyhash.
  */
 #ifndef SKL_KEYHASH_H

@@ -1,5 +1,5 @@
 /*
- * ring.h - the ketama consistent-hash ring (DESIGN.md section 4).
+ * ring.h - the ketama consistent-hash ring (docs/design.md section 4).
  *
  * Built exactly as twemproxy (nutcracker) builds its ketama continuum: each
  * node gets floor(weight/total * 40 * n) * 4 points (160 per node at equal

@@ -1,5 +1,5 @@
 /*
- * wire.h - the skewless v1 wire format (DESIGN.md section 3).
+ * wire.h - the skewless v1 wire format (docs/design.md section 3).
  *
  * Every datagram is a fixed 48-byte big-endian header, then key bytes, then
  * value bytes. wire_decode() validates a datagram and yields a struct wire_msg

@@ -1,5 +1,5 @@
 /*
- * cdt.h - the coherence directory table (DESIGN.md section 5).
+ * cdt.h - the coherence directory table (docs/design.md section 5).
  *
  * An rte_hash (RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF) keyed by the 64-bit
  * keyhash maps to a struct cdt_entry. What an entry says about a key's copies
@@ -158,7 +158,7 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
 
 /*
  * Transitions (pure: read cur, write next, return whether next differs).
- * These are the coherence rules of DESIGN.md section 5:
+ * These are the coherence rules of docs/design.md section 5:
  *
  * on_reply:  any reply carrying a version (GET/PUT/DEL/REPLICATE replies):
  *            v > completed -> completed = v, set = {replier} (for a write

@@ -1,5 +1,5 @@
 /*
- * cluster.h - a switch among peer switches (DESIGN.md 7): SYNC in and out,
+ * cluster.h - a switch among peer switches (docs/design.md section 7): SYNC in and out,
  * key ownership in the CDT, the lease rule, node health learned from peers.
  *
  * The protocol state lives in peers.c (pure); this file ties it to the

@@ -247,7 +247,8 @@ struct cdt_entry *dir_install(struct sw *sw, uint64_t keyhash, const uint8_t *ke
 	}
 	e->want_replicas = want;
 	d->stats.installs++;
-	/* v = 0: "your current version"; the replies converge from there (DESIGN.md 5). */
+	/* v = 0: "your current version"; the replies converge from there
+	 * (docs/design.md section 5). */
 	replicate(sw, e, cdt_entry_state(e), 0);
 	return e;
 }

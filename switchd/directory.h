@@ -1,6 +1,6 @@
 /*
  * directory.h - the directory manager: which keys the CDT holds and how many
- * replicas each has (DESIGN.md 5, "Hot-key detection"; issue 8).
+ * replicas each has (docs/design.md section 5, "Hot-key detection").
  *
  * Workers feed it through two rings and never wait on it:
  *   samples      every directory.sample_every-th request's key (when enabled);

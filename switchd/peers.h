@@ -1,5 +1,5 @@
 /*
- * peers.h - peer switches (DESIGN.md 7, docs/protocol.md "Peer switches"):
+ * peers.h - peer switches (docs/design.md section 7, docs/protocol.md "Peer switches"):
  * the SYNC codec and the protocol state a switch keeps about its peers.
  *
  * Pure logic, no DPDK and no clock of its own: every function takes the

@@ -696,7 +696,10 @@ static int apply_event(struct sw_worker *w, struct cdt_entry *e, enum cdt_event 
 	return r;
 }
 
-/* Apply a reply's version to the directory (DESIGN.md 5); true when the key is in it. */
+/*
+ * Apply a reply's version to the directory (docs/design.md section 5); true when the key
+ * is in it.
+ */
 static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e)
 {
 	const struct wire_msg *msg = &p->msg;

@@ -1,6 +1,6 @@
 /*
  * scores.h - per-node score tables, "SRAM-style" flat arrays indexed by node
- * id (DESIGN.md section 5): in-flight requests, health 0..100, liveness.
+ * id (docs/design.md section 5): in-flight requests, health 0..100, liveness.
  *
  * Who writes what:
  *   outstanding[w][]  worker w only (single writer, plain relaxed stores):
