@@ -198,10 +198,11 @@ static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, c
 
 	if (cli->json) {
 		json_t *o =
-		    json_pack("{s:s, s:s, s:I, s:s?, s:b, s:b, s:i}", "op", cmd, "status",
+		    json_pack("{s:s, s:s, s:I, s:s?, s:b, s:b, s:i, s:I}", "op", cmd, "status",
 			      skl_status_name(res->status), "version", (json_int_t)res->version,
 			      "node", node, "stale", stale, "replicated",
-			      !!(res->flags & SKL_R_REPLICATED), "sends", (int)res->sends);
+			      !!(res->flags & SKL_R_REPLICATED), "sends", (int)res->sends,
+			      "latency_us", (json_int_t)((res->complete_ns - res->invoke_ns) / 1000));
 
 		set_bytes(o, "key", key, strlen(key));
 		if (res->op == SKL_OP_GET && (res->status == SKL_OK))

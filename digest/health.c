@@ -52,7 +52,10 @@ int dig_table_track(struct dig_table *t, uint16_t id, uint64_t now_us)
 		return -EINVAL;
 	n = &t->node[id];
 	memset(&t->win[id], 0, sizeof(t->win[id]));
-	STORE(n->interval_ms, t->cfg.interval_ms);
+	/* Until its first digest says otherwise, the node may be on its slowest
+	 * interval: a switch that just started must wait that long to hear it. */
+	STORE(n->interval_ms, t->cfg.slow_interval_ms > t->cfg.interval_ms ? t->cfg.slow_interval_ms
+									   : t->cfg.interval_ms);
 	STORE(n->last_digest_us, now_us);
 	STORE(n->tracked, 1);
 	STORE(t->health[id], DIG_METRIC_MAX);

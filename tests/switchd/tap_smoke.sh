@@ -8,13 +8,15 @@
 set -u
 BUILD=${1:?usage: tap_smoke.sh BUILD_DIR}
 [ "$(id -u)" = 0 ] || { echo "tap_smoke: skipped (needs root)"; exit 77; }
-NS_A=skl-smoke-a$$ NS_N=skl-smoke-n$$ IF_A=sks-a$$ IF_N=sks-n$$
+# Every test's prefix, skl-test-: scripts/sweep.sh clears what a killed run left.
+"$(dirname "$0")/../../scripts/sweep.sh" skl-test-smoke- || exit 1
+NS_A=skl-test-smoke-a NS_N=skl-test-smoke-n IF_A=sks-a$$ IF_N=sks-n$$
 ip netns add "$NS_A" 2>/dev/null || { echo "tap_smoke: skipped (cannot create namespaces)"; exit 77; }
-T=$(mktemp -d) P=
+T=$(mktemp -d /tmp/skl-test-smoke-XXXXXX) P=
 cleanup() {
 	[ -n "$P" ] && { kill -INT "$P" 2>/dev/null; sleep 0.5; kill -9 "$P" 2>/dev/null; }
 	ip netns del "$NS_A" 2>/dev/null; ip netns del "$NS_N" 2>/dev/null
-	rm -rf "$T"
+	rm -rf "$T" "/var/run/dpdk/skl-test-smoke-$$"
 }
 trap cleanup EXIT
 fail() { echo "tap_smoke: FAIL: $*"; cat "$T/log"; exit 1; }
@@ -25,7 +27,7 @@ cat >"$T/c.json" <<J
    "ports": [{"name": "to-a1", "vdev": "net_tap0,iface=$IF_A"}, {"name": "to-n1", "vdev": "net_tap1,iface=$IF_N"}]}],
  "nodes": [{"id": 1, "name": "n1", "ip": "10.79.0.1"}], "agents": [{"name": "a1", "ip": "10.79.0.201"}]}
 J
-"$BUILD/switchd/skewless-switchd" -l 0,1 --no-huge -m 256 --no-pci --file-prefix "sks$$" \
+"$BUILD/switchd/skewless-switchd" -l 0,1 --no-huge -m 256 --no-pci --file-prefix "skl-test-smoke-$$" \
 	--log-level lib.eal:error -- --config "$T/c.json" --switch 1 --no-digest-timeout >"$T/log" 2>&1 &
 P=$!
 for _ in $(seq 50); do [ -S "$T/sw.sock" ] && break; sleep 0.1; done

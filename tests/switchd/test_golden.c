@@ -21,6 +21,7 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "../common/eal_cleanup.h"
 #include "keyhash.h"
 #include "switchd.h"
 #include "wire.h"
@@ -134,7 +135,7 @@ static size_t frames(const char *path, uint8_t *out, size_t cap, unsigned *count
 
 int main(void)
 {
-	char dir[] = "/tmp/skl-golden.XXXXXX", in[128], out[128], vdev[400], json[2048], prefix[64],
+	char dir[] = "/tmp/skl-test-golden.XXXXXX", in[128], out[128], vdev[400], json[2048], prefix[64],
 	     err[512], golden[512];
 	static struct cfg cfg;
 	static struct sw sw;
@@ -188,12 +189,12 @@ int main(void)
 		fprintf(stderr, "test_golden: %s\n", err);
 		return 1;
 	}
-	snprintf(prefix, sizeof(prefix), "skl_golden_%d", getpid());
-	char *eal[] = {"test_golden",	"--no-huge", "-m",	 "256",		"--no-pci",
+	snprintf(prefix, sizeof(prefix), "skl-test-golden-%d", getpid());
+	char *eal[] = {"test_golden",	"--no-huge", "-m",	 "256",		"--no-pci", "--no-shconf",
 		       "--file-prefix", prefix,	     "--lcores", "(0-1)@(0-1)", "--log-level",
 		       "lib.eal:error", NULL};
 
-	if (rte_eal_init(11, eal) < 0)
+	if (rte_eal_init(12, eal) < 0)
 		return 1;
 	struct sw_opts opts = {
 	    .idle_sleep_us = -1, .socket_path = "", .no_telemetry = true, .close_ports = true};
@@ -211,7 +212,7 @@ int main(void)
 	uint64_t bad = sw_counter(&sw, SW_CNT_DROP_WIRE_MAGIC);
 
 	sw_fini(&sw); /* closes the port: the pcap writer flushes */
-	rte_eal_cleanup();
+	test_eal_cleanup();
 
 	static uint8_t got[65536], want[65536];
 	unsigned ngot, nwant;

@@ -11,6 +11,7 @@
 #include <rte_eal.h>
 #include <rte_log.h>
 
+#include "../common/eal_cleanup.h"
 #include "config.h"
 #include "hotkeys.h"
 #include "keyhash.h"
@@ -156,7 +157,7 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-	char *eal[] = {argv[0], "--no-huge", "-m", "64", "--no-pci", "--no-telemetry",
+	char *eal[] = {argv[0], "--no-huge", "-m", "64", "--no-pci", "--no-shconf", "--no-telemetry",
 		       "--file-prefix=skl-test-hotkeys", "--log-level=lib.member:crit", "-l", "0",
 		       NULL};
 	Suite *s = suite_create("hotkeys");
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
 	int failed;
 
 	(void)argc;
-	if (rte_eal_init(10, eal) < 0) {
+	if (rte_eal_init(11, eal) < 0) {
 		fprintf(stderr, "test_hotkeys: EAL init failed\n");
 		return EXIT_FAILURE;
 	}
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	rte_eal_cleanup();
+	test_eal_cleanup();
 	free(cfg);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include "../common/eal_cleanup.h"
 #include "cdt.h"
 #include "ctl.h"
 #include "digest.h"
@@ -964,8 +965,9 @@ START_TEST(digests_drive_health_and_liveness)
 	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
 	ck_assert_uint_lt(scores_health(&sw.scores, 2), 100);
 	ck_assert_uint_eq(sw.scores.state[1], SCORES_UNKNOWN);
-	/* 3 silent intervals (300 ms): nodes that said nothing are down; n2 keeps talking. */
-	for (uint32_t seq = 2; seq < 8; seq++) {
+	/* Nodes never heard get 3 slow intervals (600 ms), then they are down;
+	 * n2 keeps talking. */
+	for (uint32_t seq = 2; seq < 14; seq++) {
 		usleep(70 * 1000);
 		inject(2, 0, digest_from(2, seq, 0));
 		run();
@@ -1212,14 +1214,14 @@ static Suite *suite(void)
 int main(void)
 {
 	char prefix[64];
-	char *eal[] = {"test_switchd",	"--no-huge", "-m",	 "256",		"--no-pci",
+	char *eal[] = {"test_switchd",	"--no-huge", "-m",	 "256",		"--no-pci", "--no-shconf",
 		       "--file-prefix", prefix,	     "--lcores", "(0-2)@(0-1)", "--log-level",
 		       "lib.eal:error", NULL};
 	char err[CFG_ERR_LEN];
 	int failed;
 
-	snprintf(prefix, sizeof(prefix), "skl_test_switchd_%d", getpid());
-	if (rte_eal_init(11, eal) < 0) {
+	snprintf(prefix, sizeof(prefix), "skl-test-switchd-%d", getpid());
+	if (rte_eal_init(12, eal) < 0) {
 		fprintf(stderr, "test_switchd: EAL init failed\n");
 		return 1;
 	}
@@ -1255,6 +1257,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	rte_eal_cleanup();
+	test_eal_cleanup();
 	return failed ? 1 : 0;
 }
