@@ -1,5 +1,5 @@
 /*
- * health.h - the switch's per-node health table (issue 4, items 4 and 5).
+ * health.h - the switch's per-node health table (docs/design.md section 6).
  *
  * Flat arrays indexed by node id (1..CFG_MAX_NODES; slot 0 unused), built for
  * one writer and many lock-free readers:

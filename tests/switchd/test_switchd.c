@@ -1094,7 +1094,7 @@ START_TEST(two_workers_concurrent_updates)
 }
 END_TEST
 
-/* ---- Pure state transitions (what issue 8's tests build on). -------------------------------- */
+/* ---- Pure state transitions (the coherence rules the directory builds on). ------------------ */
 
 START_TEST(state_transitions)
 {
