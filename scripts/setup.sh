@@ -24,7 +24,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
-		echo "setup.sh: missing packages: ${missing[*]}; run as root (sudo $0)" >&2
+		echo "setup.sh: missing packages: ${missing[*]}; run as root (as another user: sudo $0)" >&2
 		exit 1
 	fi
 	echo "setup.sh: installing ${missing[*]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # testbed.sh up|down|status|start CONFIG [NAME...] - the one-machine testbed
-# (DESIGN.md 10, docs/operations.md "Testbed").
+# (docs/design.md section 10, docs/operations.md "Testbed").
 #
 # Every host of CONFIG (agents and nodes) gets a network namespace skl-<name>;
 # each switch runs in its own namespace skl-<switch name>, where its net_tap

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/e2e/directory.sh BUILD - the coherence directory on the testbed (issue 8).
+# tests/e2e/directory.sh BUILD - the coherence directory on the testbed.
 #
 #  1. Under a skewed stream the top keys are in the directory within 1 s, and
 #     reads of the hottest key are served by at least 3 nodes.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/e2e/peers.sh BUILD - two peer switches on one fabric (issue 9,
-# conf/testbed-2sw.json: one-arm switches w1 and w2, nodes p1..p8, agents c1
+# tests/e2e/peers.sh BUILD - two peer switches on one fabric
+# (conf/testbed-2sw.json: one-arm switches w1 and w2, nodes p1..p8, agents c1
 # behind w1 and c2 behind w2 via SKL_SWITCH_ORDER).
 #
 #  a. Under a skewed stream from both agents the two switches agree on the
