@@ -16,8 +16,20 @@
  *
  * Agent-wide state: the switch new requests start at (cur_switch; equal to
  * nswitches once every switch was given up), its consecutive timeouts, and per
- * node the time of its last reply and a fail-fast deadline set when a node
- * left a request unanswered through all its retries.
+ * node the time of its last reply and a fail-fast deadline (an open circuit).
+ *
+ * Blame goes to the component the evidence points at. A timeout on the way
+ * through a switch counts against that switch, and only if nothing at all came
+ * from it while the attempt waited (a switch that forwards other replies is
+ * up; its nodes are slow). A node is marked unresponsive only when it left a
+ * request unanswered through every retry while the path to it is known to
+ * work: nodes are reached directly, or other nodes answered meanwhile. Behind
+ * an inline switch a stalled switch silences every node at once, and that is
+ * not the nodes' fault. While a node's circuit is open, one real request per
+ * timeout still goes to it (half-open), and any answer from it closes the
+ * circuit. In inpath mode, while a switch carries the traffic, its node table
+ * decides (it answers UNAVAILABLE for a node it holds down): the agent never
+ * fails a key fast then.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -93,12 +105,14 @@ struct node_state {
 	bool present;
 	struct sockaddr_in addr;
 	uint64_t last_reply_ns;
-	uint64_t down_until_ns; /* fail fast until then */
+	uint64_t down_until_ns; /* circuit open (fail fast) until then */
+	uint64_t next_trial_ns; /* while open: when the next real request may go */
 	char name[CFG_MAX_NAME];
 };
 
 struct switch_state {
 	struct sockaddr_in addr;
+	uint64_t last_rx_ns; /* anything from it: a reply, a re-check answer */
 };
 
 struct skl_agent {
@@ -127,6 +141,10 @@ struct skl_agent {
 	uint16_t cur_switch;
 	uint32_t consec_timeouts;
 	uint64_t next_recheck_ns;
+	/* Node traffic crosses an inline switch: a silent node proves nothing
+	 * until another node answers on the same path. */
+	bool nodes_via_switch;
+	uint64_t last_node_reply_ns; /* any node's answer, direct or through a switch */
 	uint64_t last_reload_ns;
 
 	struct skl_stats st;
@@ -229,6 +247,8 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	a->recheck_ns = (uint64_t)p->recheck_ms * 1000000ull;
 	a->max_inflight = p->max_inflight;
 	a->max_value = a->cfg->service.max_value;
+	for (int i = 0; i < a->cfg->nswitches; i++)
+		a->nodes_via_switch |= a->cfg->switches[i].role == CFG_ROLE_INLINE;
 	if (opt) {
 		if (opt->mode > SKL_MODE_DIRECT || opt->consistency > SKL_RELAXED)
 			return -EINVAL;
@@ -451,6 +471,25 @@ static void defer_done(struct skl_agent *a, struct req *r, enum skl_status st)
 
 static void start_probe(struct skl_agent *a, struct req *r);
 
+/*
+ * Is node n's circuit open, so that a request for it fails fast? Not while an
+ * inpath switch carries the traffic (its node table decides), and once per
+ * timeout a request goes through anyway (half-open): its answer closes it.
+ */
+static bool circuit_open(struct skl_agent *a, struct node_state *n)
+{
+	if (n->down_until_ns <= a->now)
+		return false;
+	if (a->mode == CFG_MODE_INPATH && a->cur_switch < a->nswitches)
+		return false;
+	if (a->now >= n->next_trial_ns) {
+		n->next_trial_ns = a->now + a->timeout_ns;
+		a->st.node_trials++;
+		return false;
+	}
+	return true;
+}
+
 /* Send r's next attempt to the node `id` (the home unless redirected). */
 static void go_node(struct skl_agent *a, struct req *r, uint16_t id, bool replica_read)
 {
@@ -460,7 +499,7 @@ static void go_node(struct skl_agent *a, struct req *r, uint16_t id, bool replic
 		defer_done(a, r, SKL_UNAVAILABLE);
 		return;
 	}
-	if (id == r->home && n->down_until_ns > a->now && !replica_read) {
+	if (id == r->home && !replica_read && circuit_open(a, n)) {
 		/* The home left an earlier request unanswered: do not wait again. */
 		if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED) {
 			start_probe(a, r);
@@ -625,10 +664,14 @@ static void run_deferred(struct skl_agent *a)
 
 /* ---- timeouts ---- */
 
+/* An attempt through switch sw timed out: count it against the switch only if
+ * nothing came from the switch since the attempt was sent. */
 static void switch_timeout(struct skl_agent *a, uint16_t sw)
 {
 	if (sw != a->cur_switch || a->cur_switch >= a->nswitches)
 		return;
+	if (a->switches[sw].last_rx_ns + a->timeout_ns > a->now)
+		return; /* it answered others meanwhile: it is up, the wait was elsewhere */
 	if (++a->consec_timeouts < a->switch_failures)
 		return;
 	/* Give this switch up: the next one, or the ring home when none is left. */
@@ -636,6 +679,27 @@ static void switch_timeout(struct skl_agent *a, uint16_t sw)
 	a->cur_switch++;
 	a->consec_timeouts = 0;
 	a->next_recheck_ns = a->now + a->recheck_ns;
+}
+
+/*
+ * r ran out of attempts at its node: is that evidence against the node? Only
+ * if nothing at all came from it while r waited (a busy node that answers
+ * others is slow, not gone), the agent is not leaving node state to an inpath
+ * switch, and the path to the node is known to work: reached directly, or,
+ * behind an inline switch, that switch not silent itself and other nodes
+ * answering meanwhile.
+ */
+static bool blame_node(const struct skl_agent *a, const struct req *r)
+{
+	bool switch_decides = a->mode == CFG_MODE_INPATH && a->cur_switch < a->nswitches;
+
+	if (a->nodes[r->target].last_reply_ns >= r->phase_start_ns || switch_decides)
+		return false;
+	if (!a->nodes_via_switch)
+		return true;
+	if (a->mode != CFG_MODE_DIRECT && a->cur_switch >= a->nswitches)
+		return false; /* the switch on the path is silent: the stall is its */
+	return a->last_node_reply_ns >= r->phase_start_ns;
 }
 
 static void on_timeout(struct tw_timer *t, void *arg)
@@ -675,16 +739,17 @@ static void on_timeout(struct tw_timer *t, void *arg)
 		go_node(a, r, r->home, false);
 		return;
 	}
-	/* Mark the node unresponsive only if nothing at all came from it while
-	 * this request waited: a busy node that answers others is slow, not gone. */
-	if (a->nodes[r->target].last_reply_ns < r->phase_start_ns) {
-		a->nodes[r->target].down_until_ns = a->now + a->recheck_ns;
+	if (blame_node(a, r)) {
+		struct node_state *n = &a->nodes[r->target];
+
+		n->down_until_ns = a->now + a->recheck_ns;
+		n->next_trial_ns = a->now + a->timeout_ns;
 		a->st.node_down++;
 	}
 	if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED)
 		start_probe(a, r);
 	else
-		defer_done(a, r, SKL_UNAVAILABLE);
+		defer_done(a, r, SKL_TIMEOUT);
 }
 
 /* ---- replies ---- */
@@ -782,12 +847,17 @@ static void on_probe_reply(struct skl_agent *a, struct req *r, const struct wire
 /* A datagram from switch sw: the current one answers, or one we gave up is back. */
 static void switch_seen(struct skl_agent *a, int sw)
 {
+	a->switches[sw].last_rx_ns = a->now;
 	if (sw == a->cur_switch) {
 		a->consec_timeouts = 0;
 	} else if (sw < a->cur_switch) {
 		a->cur_switch = (uint16_t)sw;
 		a->consec_timeouts = 0;
 		a->st.switch_back++;
+		/* Its node table is the authority again: forget what the agent
+		 * concluded about nodes while it went around the switch. */
+		for (int id = 1; id < NODE_IDS; id++)
+			a->nodes[id].down_until_ns = 0;
 	}
 }
 
@@ -812,7 +882,8 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 		switch_seen(a, sw);
 	if (m.node && a->nodes[m.node].present && m.status != WIRE_ST_MOVED) {
 		a->nodes[m.node].last_reply_ns = a->now;
-		a->nodes[m.node].down_until_ns = 0;
+		a->nodes[m.node].down_until_ns = 0; /* its first answer readmits it */
+		a->last_node_reply_ns = a->now;
 	}
 	if ((uint32_t)(m.req_id >> 32) != a->agent_id) {
 		a->st.rx_unmatched++;

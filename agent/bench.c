@@ -6,9 +6,10 @@
  * each operation's latency is measured from its scheduled time, not from when
  * it could be sent, so stalls are charged to the system (no coordinated
  * omission). Closed loop (--concurrency): N operations always in flight,
- * latency from submission. Results: throughput, log-linear latency histograms,
- * statuses, per-node served counts (the reply's served-by field) and their
- * max/mean, a per-second timeline; --json writes the summary, --history one
+ * latency from submission. Results: throughput (successes only: OK and
+ * NOT_FOUND), errors by status as counts and rates, log-linear latency
+ * histograms (every answered operation), per-node served counts of successes
+ * (the reply's served-by field) and their max/mean, a per-second timeline; --json writes the summary, --history one
  * JSON line per operation for the linearizability checker.
  */
 #include <errno.h>
@@ -83,7 +84,9 @@ struct bench {
 	uint64_t t0, end_ns;
 	struct timespec started; /* wall clock at t0, for lining runs up with logs */
 	bool measuring;
-	uint64_t issued, completed, not_issued, submit_errors;
+	/* completed: every answered operation; succeeded: OK or NOT_FOUND, the
+	 * only ones throughput counts (a failing closed loop is not faster). */
+	uint64_t issued, completed, succeeded, not_issued, submit_errors;
 	uint64_t status[SKL_STATUS_COUNT];
 	uint64_t stale;
 	uint64_t per_node[NODE_IDS];
@@ -234,10 +237,11 @@ static void record(struct bench *b, const struct op_ctx *c, const struct skl_res
 	bool error = res->status != SKL_OK && res->status != SKL_NOT_FOUND;
 
 	b->completed++;
+	b->succeeded += !error;
 	b->status[res->status]++;
 	if (res->flags & SKL_R_STALE)
 		b->stale++;
-	if (res->node)
+	if (res->node && !error)
 		b->per_node[res->node]++;
 	hist_record(&b->all, lat);
 	hist_record(res->op == SKL_OP_GET ? &b->reads : &b->writes, lat);
@@ -247,9 +251,9 @@ static void record(struct bench *b, const struct op_ctx *c, const struct skl_res
 		b->cur_sec++;
 	}
 	if (sec < b->nseconds) {
-		b->seconds[sec].ops++;
+		b->seconds[sec].ops += !error;
 		b->seconds[sec].errors += error;
-		if (res->node)
+		if (res->node && !error)
 			b->seconds[sec].per_node[res->node]++;
 		hist_record(&b->cur_second, lat);
 	}
@@ -460,6 +464,7 @@ static json_t *per_node_json(const struct bench *b, const uint64_t *counts)
 static json_t *summary_json(struct bench *b, double elapsed_s)
 {
 	json_t *root, *statuses = json_object(), *timeline = json_array(), *agent = json_object();
+	json_t *error_rates = json_object();
 	struct skl_stats st;
 	double max, mean;
 	uint64_t errors = 0;
@@ -470,8 +475,11 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 		if (b->status[s])
 			json_object_set_new(statuses, skl_status_name(s),
 					    json_integer((json_int_t)b->status[s]));
-		if (s != SKL_OK && s != SKL_NOT_FOUND)
+		if (s != SKL_OK && s != SKL_NOT_FOUND && b->status[s]) {
 			errors += b->status[s];
+			json_object_set_new(error_rates, skl_status_name(s),
+					    json_real((double)b->status[s] / b->completed));
+		}
 	}
 	for (uint32_t i = 0; i < b->nseconds && i <= b->cur_sec; i++) {
 		const struct second *s = &b->seconds[i];
@@ -495,14 +503,21 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 	    " s:o, s:{s:f, s:f, s:f}, s:o, s:o}",
 	    "config", b->config_path, "workload", b->wl.name, "loop",
 	    b->rate > 0 ? "open" : "closed", "duration_s", elapsed_s, "ops",
-	    (json_int_t)b->completed, "throughput_ops",
-	    elapsed_s > 0 ? b->completed / elapsed_s : 0.0, "dist", dist_names[b->wl.dist], "keys",
+	    (json_int_t)b->succeeded, "throughput_ops",
+	    elapsed_s > 0 ? b->succeeded / elapsed_s : 0.0, "dist", dist_names[b->wl.dist], "keys",
 	    (json_int_t)b->wl.nkeys, "value_size", (json_int_t)b->value_size, "latency_us",
 	    latency_json(&b->all), "read_latency_us", latency_json(&b->reads), "write_latency_us",
 	    latency_json(&b->writes), "status", statuses, "errors", (json_int_t)errors,
 	    "stale_reads", (json_int_t)b->stale, "per_node", per_node_json(b, b->per_node), "load",
 	    "max", max, "mean", mean, "max_over_mean", mean > 0 ? max / mean : 0.0, "timeline",
 	    timeline, "agent", agent);
+	/* Every answered operation, errors included, under names of their own. */
+	json_object_set_new(root, "attempts", json_integer((json_int_t)b->completed));
+	json_object_set_new(root, "attempts_per_s",
+			    json_real(elapsed_s > 0 ? b->completed / elapsed_s : 0.0));
+	json_object_set_new(root, "error_rate",
+			    json_real(b->completed ? (double)errors / b->completed : 0.0));
+	json_object_set_new(root, "error_rates", error_rates);
 	json_object_set_new(root, "target_rate", json_real(b->rate));
 	json_object_set_new(root, "concurrency", json_integer(b->rate > 0 ? 0 : b->concurrency));
 	json_object_set_new(root, "zipf_s", json_real(b->wl.zipf_s));
@@ -520,8 +535,8 @@ static void print_text(struct bench *b, json_t *sum)
 	json_t *lat = json_object_get(sum, "latency_us"), *load = json_object_get(sum, "load");
 	double elapsed = json_real_value(json_object_get(sum, "duration_s"));
 
-	printf("skewless bench: %s, %s loop, %.1f s: %llu ops, %.0f ops/s", b->wl.name,
-	       b->rate > 0 ? "open" : "closed", elapsed, (unsigned long long)b->completed,
+	printf("skewless bench: %s, %s loop, %.1f s: %llu ops succeeded, %.0f ops/s", b->wl.name,
+	       b->rate > 0 ? "open" : "closed", elapsed, (unsigned long long)b->succeeded,
 	       json_real_value(json_object_get(sum, "throughput_ops")));
 	if (b->rate > 0)
 		printf(" (target %.0f/s)", b->rate);
@@ -532,7 +547,9 @@ static void print_text(struct bench *b, json_t *sum)
 	       json_real_value(json_object_get(lat, "p999")),
 	       json_real_value(json_object_get(lat, "max")),
 	       json_real_value(json_object_get(lat, "mean")));
-	printf("status:");
+	printf("errors: %llu of %llu answered (%.3f%%)\nstatus:",
+	       (unsigned long long)(b->completed - b->succeeded), (unsigned long long)b->completed,
+	       100 * json_real_value(json_object_get(sum, "error_rate")));
 	for (int s = 0; s < SKL_STATUS_COUNT; s++)
 		if (b->status[s])
 			printf(" %s %llu", skl_status_name(s), (unsigned long long)b->status[s]);

@@ -15,14 +15,20 @@
  *           (REPLICA_READ when it is not the home); writes go through the switch;
  *   direct  every request goes to the key's home node on the ketama ring.
  * Each attempt waits agent.timeout_ms (50) for its reply; a request is resent at
- * most agent.retries (1) times. After agent.switch_failures consecutive switch
- * timeouts the agent routes to the ring home (which always holds the latest
- * completed version), trying the next configured switch first if there is one,
- * and re-checks the switch every agent.recheck_ms, returning to it once it
- * answers. When the home does not answer, linearizable requests end with
- * SKL_UNAVAILABLE (and fail fast for recheck_ms afterwards); relaxed reads PROBE
- * the other nodes and read the highest version any of them holds, flagged
- * SKL_R_STALE. On MOVED the agent reloads its view of the ring and resends once
+ * most agent.retries (1) times, and one that runs out of time ends SKL_TIMEOUT.
+ * After agent.switch_failures consecutive switch timeouts during which the
+ * switch sent nothing at all, the agent routes to the ring home (which always
+ * holds the latest completed version), trying the next configured switch first
+ * if there is one, and re-checks the switch every agent.recheck_ms, returning to
+ * it as soon as anything comes from it. A node that leaves a request unanswered
+ * while the path to it is known to work (nodes reached directly, or others
+ * answering through the same inline switch) is marked unresponsive for
+ * recheck_ms: linearizable requests for its keys then fail fast with
+ * SKL_UNAVAILABLE, but for one real request per timeout (half-open), and its
+ * first answer readmits it. In inpath mode the switch's node table decides
+ * while the switch carries the traffic. Relaxed reads whose home does not
+ * answer PROBE the other nodes and read the highest version any of them holds,
+ * flagged SKL_R_STALE. On MOVED the agent reloads its view of the ring and resends once
  * to the owner the node named.
  *
  * The library never prints and never exits; functions return 0 or a negative
@@ -54,7 +60,7 @@ struct skl_agent;
 	X(SKL_UNAVAILABLE, 5, "UNAVAILABLE") /* no node able to serve it answered */               \
 	X(SKL_OVERLOADED, 6, "OVERLOADED")                                                         \
 	X(SKL_INTERNAL, 7, "INTERNAL")                                                             \
-	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* the switch did not answer, retries used up */          \
+	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* no answer in time, retries used up */                  \
 	X(SKL_CANCELLED, 9, "CANCELLED") /* the agent was closed first */
 
 enum skl_status {
@@ -212,6 +218,7 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(switch_back, "times a re-checked switch answered and took traffic again")                \
 	X(rechecks, "re-check datagrams sent to switches that were given up")                      \
 	X(node_down, "times a node was marked unresponsive")                                       \
+	X(node_trials, "requests let through to a node marked unresponsive (half-open)")           \
 	X(fail_fast, "linearizable requests failed at once: home marked unresponsive")             \
 	X(hints, "HINT requests sent")                                                             \
 	X(cache_hits, "reads routed from the route cache")                                         \

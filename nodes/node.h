@@ -44,6 +44,8 @@
 	X(unsupported_op)    /* (c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes */          \
 	X(too_large)	     /* (c) value over max_value or datagram over the MTU */               \
 	X(overloaded)	     /* (c) queue full: answered OVERLOADED */                             \
+	X(expired)	     /* client requests that waited in the queue past the agent timeout: \
+				dropped unserved, their sender has given up on them */            \
 	X(bad_payload)	     /* malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none */  \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \

@@ -609,6 +609,21 @@ static void emulate_service_time(struct node *n, uint64_t start)
 		;
 }
 
+/*
+ * Has r waited in the queue longer than any agent waits for an answer? Then
+ * its sender has given up on it (and may have resent it): serving it would
+ * only spend capacity on work nobody reads, and under overload such work
+ * crowds out every request still wanted (congestion collapse). Client data
+ * ops only; an unserved write was never applied, so dropping it is safe.
+ */
+static bool expired(const struct node *n, const struct node_req *r, uint64_t now)
+{
+	uint8_t op = ((const uint8_t *)r->buf)[WIRE_OFF_OP];
+
+	return now - r->rx_ns > (uint64_t)n->cfg->agent.timeout_ms * 1000000ull &&
+	       (op == WIRE_OP_GET || op == WIRE_OP_PUT || op == WIRE_OP_DEL || op == WIRE_OP_PROBE);
+}
+
 static void *worker_main(void *arg)
 {
 	struct node *n = arg;
@@ -636,7 +651,13 @@ static void *worker_main(void *arg)
 		for (uint32_t i = 0; i < k; i++) {
 			uint64_t start = mono_ns();
 			uint8_t *out = outs + cap * i;
-			size_t len = serve(n, &reqs[i], out, cap);
+			size_t len;
+
+			if (expired(n, &reqs[i], start)) {
+				node_count(n, NODE_CTR_expired);
+				continue;
+			}
+			len = serve(n, &reqs[i], out, cap);
 
 			if (n->service_time_us)
 				emulate_service_time(n, start);

@@ -217,7 +217,7 @@ START_TEST(cli_commands)
 	/* where. */
 	ck_assert_int_eq(cli("where user:2"), 0);
 	ck_assert(file_has("out", "home=n"));
-	/* Exit codes: usage, config, UNAVAILABLE, relaxed stale read. */
+	/* Exit codes: usage, config, TIMEOUT, relaxed stale read. */
 	ck_assert_int_eq(cli("frobnicate"), 64);
 	ck_assert_int_eq(cli("get"), 64);
 	/* A switch order naming no switch of the config is a config error. */
@@ -243,14 +243,14 @@ START_TEST(cli_commands)
 	replicate(1, 2, key);
 	usleep(100000);
 	stop_node(1);
-	ck_assert_int_eq(cli("--mode direct get %s", key), 5);
-	ck_assert(file_has("err", "UNAVAILABLE"));
+	ck_assert_int_eq(cli("--mode direct get %s", key), 8);
+	ck_assert(file_has("err", "TIMEOUT"));
 	ck_assert_int_eq(cli("--mode direct --consistency relaxed get %s", key), 0);
 	ck_assert(out_is("precious\n"));
 	ck_assert(file_has("err", "possibly stale"));
 	ck_assert_int_eq(cli("--mode direct --consistency relaxed --json get %s", key), 0);
 	ck_assert(file_has("out", "\"stale\": true"));
-	ck_assert_int_eq(cli("--mode direct put %s v", key), 5);
+	ck_assert_int_eq(cli("--mode direct put %s v", key), 8); /* TIMEOUT */
 	skl_close(a);
 }
 END_TEST
@@ -335,9 +335,9 @@ START_TEST(fallback_chain)
 	replicate(1, 2, key);
 	usleep(100000);
 	stop_node(1);
-	/* Linearizable: UNAVAILABLE after the retry, then at once. */
+	/* Linearizable: TIMEOUT after the retry, then UNAVAILABLE at once. */
 	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
-	ck_assert_int_eq(res.status, SKL_UNAVAILABLE);
+	ck_assert_int_eq(res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(res.sends, 2);
 	t0 = now_ms();
 	ck_assert_int_eq(skl_get_sync(a, key, strlen(key), NULL, buf, sizeof(buf), &res), 0);
@@ -465,7 +465,7 @@ START_TEST(bench_runs)
 		lines++;
 	}
 	fclose(f);
-	ck_assert_int_eq(lines, json_integer_value(json_object_get(sum, "ops")));
+	ck_assert_int_eq(lines, json_integer_value(json_object_get(sum, "attempts")));
 	json_decref(sum);
 	/* Open loop, YCSB F, hot-in changes, JSON on stdout. */
 	ck_assert_int_eq(cli("--mode direct bench --keys 500 --ycsb F --rate 2000 --duration 2 "
