@@ -85,12 +85,26 @@ struct node_req {
 	uint8_t *buf;
 };
 
-/* Bounded FIFO between the receive thread (producer) and the workers. */
+/* One bounded FIFO of requests. */
+struct node_lane {
+	struct node_req *slots;
+	uint32_t depth, head, count;
+};
+
+/*
+ * Between the receive thread (producer) and the workers: two FIFO lanes
+ * under one lock. Replication (REPLICATE, RC_REQ) goes in the control lane,
+ * which workers empty first: a hot key's copies are refreshed after each of
+ * its writes, and until they are, every read of it goes to its home, so a
+ * copy must not wait behind the home's (or the replica's) whole client queue.
+ */
+enum node_lane_id { NODE_LANE_CONTROL, NODE_LANE_CLIENT, NODE_LANES };
+
 struct node_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t nonempty;
-	struct node_req *slots;
-	uint32_t depth, head, count;
+	struct node_lane lane[NODE_LANES];
+	uint32_t count;	  /* both lanes */
 	uint32_t waiters; /* workers asleep on nonempty */
 	bool closed;
 };

@@ -72,17 +72,26 @@ int server_bind(struct node *n, char *err, size_t errlen)
 
 /* ---- bounded queue ---- */
 
-static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
+static int lane_init(struct node_lane *l, uint32_t depth, uint32_t slot_cap)
 {
-	q->slots = calloc(depth, sizeof(*q->slots));
-	if (!q->slots)
+	l->slots = calloc(depth, sizeof(*l->slots));
+	if (!l->slots)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < depth; i++) {
-		q->slots[i].buf = malloc(slot_cap);
-		if (!q->slots[i].buf)
+		l->slots[i].buf = malloc(slot_cap);
+		if (!l->slots[i].buf)
 			return -ENOMEM;
 	}
-	q->depth = depth;
+	l->depth = depth;
+	return 0;
+}
+
+/* Each lane holds depth requests (node.queue_depth). */
+static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
+{
+	for (int i = 0; i < NODE_LANES; i++)
+		if (lane_init(&q->lane[i], depth, slot_cap) != 0)
+			return -ENOMEM;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->nonempty, NULL);
 	return 0;
@@ -90,31 +99,37 @@ static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
 
 static void queue_free(struct node_queue *q)
 {
-	for (uint32_t i = 0; q->slots && i < q->depth; i++)
-		free(q->slots[i].buf);
-	free(q->slots);
-	q->slots = NULL;
+	for (int l = 0; l < NODE_LANES; l++) {
+		struct node_lane *lane = &q->lane[l];
+
+		for (uint32_t i = 0; lane->slots && i < lane->depth; i++)
+			free(lane->slots[i].buf);
+		free(lane->slots);
+		lane->slots = NULL;
+	}
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->nonempty);
 }
 
 /* Copy a datagram into the tail slot. Returns 0, or -ENOSPC when the queue is full. */
-static int queue_push(struct node *n, const struct sockaddr_in *from, const void *buf, uint32_t len,
-		      uint64_t rx_ns)
+static int queue_push(struct node *n, enum node_lane_id lane, const struct sockaddr_in *from,
+		      const void *buf, uint32_t len, uint64_t rx_ns)
 {
 	struct node_queue *q = &n->queue;
+	struct node_lane *l = &q->lane[lane];
 
 	pthread_mutex_lock(&q->lock);
-	if (q->count == q->depth) {
+	if (l->count == l->depth) {
 		pthread_mutex_unlock(&q->lock);
 		return -ENOSPC;
 	}
-	struct node_req *s = &q->slots[(q->head + q->count) % q->depth];
+	struct node_req *s = &l->slots[(l->head + l->count) % l->depth];
 
 	s->from = *from;
 	s->len = len;
 	s->rx_ns = rx_ns;
 	memcpy(s->buf, buf, len);
+	l->count++;
 	q->count++;
 	atomic_fetch_add(&n->queued, 1);
 	/* Wake a worker only if one sleeps: busy workers find the request themselves. */
@@ -141,15 +156,21 @@ static uint32_t queue_pop(struct node *n, struct node_req *out, uint32_t max)
 		pthread_cond_wait(&q->nonempty, &q->lock);
 		q->waiters--;
 	}
-	while (k < max && q->count > 0) {
-		struct node_req *s = &q->slots[q->head];
-		uint8_t *mine = out[k].buf;
+	/* The control lane first (node.h). */
+	for (int lane = 0; lane < NODE_LANES; lane++) {
+		struct node_lane *l = &q->lane[lane];
 
-		out[k] = *s;
-		s->buf = mine;
-		q->head = (q->head + 1) % q->depth;
-		q->count--;
-		k++;
+		while (k < max && l->count > 0) {
+			struct node_req *s = &l->slots[l->head];
+			uint8_t *mine = out[k].buf;
+
+			out[k] = *s;
+			s->buf = mine;
+			l->head = (l->head + 1) % l->depth;
+			l->count--;
+			q->count--;
+			k++;
+		}
 	}
 	atomic_fetch_add(&n->inflight, k);
 	atomic_fetch_sub(&n->queued, k);
@@ -339,7 +360,10 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 			node_send(n, from, out, rlen);
 		return;
 	}
-	if (queue_push(n, from, buf, (uint32_t)len, now) != 0) {
+	if (queue_push(n,
+		       m.op == WIRE_OP_REPLICATE || m.op == WIRE_OP_RC_REQ ? NODE_LANE_CONTROL
+									    : NODE_LANE_CLIENT,
+		       from, buf, (uint32_t)len, now) != 0) {
 		node_count(n, NODE_CTR_overloaded);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_OVERLOADED, out);
 		return;

@@ -1,81 +1,128 @@
 #!/usr/bin/env bash
-# demo.sh - the main job: a skewed workload through the switch on the testbed.
+# demo.sh - the main job: skew absorbed by the switch, on the testbed, bound by
+# the storage nodes and not by this machine.
 #
-# Installs what is missing and builds (scripts/setup.sh), brings up
-# conf/testbed.json (1 switch, 8 RocksDB nodes with emulated capacity, 1 agent
-# host) under RUN, preloads the keys, runs a zipf-0.99 closed-loop workload
-# from the agent namespace through the switch once per labelled run, prints
-# throughput, latency and per-node load side by side, draws RUN/demo.png
-# (per-node load bars, throughput timeline) and tears the testbed down, also on
-# failure or Ctrl-C.
+# Installs what is missing and builds (scripts/setup.sh), then on
+# conf/testbed.json (1 inline switch, 8 RocksDB nodes, 1 agent host):
+#  1. Sizes the scale model. It measures the testbed's own ceiling: no
+#     emulated service time, directory off, the same agent and concurrency as
+#     the runs. It then gives every node an emulated capacity (node.workers
+#     workers, each holding a request for the service time) such that the
+#     cluster's total is CEILING_SHARE (40%) of that ceiling: the hottest node,
+#     not the machine, limits a ring-only run.
+#  2. Runs the same closed loop (95% reads, 96 in flight) five times: uniform
+#     keys (directory on, the balanced reference), then at zipf 0.99 and at
+#     zipf 1.2, ring only (directory off) and with the directory on.
+#  3. Prints throughput (successes only), the error rate, the gain (directory
+#     over ring at the same skew) beside per-node max/mean, draws
+#     RUN/demo.png, and tears everything down, also on failure or Ctrl-C.
+# Last line:
+#   gain_099=X gain_12=Y dir_vs_uniform=Z dir_maxmean_099=A dir_maxmean_12=B
+# (dir_vs_uniform: the zipf-0.99 directory run over the uniform run). Exits 3
+# when a run's error rate is above 0.1% (flagged in the table).
 #
-# Capacity: each node has node.workers (2) workers holding every request for
-# SKL_SERVICE_TIME_US (default 1000 us), so a node serves at most 2,000 ops/s
-# and the 8 together 16,000; this 2-core machine pushes ~37,000 ops/s through
-# switch, agent and nodes with no emulation (docs/operations.md "Testbed"), so
-# the nodes, not the machine, are the bottleneck.
-#
-# Environment: SKL_RUN_DIR (default run/demo), SKL_SERVICE_TIME_US (1000),
-# SKL_DEMO_KEYS (10000), SKL_DEMO_CONCURRENCY (64), SKL_DEMO_DURATION (15 s),
-# SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
+# Environment: SKL_RUN_DIR (run/demo), SKL_DEMO_KEYS (10000),
+# SKL_DEMO_CONCURRENCY (96), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
+# SKL_DEMO_ZIPFS ("0.99 1.2"), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
+# the sizing and use this), SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-[ "$(id -u)" = 0 ] || { echo "demo: must run as root (packages, network namespaces): sudo $0" >&2; exit 1; }
-config=$repo/conf/testbed.json
+[ "$(id -u)" = 0 ] || { echo "demo: must run as root (packages, network namespaces); as another user: sudo $0" >&2; exit 1; }
 run=${SKL_RUN_DIR:-$repo/run/demo}
 export SKL_RUN_DIR=$run
-export SKL_SERVICE_TIME_US=${SKL_SERVICE_TIME_US:-1000}
 keys=${SKL_DEMO_KEYS:-10000}
-concurrency=${SKL_DEMO_CONCURRENCY:-64}
+concurrency=${SKL_DEMO_CONCURRENCY:-96}
 duration=${SKL_DEMO_DURATION:-15}
-# The emulated queue at the hottest node reaches concurrency x service time /
-# workers (32 ms at the defaults): a long agent timeout keeps that queueing
-# from being mistaken for loss (retries would only add load).
-timeout_ms=500
+zipfs=${SKL_DEMO_ZIPFS:-0.99 1.2}
+share=${CEILING_SHARE:-0.4}
 t_start=$(date +%s)
 
 [ -n "${SKL_DEMO_SKIP_SETUP:-}" ] || scripts/setup.sh --release
 build=${SKL_BUILD:-$repo/build}
 cdtctl=$build/switchd/cdtctl
+mkdir -p "$run"
+# The testbed's config with a 500 ms agent timeout: at the hottest node of a
+# ring-only run the queue reaches tens of ms, and queueing is not loss. Nodes
+# read the same value: they drop queued requests older than it (nobody waits
+# for them any more).
+config=$run/testbed.json
+python3 - "$repo/conf/testbed.json" "$config" "${SKL_DEMO_WORKERS:-4}" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.setdefault("agent", {})["timeout_ms"] = 500
+c.setdefault("node", {})["workers"] = int(sys.argv[3])
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
 socket=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["switches"][0]; print(s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]))' "$config")
+agent_ns=skl-$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agents"][0]["name"])' "$config")
+nnodes=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$config")
+workers=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("node", {}).get("workers", 2))' "$config")
 
 teardown() { scripts/testbed.sh down "$config" >/dev/null 2>&1 || true; }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-# A previous demo that crashed may have left its testbed behind.
-scripts/testbed.sh down "$config" >/dev/null
+teardown # a demo that crashed may have left its testbed behind
 rm -rf "$run/data" "$run/results"
 mkdir -p "$run/results"
-echo "demo: bringing up $config (service time ${SKL_SERVICE_TIME_US} us per request, run dir $run)"
+agent() { ip netns exec "$agent_ns" "$build/agent/skewless" --config "$config" "$@"; }
+
+# bench LABEL DIST on|off [SECONDS]: one measured run into results/LABEL.json.
+bench() {
+	"$cdtctl" --socket "$socket" directory "$3" >/dev/null
+	agent bench --keys "$keys" --dist "$2" --read-ratio 0.95 --concurrency "$concurrency" \
+		--duration "${4:-$duration}" --seed 7 --json "$run/results/$1.json" >"$run/results/$1.txt"
+}
+ops_of() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["throughput_ops"]))' "$1"; }
+
+if [ -z "${SKL_SERVICE_TIME_US:-}" ]; then
+	echo "demo: sizing: the testbed's own ceiling (no service time, directory off, $concurrency in flight)"
+	SKL_SERVICE_TIME_US=0 scripts/testbed.sh up "$config" >/dev/null
+	bench ceiling zipf:0.99 off 5
+	ceiling=$(ops_of "$run/results/ceiling.json")
+	teardown
+	# Cluster capacity = nodes x workers / service time = share x ceiling.
+	SKL_SERVICE_TIME_US=$(python3 -c "import math; print(math.ceil($nnodes * $workers * 1e6 / ($share * $ceiling)))")
+	echo "demo: ceiling $ceiling ops/s; $nnodes nodes x $workers workers at $SKL_SERVICE_TIME_US us per" \
+		"request = $((nnodes * workers * 1000000 / SKL_SERVICE_TIME_US)) ops/s, $(python3 -c "print(round(100 * $share))")% of it"
+fi
+export SKL_SERVICE_TIME_US
+echo "demo: bringing up $config (service time $SKL_SERVICE_TIME_US us per request, run dir $run)"
 scripts/testbed.sh up "$config"
-
-agent() { ip netns exec skl-a1 "$build/agent/skewless" --config "$config" "$@"; }
-
 echo "demo: preloading $keys keys"
-agent bench --keys "$keys" --preload --duration 0.1 --read-ratio 1 --timeout "$timeout_ms" \
+agent bench --keys "$keys" --preload --duration 0.1 --read-ratio 1 \
 	--json "$run/results/preload.json" >/dev/null
 
-# workload LABEL on|off: one measured run, the directory on or off, into results/LABEL.json.
 runs=()
-workload() {
-	local label=$1
-	"$cdtctl" --socket "$socket" directory "$2" >/dev/null
-	echo "demo: run '$label': zipf-0.99, 95% reads, $concurrency in flight (closed loop), ${duration}s"
-	agent bench --keys "$keys" --dist zipf:0.99 --read-ratio 0.95 --concurrency "$concurrency" \
-		--duration "$duration" --timeout "$timeout_ms" --seed 7 \
-		--json "$run/results/$label.json" >"$run/results/$label.txt"
-	runs+=("$label=$run/results/$label.json")
+measure() { # LABEL DIST on|off
+	echo "demo: run '$1': $2, directory $3, 95% reads, $concurrency in flight (closed loop), ${duration}s"
+	bench "$@"
+	runs+=("$1=$run/results/$1.json")
 }
+measure uniform uniform on
+for s in $zipfs; do
+	measure "ring-$s" "zipf:$s" off
+	measure "dir-$s" "zipf:$s" on
+done
 
-workload ring off
-workload directory on
-
-# One node's capacity: node.workers / service time.
-capacity=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); t=int(sys.argv[2])
-print(c.get("node", {}).get("workers", 2) * 1000000 // t if t else 0)' "$config" "$SKL_SERVICE_TIME_US")
-python3 scripts/demo_report.py --png "$run/demo.png" --capacity "$capacity" "${runs[@]}" | tee "$run/results/table.txt"
+capacity=$((workers * 1000000 / SKL_SERVICE_TIME_US)) # one node, ops/s
+report=0
+python3 scripts/demo_report.py --png "$run/demo.png" --capacity "$capacity" "${runs[@]}" |
+	tee "$run/results/table.txt" || report=$?
 teardown
 trap - EXIT
 echo "demo: done in $(($(date +%s) - t_start)) s; picture: $run/demo.png, results and logs: $run"
+python3 - "$run/results" <<'PY'
+import json, os, sys
+res = {f[:-5]: json.load(open(os.path.join(sys.argv[1], f)))
+       for f in os.listdir(sys.argv[1]) if f.endswith(".json")}
+def ops(label):
+    return res[label]["throughput_ops"] if label in res else float("nan")
+def mm(label):
+    return res[label]["load"]["max_over_mean"] if label in res else float("nan")
+print(f"gain_099={ops('dir-0.99') / ops('ring-0.99'):.2f} gain_12={ops('dir-1.2') / ops('ring-1.2'):.2f} "
+      f"dir_vs_uniform={ops('dir-0.99') / ops('uniform'):.2f} "
+      f"dir_maxmean_099={mm('dir-0.99'):.3f} dir_maxmean_12={mm('dir-1.2'):.3f}")
+PY
+exit "$report"

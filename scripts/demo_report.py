@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """demo_report.py [--png FILE] [--capacity OPS] LABEL=BENCH_JSON...
 
-Side-by-side summary of labelled `skewless bench --json` runs (scripts/demo.sh):
-throughput, latency percentiles, per-node load (max/mean and the count per
-node), printed as a table; with --png, a gnuplot picture of per-node load
-(bars, one colour per run) and the throughput timeline (one line per run);
---capacity draws one node's capacity (ops/s) on the bars and the nodes'
-aggregate capacity on the timeline.
+Side-by-side summary of labelled `skewless bench --json` runs (scripts/demo.sh,
+bench/skew.sh): throughput (successes only), error rate, the gain of each
+directory run over the ring run of the same skew (labels dir-X and ring-X),
+latency percentiles, per-node load (max/mean and the count per node), printed
+as a table; with --png, a gnuplot picture of per-node load (bars, one colour
+per run) and the throughput timeline (one line per run); --capacity draws one
+node's capacity (ops/s) on the bars and the nodes' aggregate capacity on the
+timeline.
+
+A run whose error rate is above 0.1% of its attempts is flagged in the table
+("<- over 0.1%"), and the exit code is then 3 (after the table and picture).
 """
 import json
 import os
@@ -26,6 +31,20 @@ def load(args):
     return runs
 
 
+MAX_ERROR_RATE = 0.001
+
+
+def gain(label, runs):
+    """Throughput of dir-X over ring-X (X: the skew), or None."""
+    if not label.startswith("dir-"):
+        return None
+    by_label = dict(runs)
+    ring = by_label.get("ring-" + label[len("dir-"):])
+    if not ring or not ring["throughput_ops"]:
+        return None
+    return by_label[label]["throughput_ops"] / ring["throughput_ops"]
+
+
 def table(runs):
     nodes = sorted({n for _, r in runs for n in r["per_node"]}, key=lambda n: (len(n), n))
     w = max(15, *(len(l) + 3 for l, _ in runs))
@@ -35,8 +54,11 @@ def table(runs):
         rows.append((name, [fn(r) for _, r in runs]))
 
     row("throughput", lambda r: f"{r['throughput_ops']:,.0f} ops/s")
-    row("ops", lambda r: f"{r['ops']:,}")
+    rows.append(("gain over ring", [f"{g:.2f}x" if (g := gain(l, runs)) else "" for l, _ in runs]))
+    row("ops ok", lambda r: f"{r['ops']:,}")
     row("errors", lambda r: f"{r['errors']:,}")
+    row("error rate", lambda r: f"{100 * r['error_rate']:.3f}%"
+        + (" <- over 0.1%" if r["error_rate"] > MAX_ERROR_RATE else ""))
     row("p50", lambda r: f"{r['latency_us']['p50'] / 1000:.2f} ms")
     row("p99", lambda r: f"{r['latency_us']['p99'] / 1000:.2f} ms")
     row("load max/mean", lambda r: f"{r['load']['max_over_mean']:.2f}")
@@ -65,9 +87,13 @@ def plot(runs, nodes, png, capacity):
                         continue
                     f.write(f"{t['t']} {t['ops']} {t['load_max_over_mean']}\n")
                 f.write("\n\n")
+        def title(label, r):
+            g = gain(label, runs)
+            return (f"{label}: {r['throughput_ops']:,.0f} ops/s, max/mean "
+                    f"{r['load']['max_over_mean']:.2f}" + (f", gain {g:.2f}x" if g else ""))
         bars = ", ".join(
-            f"'{d}/nodes.dat' using {i + 2}:xtic(1) title '{label}'"
-            for i, (label, _) in enumerate(runs))
+            f"'{d}/nodes.dat' using {i + 2}:xtic(1) title '{title(label, r)}'"
+            for i, (label, r) in enumerate(runs))
         if capacity:
             bars += ", NaN with lines dashtype 2 lc 'black' title 'node capacity'"
         lines = ", ".join(
@@ -81,26 +107,25 @@ def plot(runs, nodes, png, capacity):
         all_cap = (arrow.format(capacity * len(nodes), capacity * len(nodes) * 1.15)
                    if capacity else "set yrange [0:*]")
         r0 = runs[0][1]
-        title = "%s:%s, %s, %d keys, %d in flight" % (
-            r0.get("dist", "?"), r0.get("zipf_s", ""), r0.get("workload", "?"),
-            r0.get("keys", 0), r0.get("concurrency", 0))
+        heading = "%s, %d keys, %d in flight" % (
+            r0.get("workload", "?"), r0.get("keys", 0), r0.get("concurrency", 0))
         script = f"""
-set terminal pngcairo size 1200,500 font ',10'
+set terminal pngcairo size 1600,650 font ',10'
 set output '{png}'
-set multiplot layout 1,2 title '{title}'
+set multiplot layout 1,2 title '{heading}'
 set title 'per-node load (ops/s served)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 {node_cap}
 set grid ytics
-set key top left
+set key below
 plot {bars}
 unset arrow 1
 set style data linespoints
 set title 'throughput (ops/s per second of the run)'
 set xlabel 'second'
-set key bottom right
+set key inside bottom right
 {all_cap}
 plot {lines}
 unset multiplot
@@ -125,6 +150,10 @@ def main():
     if png:
         plot(runs, nodes, png, capacity)
         print(f"picture: {png}")
+    over = [label for label, r in runs if r["error_rate"] > MAX_ERROR_RATE]
+    if over:
+        print(f"demo_report: error rate over {100 * MAX_ERROR_RATE:.1f}% in: {', '.join(over)}")
+        sys.exit(3)
 
 
 if __name__ == "__main__":
