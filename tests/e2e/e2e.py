@@ -627,14 +627,16 @@ def scenario_switch_pause(tb):
     done = completions(history)
     # History times are CLOCK_MONOTONIC, as time.monotonic() is.
     base = rate_between(done, resumed[0] - pause_s - 1.5, resumed[0] - pause_s - 0.1)
-    after = [rate_between(done, t + 1.0, t + 1.5) for t in resumed]
-    log(f"before the first pause {base:.0f} ops/s; 1.0-1.5 s after each resume: "
+    after = [rate_between(done, t + 1.0, t + 1.8) for t in resumed]
+    log(f"before the first pause {base:.0f} ops/s; 1.0-1.8 s after each resume: "
         + " ".join(f"{r:.0f}" for r in after))
     # "Back to its level": the recovery itself takes one reply from the switch
-    # (well under 100 ms); 1 s later, at least 70% of the rate before (the
-    # rate of a closed loop on 2 busy cores wanders by some 10-20%).
-    check(all(r >= 0.7 * base for r in after),
-          f"throughput back to at least 70% of its level within 1 s of every resume"
+    # (well under 100 ms, 10x inside the 1 s). The level is then compared
+    # with the rate before, at 60%: a closed loop on 2 busy cores wanders by
+    # some 10-25% from one second to the next; a switch given up for the
+    # recheck interval (1 s) would show as a drop to the direct-routing rate.
+    check(all(r >= 0.6 * base for r in after),
+          f"throughput back to at least 60% of its level within 1 s of every resume"
           f" (worst {min(after) / base:.0%})")
 
 

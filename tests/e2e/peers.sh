@@ -92,6 +92,7 @@ start = min(r["started_unix_ms"] for r in bench.values())
 launch = int(open(f"{run}/a.launch").read())
 print(f"a: the stream started {start - launch} ms after the benches were launched")
 agreed = None
+identical = None
 later = []
 same = 0
 biggest = 0
@@ -111,11 +112,18 @@ for i in range(1, int(open(f"{run}/a.polls").read()) + 1):
         same += h1.keys() == h2.keys()
     biggest = max(biggest, len(h1) if h1.keys() == h2.keys() else 0)
     # A key is cluster-hot after a majority (3) of 5 windows of 100 ms: ~300 ms
-    # after the stream starts. Agreement then: the same set, the hottest key in it.
-    if agreed is None and "key:0" in h1 and h1.keys() == h2.keys():
+    # after the stream starts. Agreement: both hold the 5 hottest keys (with
+    # the same owners, checked above). Keys at the edge of the top K come and
+    # go between rounds, so when the whole sets are equal is reported, not
+    # asserted: it would be a race against that churn.
+    core = all(f"key:{r}" in h1 and f"key:{r}" in h2 for r in range(5))
+    if agreed is None and core:
         agreed = t
-        print(f"a: both switches hold the same {len(h1)}-key hot set {t} ms after the "
-              f"stream started; owners {sorted(set(h1.values()))}")
+        print(f"a: both switches hold the 5 hottest keys {t} ms after the stream started"
+              f" ({len(h1)} and {len(h2)} keys in all); owners {sorted(set(h1.values()))}")
+    if identical is None and "key:0" in h1 and h1.keys() == h2.keys():
+        identical = t
+        print(f"a: the same {len(h1)}-key hot set on both {t} ms after the stream started")
 for f, r in bench.items():
     print(f"a: {f}: {r['ops']} ops, errors {r['errors']}, max/mean {r['load']['max_over_mean']:.2f}")
 if later:
