@@ -164,7 +164,7 @@ static int cmd_udp(uint16_t port, uint64_t keys, double secs, int put, int windo
 
 static int cmd_raw(const char *dir, uint64_t keys, double secs)
 {
-	rocksdb_options_t *o = store_make_options(64);
+	rocksdb_options_t *o = store_make_options(64, 0);
 	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	char *err = NULL, k[32];

@@ -576,7 +576,8 @@ static int parse_node_params(struct ctx *c, const json_t *root, struct cfg_node_
 {
 	static const char *const keys[] = {"workers",	      "queue_depth",	 "durability",
 					   "service_time_us", "ttl_sample_keys", "ttl_sample_ms",
-					   "tombstone_gc_s",  "block_cache_mb",	 NULL};
+					   "tombstone_gc_s",  "block_cache_mb",	 "write_buffer_mb",
+					   NULL};
 	static const char *const durability[] = {"sync", "async", NULL};
 	json_t *o;
 	int dur;
@@ -591,7 +592,8 @@ static int parse_node_params(struct ctx *c, const json_t *root, struct cfg_node_
 	       GET_UINT(c, o, "node", "ttl_sample_keys", 1, 100000, 20, &n->ttl_sample_keys) ||
 	       GET_UINT(c, o, "node", "ttl_sample_ms", 1, 600000, 100, &n->ttl_sample_ms) ||
 	       GET_UINT(c, o, "node", "tombstone_gc_s", 1, 1u << 30, 60, &n->tombstone_gc_s) ||
-	       GET_UINT(c, o, "node", "block_cache_mb", 1, 1u << 20, 64, &n->block_cache_mb);
+	       GET_UINT(c, o, "node", "block_cache_mb", 1, 1u << 20, 64, &n->block_cache_mb) ||
+	       GET_UINT(c, o, "node", "write_buffer_mb", 0, 1u << 16, 0, &n->write_buffer_mb);
 }
 
 /* Whether s is only decimal digits, as an id given for "NAME|ID" is. */

@@ -140,6 +140,7 @@ struct cfg_node_params {
 	uint32_t ttl_sample_ms;
 	uint32_t tombstone_gc_s;
 	uint32_t block_cache_mb;
+	uint32_t write_buffer_mb; /* 0: RocksDB's default (64 MB) */
 };
 
 struct cfg {

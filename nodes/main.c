@@ -215,6 +215,7 @@ int main(int argc, char **argv)
 		die("%s%s", err, "");
 
 	struct store_options so = {.block_cache_mb = cfg.node.block_cache_mb,
+				   .write_buffer_mb = cfg.node.write_buffer_mb,
 				   .sync = cfg.node.durability == CFG_DURABILITY_SYNC};
 
 	snprintf(dbdir, sizeof(dbdir), "%s/rocksdb", n.data_dir);

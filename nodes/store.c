@@ -103,7 +103,7 @@ static size_t timer_key(uint8_t *out, uint8_t type, uint64_t due, enum store_cf 
 	return TIMER_HDR + klen;
 }
 
-void *store_make_options(uint32_t block_cache_mb)
+void *store_make_options(uint32_t block_cache_mb, uint32_t write_buffer_mb)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
 
@@ -111,6 +111,9 @@ void *store_make_options(uint32_t block_cache_mb)
 	rocksdb_options_set_create_missing_column_families(o, 1);
 	/* Bloom filter (10 bits/key), hash index in data blocks, an LRU block cache. */
 	rocksdb_options_optimize_for_point_lookup(o, block_cache_mb);
+	/* Small memtables for scale models: 64 nodes on one machine. */
+	if (write_buffer_mb)
+		rocksdb_options_set_write_buffer_size(o, (size_t)write_buffer_mb << 20);
 	/* Background flush and compaction threads: the machine has few cores. */
 	rocksdb_options_increase_parallelism(o, 2);
 	return o;
@@ -126,7 +129,7 @@ struct store *store_open(const char *dir, const struct store_options *opt, char 
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	st->opts = store_make_options(opt->block_cache_mb);
+	st->opts = store_make_options(opt->block_cache_mb, opt->write_buffer_mb);
 	for (int i = 0; i < CF_COUNT; i++)
 		cf_opts[i] = st->opts;
 	st->db =

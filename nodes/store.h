@@ -48,6 +48,7 @@ struct store_record {
 
 struct store_options {
 	uint32_t block_cache_mb;
+	uint32_t write_buffer_mb; /* memtable size per column family; 0: RocksDB's 64 MB */
 	int sync; /* fsync the WAL before a write returns */
 };
 
@@ -62,10 +63,11 @@ int store_record_live(const struct store_record *rec, uint64_t now_ms);
 
 /*
  * The RocksDB options every store (and the raw benchmark) uses: point-lookup
- * tuning (bloom filter, block cache of block_cache_mb), create if missing.
- * The caller destroys them.
+ * tuning (bloom filter, block cache of block_cache_mb), memtables of
+ * write_buffer_mb (0: RocksDB's default), create if missing. The caller
+ * destroys them.
  */
-void *store_make_options(uint32_t block_cache_mb);
+void *store_make_options(uint32_t block_cache_mb, uint32_t write_buffer_mb);
 
 /* Open (creating if needed) the store in dir. Returns NULL with a message in err. */
 struct store *store_open(const char *dir, const struct store_options *opt, char *err,

@@ -3,7 +3,8 @@
 # the storage nodes and not by this machine.
 #
 # Installs what is missing and builds (scripts/setup.sh), then on
-# conf/testbed.json (1 inline switch, 8 RocksDB nodes, 1 agent host):
+# conf/testbed.json (1 inline switch, 8 RocksDB nodes, 1 agent host; another
+# config with SKL_DEMO_CONFIG, as bench/scale.sh does with 64 nodes):
 #  1. Sizes the scale model. It measures the testbed's own ceiling: no
 #     emulated service time, directory off, the same agent and concurrency as
 #     the runs. It then gives every node an emulated capacity (node.workers
@@ -21,7 +22,12 @@
 # (dir_vs_uniform: the zipf-0.99 directory run over the uniform run). Exits 3
 # when a run's error rate is above 0.1% (flagged in the table).
 #
-# Environment: SKL_RUN_DIR (run/demo), SKL_DEMO_KEYS (10000),
+# After each run, RUN/results/ also holds LABEL.stats.json and LABEL.cdt.json
+# (the switch's counters and directory) and LABEL.rss (the nodes' total RSS,
+# kB).
+#
+# Environment: SKL_DEMO_CONFIG (conf/testbed.json), SKL_RUN_DIR (run/demo),
+# SKL_DEMO_KEYS (10000), SKL_DEMO_PRELOAD (1; 0: keys not preloaded),
 # SKL_DEMO_CONCURRENCY (96), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
 # SKL_DEMO_ZIPFS ("0.99 1.2"), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
 # the sizing and use this), SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
@@ -46,11 +52,13 @@ mkdir -p "$run"
 # ring-only run the queue reaches tens of ms, and queueing is not loss. Nodes
 # read the same value: they drop queued requests older than it (nobody waits
 # for them any more).
-config=$run/testbed.json
-python3 - "$repo/conf/testbed.json" "$config" "${SKL_DEMO_WORKERS:-4}" <<'PY'
+template=${SKL_DEMO_CONFIG:-$repo/conf/testbed.json}
+config=$run/$(basename "$template")
+python3 - "$template" "$config" "${SKL_DEMO_WORKERS:-4}" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c.setdefault("agent", {})["timeout_ms"] = 500
+agent = c.setdefault("agent", {})
+agent["timeout_ms"] = max(agent.get("timeout_ms", 50), 500)
 c.setdefault("node", {})["workers"] = int(sys.argv[3])
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
@@ -68,11 +76,22 @@ rm -rf "$run/data" "$run/results"
 mkdir -p "$run/results"
 agent() { ip netns exec "$agent_ns" "$build/agent/skewless" --config "$config" "$@"; }
 
-# bench LABEL DIST on|off [SECONDS]: one measured run into results/LABEL.json.
+# bench LABEL DIST on|off [SECONDS]: one measured run into results/LABEL.json,
+# then the switch's counters and directory and the nodes' RSS beside it.
 bench() {
+	local r=$run/results/$1
 	"$cdtctl" --socket "$socket" directory "$3" >/dev/null
+	"$cdtctl" --socket "$socket" --json stats >"$r.stats0.json"
+	# The directory as it stands three quarters into the run.
+	(sleep "$(python3 -c "print(0.75 * ${4:-$duration})")"
+	 "$cdtctl" --socket "$socket" --json cdt show >"$r.cdt.json") &
 	agent bench --keys "$keys" --dist "$2" --read-ratio 0.95 --concurrency "$concurrency" \
-		--duration "${4:-$duration}" --seed 7 --json "$run/results/$1.json" >"$run/results/$1.txt"
+		--duration "${4:-$duration}" --seed 7 --json "$r.json" >"$r.txt"
+	"$cdtctl" --socket "$socket" --json stats >"$r.stats.json"
+	wait
+	cat "$run"/pids/n*.pid 2>/dev/null | while read -r pid; do
+		awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null
+	done | awk '{s += $1} END {print s + 0}' >"$r.rss"
 }
 ops_of() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["throughput_ops"]))' "$1"; }
 
@@ -90,9 +109,11 @@ fi
 export SKL_SERVICE_TIME_US
 echo "demo: bringing up $config (service time $SKL_SERVICE_TIME_US us per request, run dir $run)"
 scripts/testbed.sh up "$config"
-echo "demo: preloading $keys keys"
-agent bench --keys "$keys" --preload --duration 0.1 --read-ratio 1 \
-	--json "$run/results/preload.json" >/dev/null
+if [ "${SKL_DEMO_PRELOAD:-1}" = 1 ]; then
+	echo "demo: preloading $keys keys"
+	agent bench --keys "$keys" --preload --duration 0.1 --read-ratio 1 \
+		--json "$run/results/preload.json" >/dev/null
+fi
 
 runs=()
 measure() { # LABEL DIST on|off
@@ -116,7 +137,7 @@ echo "demo: done in $(($(date +%s) - t_start)) s; picture: $run/demo.png, result
 python3 - "$run/results" <<'PY'
 import json, os, sys
 res = {f[:-5]: json.load(open(os.path.join(sys.argv[1], f)))
-       for f in os.listdir(sys.argv[1]) if f.endswith(".json")}
+       for f in os.listdir(sys.argv[1]) if f.endswith(".json") and f.count(".") == 1}
 def ops(label):
     return res[label]["throughput_ops"] if label in res else float("nan")
 def mm(label):
