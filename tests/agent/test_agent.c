@@ -500,6 +500,37 @@ START_TEST(fallback_linearizable_and_recheck)
 }
 END_TEST
 
+START_TEST(half_open_node_readmitted_at_first_answer)
+{
+	struct fake *n1 = fake_new(1, FAKE_SILENT);
+	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .timeout_ms = 20, .recheck_ms = 60000};
+	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
+	struct outcome o;
+
+	/* Reached directly, the silent node is to blame: TIMEOUT, then fail fast. */
+	do_get(a, &n1, 1, "user:1", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
+	ck_assert_uint_eq(stats(a).node_down, 1);
+	do_get(a, &n1, 1, "user:2", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_eq(o.res.sends, 0);
+	/* It is back. Within one timeout (not the 60 s recheck) a real request
+	 * goes through, and its answer readmits the node for every request. */
+	n1->mode = FAKE_ANSWER;
+	usleep(25 * 1000);
+	do_get(a, &n1, 1, "user:3", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.sends, 1);
+	ck_assert_uint_eq(stats(a).node_trials, 1);
+	do_get(a, &n1, 1, "user:4", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(stats(a).node_trials, 1);
+	ck_assert_uint_eq(stats(a).fail_fast, 1);
+	skl_close(a);
+	fake_free(n1);
+}
+END_TEST
+
 START_TEST(fallback_within_one_request)
 {
 	/* switch_failures = 1 (what the CLI uses): the retry goes to the home. */
@@ -729,6 +760,7 @@ int main(void)
 	tcase_add_test(tc, timeout_and_retry_counts);
 	tcase_add_test(tc, fallback_linearizable_and_recheck);
 	tcase_add_test(tc, fallback_within_one_request);
+	tcase_add_test(tc, half_open_node_readmitted_at_first_answer);
 	tcase_add_test(tc, relaxed_probe_reads_highest_version);
 	tcase_add_test(tc, moved_resends_once);
 	tcase_add_test(tc, hint_mode_and_route_cache);
