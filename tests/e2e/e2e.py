@@ -624,20 +624,28 @@ def scenario_switch_pause(tb):
           f" {conc} x {1 + retries} = {limit}), all TIMEOUT")
     check(ag["node_down"] == 0 and ag["fail_fast"] == 0,
           "no node was blamed for the switch's stall: nothing marked down, nothing failed fast")
+    # Back within 1 s: the agent returns to the switch at the first late reply
+    # after the resume (well under 100 ms); had it waited for a re-check, that
+    # is agent.recheck_ms (1 s) after it gave the switch up.
+    check(ag["switch_back"] == ag["switch_down"] and ag["rechecks"] == 0,
+          f"after every pause the agent was back on the switch before any re-check was due"
+          f" ({ag['switch_down']} given up, {ag['switch_back']} back, {ag['rechecks']}"
+          f" re-checks)")
     done = completions(history)
-    # History times are CLOCK_MONOTONIC, as time.monotonic() is.
-    base = rate_between(done, resumed[0] - pause_s - 1.5, resumed[0] - pause_s - 0.1)
+    # History times are CLOCK_MONOTONIC, as time.monotonic() is. The level:
+    # 0.8 s windows 1.0 s after each resume against the median of the 0.8 s
+    # windows just before each pause (a closed loop on 2 busy cores wanders
+    # by 10-35% from one second to the next: worst seen 65%), at a third,
+    # twice under that: what it must catch is a hole, a stall or a fail-fast
+    # storm that outlived its pause. The return itself is the check above.
+    quiet = sorted(rate_between(done, t - pause_s - 0.9, t - pause_s - 0.1) for t in resumed)
+    level = quiet[len(quiet) // 2]
     after = [rate_between(done, t + 1.0, t + 1.8) for t in resumed]
-    log(f"before the first pause {base:.0f} ops/s; 1.0-1.8 s after each resume: "
+    log(f"median undisturbed rate {level:.0f} ops/s; 1.0-1.8 s after each resume: "
         + " ".join(f"{r:.0f}" for r in after))
-    # "Back to its level": the recovery itself takes one reply from the switch
-    # (well under 100 ms, 10x inside the 1 s). The level is then compared
-    # with the rate before, at 60%: a closed loop on 2 busy cores wanders by
-    # some 10-25% from one second to the next; a switch given up for the
-    # recheck interval (1 s) would show as a drop to the direct-routing rate.
-    check(all(r >= 0.6 * base for r in after),
-          f"throughput back to at least 60% of its level within 1 s of every resume"
-          f" (worst {min(after) / base:.0%})")
+    check(all(r >= level / 3 for r in after),
+          f"no hole in the throughput 1 s after any resume (at least a third of its level)"
+          f" (worst {min(after) / level:.0%})")
 
 
 def scenario_overload(tb):
