@@ -136,8 +136,9 @@ trap - EXIT
 echo "demo: done in $(($(date +%s) - t_start)) s; picture: $run/demo.png, results and logs: $run"
 python3 - "$run/results" <<'PY'
 import json, os, sys
-res = {f[:-5]: json.load(open(os.path.join(sys.argv[1], f)))
-       for f in os.listdir(sys.argv[1]) if f.endswith(".json") and f.count(".") == 1}
+labels = ("uniform", "ring-0.99", "dir-0.99", "ring-1.2", "dir-1.2")
+res = {l: json.load(open(os.path.join(sys.argv[1], l + ".json"))) for l in labels
+       if os.path.exists(os.path.join(sys.argv[1], l + ".json"))}
 def ops(label):
     return res[label]["throughput_ops"] if label in res else float("nan")
 def mm(label):
