@@ -54,18 +54,21 @@ mkdir -p "$run"
 # for them any more).
 template=${SKL_DEMO_CONFIG:-$repo/conf/testbed.json}
 config=$run/$(basename "$template")
-python3 - "$template" "$config" "${SKL_DEMO_WORKERS:-4}" <<'PY'
+# Writes the copy; prints what the demo needs of it: the switch's control
+# socket, the agent host, the number of nodes and their workers.
+read -r socket agent_host nnodes workers < <(python3 - "$template" "$config" "${SKL_DEMO_WORKERS:-4}" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 agent = c.setdefault("agent", {})
 agent["timeout_ms"] = max(agent.get("timeout_ms", 50), 500)
 c.setdefault("node", {})["workers"] = int(sys.argv[3])
 json.dump(c, open(sys.argv[2], "w"), indent=1)
+s = c["switches"][0]
+print(s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]), c["agents"][0]["name"],
+      len(c["nodes"]), c["node"]["workers"])
 PY
-socket=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["switches"][0]; print(s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]))' "$config")
-agent_ns=skl-$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agents"][0]["name"])' "$config")
-nnodes=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$config")
-workers=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("node", {}).get("workers", 2))' "$config")
+)
+agent_ns=skl-$agent_host
 
 teardown() { scripts/testbed.sh down "$config" >/dev/null 2>&1 || true; }
 trap teardown EXIT
