@@ -86,6 +86,20 @@ static int lane_init(struct node_lane *l, uint32_t depth, uint32_t slot_cap)
 	return 0;
 }
 
+static void lane_free(struct node_lane *l)
+{
+	for (uint32_t i = 0; l->slots && i < l->depth; i++)
+		free(l->slots[i].buf);
+	free(l->slots);
+	l->slots = NULL;
+}
+
+/* The lane of a queued op: replication in the control lane, the rest (client data ops). */
+static enum node_lane_id lane_of(uint8_t op)
+{
+	return op == WIRE_OP_REPLICATE || op == WIRE_OP_RC_REQ ? NODE_LANE_CONTROL : NODE_LANE_CLIENT;
+}
+
 /* Each lane holds depth requests (node.queue_depth). */
 static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
 {
@@ -99,14 +113,8 @@ static int queue_init(struct node_queue *q, uint32_t depth, uint32_t slot_cap)
 
 static void queue_free(struct node_queue *q)
 {
-	for (int l = 0; l < NODE_LANES; l++) {
-		struct node_lane *lane = &q->lane[l];
-
-		for (uint32_t i = 0; lane->slots && i < lane->depth; i++)
-			free(lane->slots[i].buf);
-		free(lane->slots);
-		lane->slots = NULL;
-	}
+	for (int l = 0; l < NODE_LANES; l++)
+		lane_free(&q->lane[l]);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->nonempty);
 }
@@ -360,10 +368,7 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 			node_send(n, from, out, rlen);
 		return;
 	}
-	if (queue_push(n,
-		       m.op == WIRE_OP_REPLICATE || m.op == WIRE_OP_RC_REQ ? NODE_LANE_CONTROL
-									    : NODE_LANE_CLIENT,
-		       from, buf, (uint32_t)len, now) != 0) {
+	if (queue_push(n, lane_of(m.op), from, buf, (uint32_t)len, now) != 0) {
 		node_count(n, NODE_CTR_overloaded);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_OVERLOADED, out);
 		return;
@@ -642,10 +647,8 @@ static void emulate_service_time(struct node *n, uint64_t start)
  */
 static bool expired(const struct node *n, const struct node_req *r, uint64_t now)
 {
-	uint8_t op = ((const uint8_t *)r->buf)[WIRE_OFF_OP];
-
 	return now - r->rx_ns > (uint64_t)n->cfg->agent.timeout_ms * 1000000ull &&
-	       (op == WIRE_OP_GET || op == WIRE_OP_PUT || op == WIRE_OP_DEL || op == WIRE_OP_PROBE);
+	       lane_of(r->buf[WIRE_OFF_OP]) == NODE_LANE_CLIENT;
 }
 
 static void *worker_main(void *arg)
