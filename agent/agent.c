@@ -471,16 +471,21 @@ static void defer_done(struct skl_agent *a, struct req *r, enum skl_status st)
 
 static void start_probe(struct skl_agent *a, struct req *r);
 
+/* An inpath switch carries the traffic: its node table (digests) decides
+ * which nodes are up, not the agent's own timeouts. */
+static bool switch_decides(const struct skl_agent *a)
+{
+	return a->mode == CFG_MODE_INPATH && a->cur_switch < a->nswitches;
+}
+
 /*
- * Is node n's circuit open, so that a request for it fails fast? Not while an
- * inpath switch carries the traffic (its node table decides), and once per
- * timeout a request goes through anyway (half-open): its answer closes it.
+ * Is node n's circuit open, so that a request for it fails fast? Not while
+ * the switch decides, and once per timeout a request goes through anyway
+ * (half-open): its answer closes it.
  */
 static bool circuit_open(struct skl_agent *a, struct node_state *n)
 {
-	if (n->down_until_ns <= a->now)
-		return false;
-	if (a->mode == CFG_MODE_INPATH && a->cur_switch < a->nswitches)
+	if (n->down_until_ns <= a->now || switch_decides(a))
 		return false;
 	if (a->now >= n->next_trial_ns) {
 		n->next_trial_ns = a->now + a->timeout_ns;
@@ -691,9 +696,7 @@ static void switch_timeout(struct skl_agent *a, uint16_t sw)
  */
 static bool blame_node(const struct skl_agent *a, const struct req *r)
 {
-	bool switch_decides = a->mode == CFG_MODE_INPATH && a->cur_switch < a->nswitches;
-
-	if (a->nodes[r->target].last_reply_ns >= r->phase_start_ns || switch_decides)
+	if (a->nodes[r->target].last_reply_ns >= r->phase_start_ns || switch_decides(a))
 		return false;
 	if (!a->nodes_via_switch)
 		return true;
