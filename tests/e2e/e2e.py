@@ -28,6 +28,7 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
+import bisect
 import json
 import os
 import shutil
@@ -234,7 +235,7 @@ class Testbed:
 
 def scenario_ops(tb):
     """put/get/del/get through the switch for 250 keys: one CLI process per
-    operation (1,000 in all, about 25 s on 2 cores), 4 at a time, started inside
+    operation (1,000 in all, about 7 s on 2 cores), 4 at a time, started inside
     the agent's namespace."""
     tb.up()
     n = 250
@@ -451,6 +452,47 @@ def scenario_node_kill(tb):
     check(not bad, f"{victim} is back with its data: {len(mine)} keys read back ({bad[:3]})")
 
 
+def run_bench(tb, name, args, during=None):
+    """A bench run from the agent's namespace with --json (and --history):
+    during(t0) runs meanwhile (t0: time.monotonic() at the launch). Prints the
+    bench's own output; returns the summary and the path of the history."""
+    summary = os.path.join(tb.dir, f"{name}.json")
+    history = os.path.join(tb.dir, f"{name}.history")
+    with open(os.path.join(tb.dir, f"{name}.out"), "w") as out:
+        bench = subprocess.Popen(tb.agent_cmd("bench", *args, "--json", summary, "--history",
+                                              history), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            t0 = time.monotonic()
+            if during:
+                during(t0)
+            rc = bench.wait(timeout=120)
+        finally:
+            if bench.poll() is None:
+                bench.kill()
+                bench.wait()
+    with open(os.path.join(tb.dir, f"{name}.out")) as f:
+        sys.stdout.write(f.read())
+    check(rc == 0, f"bench {name} finished")
+    with open(summary) as f:
+        return json.load(f), history
+
+
+def completions(history):
+    """Sorted CLOCK_MONOTONIC completion times (s) of the successful operations."""
+    done = []
+    with open(history) as f:
+        for line in f:
+            op = json.loads(line)
+            if op["status"] in ("OK", "NOT_FOUND"):
+                done.append(op["complete_ns"] / 1e9)
+    return sorted(done)
+
+
+def rate_between(done, t_from, t_to):
+    """Successful operations per second completed in [t_from, t_to)."""
+    return (bisect.bisect_left(done, t_to) - bisect.bisect_left(done, t_from)) / (t_to - t_from)
+
+
 def sample_forwarded(tb):
     """(CLOCK_MONOTONIC ns, the switch's requests_forwarded) at about the same time."""
     t = time.monotonic_ns()
@@ -467,17 +509,9 @@ def scenario_switch_kill(tb):
     budget_ms = timeout_ms * (retries + 1)
     recheck_s = agent_cfg.get("recheck_ms", 1000) / 1000
     conc, duration, kill_at, restart_at = 8, 14, 3.0, 5.0
-    summary = os.path.join(tb.dir, "bench.json")
-    history = os.path.join(tb.dir, "history.jsonl")
-    out = open(os.path.join(tb.dir, "bench.out"), "w")
-    bench = subprocess.Popen(tb.agent_cmd(
-        # No --preload: its writes are not in the history, and the checker
-        # rightly rejects a read of a version no recorded write produced.
-        "bench", "--keys", "1000", "--read-ratio", "0.5", "--dist", "zipf:0.99",
-        "--concurrency", str(conc), "--duration", str(duration), "--seed", "11",
-        "--json", summary, "--history", history), stdout=out, stderr=subprocess.STDOUT)
-    try:
-        t0 = time.monotonic()
+    win = []
+
+    def kill_and_restart(t0):
         time.sleep(kill_at)
         before_kill = tb.counters()
         os.kill(tb.pid(tb.switch), signal.SIGKILL)
@@ -499,21 +533,17 @@ def scenario_switch_kill(tb):
         # what it forwards over that window and compare with the history.
         time.sleep(max(0, t_back + recheck_s + 0.3 - (time.monotonic() - t0),
                        duration - 2.5 - (time.monotonic() - t0)))
-        win = [sample_forwarded(tb)]
+        win.append(sample_forwarded(tb))
         time.sleep(max(0.5, duration - 0.5 - (time.monotonic() - t0)))
         win.append(sample_forwarded(tb))
-        rc = bench.wait(timeout=duration + 30)
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-        out.close()
-    with open(os.path.join(tb.dir, "bench.out")) as f:
-        sys.stdout.write(f.read())
-    check(rc == 0, "bench finished")
+
+    # No --preload: its writes are not in the history, and the checker
+    # rightly rejects a read of a version no recorded write produced.
+    s, history = run_bench(tb, "switchkill", [
+        "--keys", "1000", "--read-ratio", "0.5", "--dist", "zipf:0.99",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "11"],
+        kill_and_restart)
     after = tb.counters()
-    with open(summary) as f:
-        s = json.load(f)
     ag = s["agent"]
     log(f"agent counters: {ag}")
     for t in s["timeline"]:
@@ -551,46 +581,6 @@ def scenario_switch_kill(tb):
                         history], capture_output=True, text=True, timeout=120)
     print(r.stdout.strip())
     check(r.returncode == 0, "the recorded history is linearizable (no stale read)")
-
-
-def run_bench(tb, name, args, during=None):
-    """A bench run from the agent's namespace with --json (and --history):
-    during(t0) runs meanwhile (t0: time.monotonic() at the launch). Returns the
-    summary and the path of the history."""
-    summary = os.path.join(tb.dir, f"{name}.json")
-    history = os.path.join(tb.dir, f"{name}.history")
-    with open(os.path.join(tb.dir, f"{name}.out"), "w") as out:
-        bench = subprocess.Popen(tb.agent_cmd("bench", *args, "--json", summary, "--history",
-                                              history), stdout=out, stderr=subprocess.STDOUT)
-        try:
-            t0 = time.monotonic()
-            if during:
-                during(t0)
-            rc = bench.wait(timeout=120)
-        finally:
-            if bench.poll() is None:
-                bench.kill()
-                bench.wait()
-    check(rc == 0, f"bench {name} finished")
-    with open(summary) as f:
-        return json.load(f), history
-
-
-def completions(history):
-    """Sorted CLOCK_MONOTONIC completion times (s) of the successful operations."""
-    done = []
-    with open(history) as f:
-        for line in f:
-            op = json.loads(line)
-            if op["status"] in ("OK", "NOT_FOUND"):
-                done.append(op["complete_ns"] / 1e9)
-    return sorted(done)
-
-
-def rate_between(done, t_from, t_to):
-    """Successful operations per second completed in [t_from, t_to)."""
-    import bisect
-    return (bisect.bisect_left(done, t_to) - bisect.bisect_left(done, t_from)) / (t_to - t_from)
 
 
 def scenario_switch_pause(tb):
