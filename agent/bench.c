@@ -9,8 +9,9 @@
  * latency from submission. Results: throughput (successes only: OK and
  * NOT_FOUND), errors by status as counts and rates, log-linear latency
  * histograms (every answered operation), per-node served counts of successes
- * (the reply's served-by field) and their max/mean, a per-second timeline; --json writes the summary, --history one
- * JSON line per operation for the linearizability checker.
+ * (the reply's served-by field) and their max/mean, a per-second timeline;
+ * --json writes the summary, --history one JSON line per operation for the
+ * linearizability checker.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -40,7 +40,7 @@ print(f"scale: directory during the zipf-0.99 run: {len(cdt)} entries at 3/4 of 
       f"replication lag {s1['replication_lag_us_mean'] / 1000:.2f} ms mean, "
       f"{s1['replicates_sent'] - s0['replicates_sent']} REPLICATEs")
 for e in hot:
-    print(f"scale:   {e['key'].get('text', e['key']) if isinstance(e['key'], dict) else e['key']:<12}"
+    print(f"scale:   {e['key']:<12}"
           f" reads {e['reads']:>7}  replicas {len(e['replicas']):>2} (want {e['want_replicas']})"
           f"  home {e['home']}")
 print(f"scale: nodes' total RSS {rss:.0f} MB")
