@@ -1,24 +1,16 @@
 /*
- * cluster.h - a switch among peer switches (docs/design.md section 7): SYNC in and out,
- * key ownership in the CDT, the lease rule, node health learned from peers.
+ * cluster.h - the switch's state among peer switches (docs/design.md section 7):
+ * the protocol state of peers.c tied to the switch, the lease flag, where
+ * each node's score comes from, and what `cdtctl peers` and telemetry show.
  *
- * The protocol state lives in peers.c (pure); this file ties it to the
- * switch. Everything here runs on the control thread, which stays the single
- * writer of the CDT's keys, the score tables and the lease deadline the
- * workers read (sw->lease_until_tsc). A switch without peers in the config
- * never calls into peers.c: cluster_on() is false and the directory manager
- * behaves exactly as it does alone.
- *
- * Per round (cluster_poll):
- *   1. SYNC datagrams from the workers' ring into peers.c;
- *   2. the lease rule: all leases held -> replica reads allowed until the
- *      earliest lease ends; a lease lost -> every owned entry back to {home},
- *      completed 0, no installs, no REPLICATE; leases back -> the same reset,
- *      then ownership is recomputed, then replica reads resume;
- *   3. peers' owned lists -> remote entries (owner = that peer) in the CDT;
- *   4. every sync.interval_ms: our window closes, the cluster hot set is
- *      recomputed, the keys it gives us are installed (owner 0) or retired,
- *      our owned list is published, and SYNC goes to every peer.
+ * A data module under the control thread's pipeline: intake feeds it SYNC
+ * values (cluster_receive) and reads peers' node scores from it, decide runs
+ * the peer policy on it (leases, the cluster hot set), reconcile makes the
+ * CDT follow it and sends our SYNC (cluster_sync_out, through egress). It
+ * calls only egress and the pure modules. Everything runs on the control
+ * thread, the single writer, except cluster_rows_snapshot() (telemetry).
+ * A switch without peers has no struct cluster: cluster_on() is false and
+ * the directory behaves exactly as it does alone.
  */
 #ifndef SKL_SW_CLUSTER_H
 #define SKL_SW_CLUSTER_H
@@ -26,19 +18,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "peers.h"
 
 struct sw;
-struct hot_report;
 
 struct cluster_stats {
-	uint64_t lease_losses;	/* times the switch lost a lease and reset its entries */
-	uint64_t lease_resumes; /* times all leases came back */
-	uint64_t resets;	/* entries reset to {home} by the lease rule */
-	uint64_t sync_sent;	/* SYNC datagrams sent */
-	uint64_t sync_send_failed;
+	uint64_t lease_losses;	 /* times the switch lost a lease and reset its entries */
+	uint64_t lease_resumes;	 /* times all leases came back */
+	uint64_t resets;	 /* entries reset to {home} by the lease rule */
 	uint64_t sync_rejected;	 /* malformed or from an unknown switch */
 	uint64_t owned_installs; /* keys installed as owner */
 	uint64_t owned_retires;
@@ -46,34 +33,8 @@ struct cluster_stats {
 	uint64_t remote_removes;
 	uint64_t remote_failed;	   /* a peer's key that could not be installed (directory full) */
 	uint64_t health_from_peer; /* node score updates taken from a peer */
-	uint64_t slowest_round_us; /* longest cluster_poll() (grace periods of CDT changes) */
+	uint64_t slowest_round_us; /* longest control round (grace periods of CDT changes) */
 };
-
-int cluster_init(struct sw *sw, char *err, size_t errlen);
-void cluster_fini(struct sw *sw);
-
-/* True when the switch has peers (the consensus drives the directory). */
-bool cluster_on(const struct sw *sw);
-
-/* Control thread, every round (QSBR online). now_us: CLOCK_MONOTONIC. */
-void cluster_poll(struct sw *sw, uint64_t now_us);
-
-/* directory.c: an epoch ended; its hot keys join this switch's pending window. */
-void cluster_epoch(struct sw *sw, const struct hot_report *r);
-
-/* directory.c: whether REPLICATE may go out now (false while a lease is missing). */
-bool cluster_may_replicate(const struct sw *sw);
-
-/*
- * take_digests(): the score a node should get. When this switch's own digests
- * from the node are stale and a live peer's entry for it is fresh, *health
- * and *alive are replaced by the peer's and the peer's slot is returned (>0);
- * else 0 and nothing changes.
- */
-int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive);
-
-/* Name of the switch a node's score comes from now (NULL: this switch's own digests). */
-const char *cluster_score_source(const struct sw *sw, uint16_t node);
 
 /* One switch as `cdtctl peers` shows it (slot 0: this switch). */
 struct cluster_row {
@@ -88,8 +49,49 @@ struct cluster_row {
 	uint64_t owned_version, confirmed;
 };
 
-/* `cdtctl peers`: every switch's row, the lease state, the cluster hot set. Control thread. */
-json_t *cluster_json(struct sw *sw);
+struct cluster {
+	struct peer_state ps;
+	bool leased;			      /* decide: every lease was held at the last round */
+	struct peer_key *scratch;	      /* our owned list as published: owned_cap keys */
+	uint64_t stale_us;		      /* own digests older than this are stale */
+	uint8_t score_src[CFG_MAX_NODES + 1]; /* slot a node's score comes from; 0: own digests */
+	struct cluster_stats st;
+	/* Telemetry's copy, refreshed every sync round under sw->tel_lock. */
+	struct cluster_row rows[PEER_MAX];
+	unsigned nrows;
+	bool rows_leased;
+};
+
+/* Set up (no peers configured: nothing) and register `peers` and /skewless/peers. */
+int cluster_init(struct sw *sw, char *err, size_t errlen);
+void cluster_fini(struct sw *sw);
+
+/* True when the switch has peers (the consensus drives the directory). */
+bool cluster_on(const struct sw *sw);
+
+/* Whether REPLICATE may go out now (false while a lease is missing). */
+bool cluster_may_replicate(const struct sw *sw);
+
+/* Intake: a SYNC datagram (UDP payload) from a peer into the peer state; rejects counted. */
+void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t now_us);
+
+/*
+ * Intake: the score a node should get. When this switch's own digests from
+ * the node are stale and a live peer's entry for it is fresh, *health and
+ * *alive are replaced by the peer's and the peer's slot is returned (>0);
+ * else 0 and nothing changes.
+ */
+int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive);
+
+/* Name of the switch a node's score comes from now (NULL: this switch's own digests). */
+const char *cluster_score_source(const struct sw *sw, uint16_t node);
+
+/* Reconcile, on a sync tick: SYNC to every peer (through egress), then the rows for telemetry. */
+void cluster_sync_out(struct sw *sw, uint64_t now_us);
+
+/* The control round took took_us: the slowest is kept, a slow one logged. */
+void cluster_note_round(struct sw *sw, uint64_t took_us);
+
 /* Telemetry: the rows of the last sync round (any thread). Returns how many. */
 unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased);
 /* Name of a switch id ("-" when unknown). */

@@ -1,14 +1,20 @@
 /*
- * ctl.h - the control interface: a Unix socket for cdtctl and DPDK telemetry
- * commands (/skewless/stats, /skewless/nodes, /skewless/cdt, /skewless/peers).
+ * ctl.h - the control socket and its command registry (Open vSwitch's
+ * unixctl_command_register): each module registers the commands it owns
+ * when it starts (directory, cluster, intake, ports, stats), and the socket
+ * code knows none of them. DPDK telemetry commands (/skewless/...) are
+ * registered by the same modules; ctl_tel_switch() says which switch they
+ * answer for.
  *
  * Socket protocol: one command per line, one JSON object per line back
  * ({"ok": true, ...} or {"ok": false, "error": "..."}); a connection may send
  * many commands. Keys travel hex-encoded so that any byte string works.
  *   stats | nodes | peers | neigh show | neigh add IP MAC PORT
  *   cdt show [HEXKEY] | cdt pin HEXKEY [replicas N] [force ID,ID...] | cdt unpin HEXKEY
- *   debug on | debug off | debug show
- * Everything runs on the control thread, from sw_control_poll().
+ *   directory [on|off|show] | debug on | debug off | debug show
+ * Everything runs on the control thread, from sw_control_poll(); a command
+ * runs with the control thread online as a QSBR reader, so it may read the CDT,
+ * and changes the pipeline's state only through the owning module's functions.
  */
 #ifndef SKL_SW_CTL_H
 #define SKL_SW_CTL_H
@@ -21,7 +27,23 @@
 
 struct sw;
 
-/* Open the socket (path NULL: the config's; "": none) and register telemetry. */
+/*
+ * A command: argv holds the words after its name (argc of them). Returns
+ * the JSON answer (the registry sends and frees it), ctl_error() for errors.
+ */
+typedef json_t *ctl_handler(struct sw *sw, int argc, char **argv, void *aux);
+
+/* Create the registry (before the modules register). Returns 0 or -1 with err. */
+int ctl_init(struct sw *sw, char *err, size_t errlen);
+
+/*
+ * Register command `name` (one or two words: "peers", "cdt pin"); the
+ * longest name that matches the line's first words runs. 0, or -ENOSPC /
+ * -EEXIST.
+ */
+int ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux);
+
+/* Open the socket (path NULL: the config's; "": none) and answer telemetry for sw. */
 int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size_t errlen);
 /* Serve socket clients for up to timeout_ms. */
 void ctl_poll(struct sw *sw, int timeout_ms);
@@ -33,7 +55,10 @@ void ctl_close(struct sw *sw);
  */
 char *ctl_command(struct sw *sw, const char *line);
 
-/* A key as a JSON string: the text when printable, else "hex:..." */
-json_t *ctl_key_json(const uint8_t *key, uint16_t len);
+/* {"ok": false, "error": fmt with arg}. */
+json_t *ctl_error(const char *fmt, const char *arg);
+
+/* The switch DPDK telemetry answers for (one per process), or NULL. Any thread. */
+struct sw *ctl_tel_switch(void);
 
 #endif

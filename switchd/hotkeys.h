@@ -2,8 +2,8 @@
  * hotkeys.h - hot-key detection for the coherence directory (docs/design.md section 5).
  *
  * The control thread owns a struct hot_detector: fast-path lcores hand it
- * sampled request keys (through an rte_ring, see dir_sample() in
- * directory.c), it counts their keyhashes in DPDK's count-min sketch with
+ * sampled request keys (through an rte_ring, see intake_sample() in
+ * intake.c), it counts their keyhashes in DPDK's count-min sketch with
  * top-K (rte_member, sketch mode) and remembers the key bytes of keys that have been seen often enough to
  * matter. Once per epoch hot_epoch() reports the hot set: the top K keys whose
  * share of the epoch's samples clears a noise floor, each with the number of

@@ -30,6 +30,7 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
+#include "intake.h"
 #include "keyhash.h"
 #include "switchd.h"
 #include "wire.h"
@@ -605,7 +606,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		 * a peer's forwarded requests were counted by that peer already. */
 		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
 			w->sample_countdown = sw->sample_every;
-			dir_sample(w, msg);
+			intake_sample(w, msg);
 		}
 	}
 	e = entry_for(w, e, msg);
@@ -714,7 +715,7 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		CNT(w, SW_CNT_WRITE_COMPLETIONS);
 		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
 		/* The set is {home} now: have the new version copied out. */
-		dir_completed(w, e->keyhash, msg->version);
+		intake_completed(w, e->keyhash, msg->version);
 	}
 	return true;
 }

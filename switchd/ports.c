@@ -10,17 +10,22 @@
  * largest the device takes,
  * and promiscuous mode (inline L2 forwarding needs it; one-arm needs the VIP
  * MAC, which is not the device's own).
+ *
+ * It also owns the neighbours the ports reach: `neigh show` and `neigh add`.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include <rte_bus.h>
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "ctl.h"
+#include "fmt.h"
 #include "switchd.h"
 
 #define RSS_WANTED (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP)
@@ -141,12 +146,15 @@ static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err,
 	return 0;
 }
 
+static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux);
+
 int ports_init(struct sw *sw, char *err, size_t errlen)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint32_t frame = sw->cfg->service.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 8;
 	uint32_t room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + frame);
 
+	ctl_register(sw, "neigh", cmd_neigh, NULL);
 	sw->nports = sw->self->nports;
 	snprintf(name, sizeof(name), "mb_%s", sw->tag);
 	sw->pool = rte_pktmbuf_pool_create(name, pool_size(sw), SW_MEMPOOL_CACHE, 0, (uint16_t)room,
@@ -199,4 +207,62 @@ void ports_fini(struct sw *sw)
 			rte_free(sw->workers[wi]->txb[p]);
 			sw->workers[wi]->txb[p] = NULL;
 		}
+}
+
+/* ---- Neighbours: `neigh show`, `neigh add IP MAC PORT`. ------------------------------------ */
+
+static const char *node_name(const struct sw *sw, uint16_t id)
+{
+	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+
+	return n ? n->name : "?";
+}
+
+static void nb_visit(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port, bool is_static,
+		     uint16_t node)
+{
+	json_t **ctx = arg;
+	struct sw *sw = (struct sw *)ctx[1];
+	char ips[16], macs[18];
+
+	fmt_mac(mac, macs);
+	json_array_append_new(
+	    ctx[0], json_pack("{s:s, s:s, s:s, s:b, s:s?}", "ip", cfg_format_ipv4(ip, ips), "mac",
+			      macs, "port", port < sw->nports ? sw->ports[port].name : "?",
+			      "static", is_static, "node", node ? node_name(sw, node) : NULL));
+}
+
+static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux)
+{
+	(void)aux;
+	if (argc >= 1 && !strcmp(argv[0], "show")) {
+		json_t *ctx[2] = {json_array(), (json_t *)sw};
+
+		l2_nb_walk(sw->l2, (uint32_t)(rte_rdtsc() / sw->tsc_hz), nb_visit, ctx);
+		return json_pack("{s:b, s:o}", "ok", 1, "neighbours", ctx[0]);
+	}
+	if (argc == 4 && !strcmp(argv[0], "add")) {
+		uint32_t ip;
+		uint8_t mac[6];
+		int port = -1;
+
+		if (cfg_parse_ipv4(argv[1], &ip) != 0)
+			return ctl_error("neigh add: bad IPv4 address \"%s\"", argv[1]);
+		if (cfg_parse_mac(argv[2], mac) != 0)
+			return ctl_error("neigh add: expected a MAC xx:xx:xx:xx:xx:xx, got \"%s\"",
+					 argv[2]);
+		if (!l2_nb_learnable(ip, mac))
+			return ctl_error("neigh add: address 0.0.0.0 and multicast MACs are never "
+					 "neighbours%s",
+					 "");
+		for (uint16_t p = 0; p < sw->nports; p++)
+			if (!strcmp(sw->ports[p].name, argv[3]))
+				port = p;
+		if (port < 0)
+			return ctl_error("neigh add: no port named \"%s\"", argv[3]);
+		l2_nb_learn(sw->l2, ip, mac, (uint8_t)port, (uint32_t)(rte_rdtsc() / sw->tsc_hz),
+			    true);
+		return json_pack("{s:b}", "ok", 1);
+	}
+	return ctl_error("neigh: expected \"show\" or \"add IP MAC PORT\"%s", "");
 }

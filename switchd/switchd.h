@@ -5,12 +5,17 @@
  * Threads and what they own:
  *   workers (pipeline.c)  one per worker lcore: RX queue `index` of every port,
  *                         TX queue `index` of every port, their own counters.
- *   control thread (daemon.c, ctl.c) on the main lcore: config, CDT management,
- *                         score writer (digests, failure detection), ARP
- *                         requests (sent by worker 0 from ctl_tx_ring), the
- *                         control socket.
- *   telemetry thread(s)   read counters, scores and the CDT (QSBR reader
- *                         `nworkers + 1`, serialised by tel_lock).
+ *   control thread        on the main lcore: config, CDT management, score
+ *                         writer, the frames it sends (through worker 0 from
+ *                         ctl_tx_ring), the control socket. Each round
+ *                         (sw_control_poll, daemon.c) runs a one-way pipeline:
+ *                         intake.c (the rings workers fill) -> decide.c (the
+ *                         policies) -> reconcile.c (the CDT's one writer) ->
+ *                         egress.c (every frame sent); then ctl.c serves
+ *                         the commands the modules registered.
+ *   telemetry thread(s)   read counters, scores, the CDT and published
+ *                         snapshots (QSBR reader `nworkers + 1`, serialised
+ *                         by tel_lock).
  * Shared structures and their rules: cdt.h (RCU), scores.h (atomics), l2.h
  * (atomic slots), rte_rings from workers to the control thread.
  */
@@ -29,7 +34,6 @@
 #include "cdt.h"
 #include "config.h"
 #include "counters.h"
-#include "directory.h"
 #include "l2.h"
 #include "ring.h"
 #include "scores.h"
@@ -38,17 +42,18 @@
 #define SW_BURST       32
 #define SW_MAX_WORKERS CFG_MAX_LCORES
 _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per worker");
-#define SW_DRAIN_US	 100 /* TX buffers are flushed at least this often */
-#define SW_NB_RXD	 1024
-#define SW_NB_TXD	 1024
-#define SW_MEMPOOL_CACHE 256
-#define SW_DIGEST_RING	 1024 /* DIGEST mbufs waiting for the control thread */
-#define SW_ARP_RING	 1024 /* addresses workers want resolved */
-#define SW_LOG_RING	 1024 /* decision-log records */
-#define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
-#define SW_CTL_TX_RING	 4096 /* frames the control thread sends through worker 0 */
-#define SW_SYNC_RING	 1024 /* SYNC mbufs from peer switches waiting for the control thread */
-#define SW_MAX_PEERS	 (CFG_MAX_SWITCHES - 1)
+#define SW_DRAIN_US	   100 /* TX buffers are flushed at least this often */
+#define SW_NB_RXD	   1024
+#define SW_NB_TXD	   1024
+#define SW_MEMPOOL_CACHE   256
+#define SW_DIGEST_RING	   1024 /* DIGEST mbufs waiting for the control thread */
+#define SW_ARP_RING	   1024 /* addresses workers want resolved */
+#define SW_LOG_RING	   1024 /* decision-log records */
+#define SW_SAMPLE_RING	   8192 /* sampled keys per control round, at most */
+#define SW_COMPLETION_RING 4096 /* write completions per control round, at most */
+#define SW_CTL_TX_RING	   4096 /* frames the control thread sends through worker 0 */
+#define SW_SYNC_RING	   1024 /* SYNC mbufs from peer switches waiting for the control thread */
+#define SW_MAX_PEERS	   (CFG_MAX_SWITCHES - 1)
 
 struct sw_rxq {
 	uint16_t port; /* index in sw->ports */
@@ -120,6 +125,11 @@ struct sw_opts {
 struct ctl;
 struct dig_table;
 struct cluster;
+struct intake;
+struct decide;
+struct reconcile;
+struct egress;
+struct hot_detector;
 
 struct sw {
 	const struct cfg *cfg;
@@ -151,7 +161,13 @@ struct sw {
 	uint8_t debug;	       /* relaxed atomic: decision logs for every request */
 	uint8_t dir_on;	       /* relaxed atomic: hot-key sampling and management on */
 	uint32_t sample_every; /* sample 1 in N requests for hot-key detection */
-	struct directory *dir; /* directory.h: hot keys, REPLICATE/UNREPLICATE */
+	/* The control round's stages (control thread only, but for the rings
+	 * intake_sample() and intake_completed() fill). */
+	struct intake *intake;	  /* intake.h: the rings the workers fill */
+	struct hot_detector *hot; /* hotkeys.h: fed by intake, read by decide */
+	struct decide *decide;	  /* decide.h: the policies */
+	struct reconcile *rec;	  /* reconcile.h: the CDT's one writer */
+	struct egress *egress;	  /* egress.h: every frame the control thread sends */
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -178,13 +194,8 @@ struct sw {
 	struct ctl *ctl;
 	struct dig_table *dig; /* digest/health.h: windows and failure detection */
 	bool no_digest_timeout;
-	uint64_t last_tick_tsc;
-	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
-	char log_lines[SW_LOG_KEEP][384];
-	uint32_t log_next;
 	uint64_t ctl_counters[SW_CNT_COUNT];
 	pthread_mutex_t tel_lock; /* serialises telemetry readers (one QSBR id) */
-	uint64_t digests_received;
 };
 
 /* ---- daemon.c: assembling and running a switch. ----------------------------------- */
@@ -198,37 +209,19 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	    const struct sw_opts *opts, char *err, size_t errlen);
 /* Launch the workers on their lcores. */
 int sw_start(struct sw *sw);
-/* One round of control work (digests, failure detection, ARP, logs, socket), non-blocking. */
+/*
+ * One control round, non-blocking: intake, decide, reconcile, egress (each
+ * stage its own module), then up to timeout_ms serving the control socket.
+ */
 void sw_control_poll(struct sw *sw, int timeout_ms);
 /* Stop workers, wait for them, close ports and free everything. */
 void sw_fini(struct sw *sw);
 
-/* Control thread: send an ARP request for ip from the VIP (all ports inline, else the one). */
-void sw_send_arp_request(struct sw *sw, uint32_t ip);
+/* ---- counters.c ---------------------------------------------------------------------- */
 
-/*
- * Control thread: send msg to node from the VIP (through worker 0's TX queue).
- * 0, or -ENOENT when the node's MAC is not known yet (an ARP goes out), -ENOMEM.
- */
-int sw_send_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
-
-/* Sum a counter over workers (and the control thread). */
+/* Sum a counter over workers (and the control thread). Any thread. */
 uint64_t sw_counter(const struct sw *sw, enum sw_counter c);
 uint64_t sw_port_counter(const struct sw *sw, uint16_t port, enum sw_port_counter c);
-
-/*
- * Install a key as a manual pin: with force, that replica set as it is;
- * otherwise starting from {home}, and the directory manager's next repair
- * REPLICATEs it out to `want` replicas. Control thread, online (ctl_command()).
- */
-struct cdt_entry *sw_pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
-			 unsigned nforce, uint8_t want);
-
-/*
- * Control thread: send a SYNC value to peer switch id from the VIP. 0, or
- * -ENOENT when its MAC is not known yet (an ARP goes out), -ENOMEM, -EINVAL.
- */
-int sw_send_to_peer(struct sw *sw, uint16_t id, const uint8_t *value, size_t len);
 
 /* Index of a peer switch by its VIP (host order), or -1. Workers and control thread. */
 static inline int sw_peer_of_ip(const struct sw *sw, uint32_t ip)
@@ -250,7 +243,10 @@ void pipeline_flush(struct sw_worker *w);
 
 /* ---- ports.c --------------------------------------------------------------------------- */
 
-/* Create/find, configure and start every port of sw->self. -1 with err on failure. */
+/*
+ * Create/find, configure and start every port of sw->self; register `neigh`.
+ * -1 with err on failure.
+ */
 int ports_init(struct sw *sw, char *err, size_t errlen);
 void ports_fini(struct sw *sw);
 

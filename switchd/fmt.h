@@ -1,0 +1,60 @@
+/*
+ * fmt.h - one formatter per object, every output (VPP's format_* idea).
+ *
+ * A module that owns an object (a node row, a directory entry, a peer
+ * switch) writes one function that emits the object's fields through a
+ * struct fmt; the same function then feeds the control socket's JSON, a
+ * DPDK telemetry dict and a one-line "name=value ..." text, so the outputs
+ * cannot drift apart. Fields come out in the order they are emitted.
+ *
+ * Types per output:  JSON        telemetry         text
+ *   fmt_str          string|null string (NULL: -)  name=value (NULL: left out)
+ *   fmt_int          integer     u64, int if < 0   name=123
+ *   fmt_bool         true/false  0/1               name=0|1
+ *   fmt_double       real        string %g         name=%g
+ *   fmt_list         [strings]   "a,b"             name=a,b
+ * NULL strings are left out of telemetry and text (neither has a null).
+ */
+#ifndef SKL_SW_FMT_H
+#define SKL_SW_FMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct rte_tel_data;
+
+enum fmt_kind { FMT_JSON, FMT_TEL, FMT_TEXT };
+
+struct fmt {
+	enum fmt_kind kind;
+	json_t *json;		  /* FMT_JSON: the object the fields go into */
+	struct rte_tel_data *tel; /* FMT_TEL: a started dict */
+	char *buf;		  /* FMT_TEXT: NUL-terminated, truncated at cap */
+	size_t cap, len;
+	const char *const *only; /* NULL: every field; else the names to keep, NULL-ended */
+};
+
+/* Into a new JSON object (returned; the caller owns it). */
+json_t *fmt_json(struct fmt *f);
+/* Into telemetry dict d (rte_tel_data_start_dict() done here). */
+void fmt_tel(struct fmt *f, struct rte_tel_data *d);
+/* Into buf as "name=value name=value", only the fields named in `only` (NULL: all). */
+void fmt_text(struct fmt *f, char *buf, size_t cap, const char *const *only);
+
+void fmt_str(struct fmt *f, const char *name, const char *v);
+void fmt_int(struct fmt *f, const char *name, int64_t v);
+void fmt_bool(struct fmt *f, const char *name, bool v);
+void fmt_double(struct fmt *f, const char *name, double v);
+void fmt_list(struct fmt *f, const char *name, const char *const *v, unsigned n);
+/* A key: its text when printable, else "hex:" and its bytes in hex. */
+void fmt_key(struct fmt *f, const char *name, const uint8_t *key, uint16_t len);
+
+/* A key as a JSON string, as fmt_key() writes it. */
+json_t *fmt_key_json(const uint8_t *key, uint16_t len);
+/* A MAC as xx:xx:xx:xx:xx:xx into buf (18 bytes). */
+char *fmt_mac(const uint8_t m[6], char *buf);
+
+#endif

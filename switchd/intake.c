@@ -1,0 +1,384 @@
+/*
+ * intake.c - the rings the workers fill, taken in by the control thread
+ * (see intake.h), and the node rows built from what they taught.
+ */
+#include "intake.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ip.h>
+#include <rte_ring.h>
+#include <rte_telemetry.h>
+#include <rte_udp.h>
+
+#include "cluster.h"
+#include "ctl.h"
+#include "egress.h"
+#include "fmt.h"
+#include "health.h"
+#include "reconcile.h"
+#include "switchd.h"
+
+#define IN_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
+#define IN_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
+
+/* A sampled request key; its size is a multiple of 4 as rte_ring elements need. */
+struct in_sample {
+	uint64_t keyhash;
+	uint16_t key_len;
+	uint16_t pad;
+	uint8_t key[HOT_MAX_KEY];
+};
+
+struct in_completion {
+	uint64_t keyhash;
+	uint64_t version;
+};
+
+struct intake {
+	struct rte_ring *samples;     /* workers -> control thread */
+	struct rte_ring *completions; /* workers -> control thread */
+	uint64_t last_lost_tsc;
+	uint64_t digests_received;
+	char log_lines[IN_LOG_KEEP][384];
+	uint32_t log_next;
+};
+
+static void register_commands(struct sw *sw);
+
+int intake_init(struct sw *sw, char *err, size_t errlen)
+{
+	struct intake *in = calloc(1, sizeof(*in));
+	char name[64];
+
+	if (!in) {
+		snprintf(err, errlen, "out of memory for the control thread's intake");
+		return -1;
+	}
+	sw->intake = in;
+	snprintf(name, sizeof(name), "dsmp_%s", sw->tag);
+	in->samples = rte_ring_create_elem(name, sizeof(struct in_sample), SW_SAMPLE_RING,
+					   SOCKET_ID_ANY, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "dcmp_%s", sw->tag);
+	in->completions = rte_ring_create_elem(name, sizeof(struct in_completion),
+					       SW_COMPLETION_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (!in->samples || !in->completions) {
+		snprintf(err, errlen, "cannot create the hot-key detector: %s",
+			 rte_strerror(rte_errno ? rte_errno : ENOMEM));
+		return -1;
+	}
+	sw->sample_every = sw->cfg->directory.sample_every;
+	register_commands(sw);
+	return 0;
+}
+
+void intake_fini(struct sw *sw)
+{
+	struct intake *in = sw->intake;
+
+	if (!in)
+		return;
+	rte_ring_free(in->samples);
+	rte_ring_free(in->completions);
+	free(in);
+	sw->intake = NULL;
+}
+
+uint64_t intake_digests_received(const struct sw *sw)
+{
+	return sw->intake->digests_received;
+}
+
+/* ---- Workers. ------------------------------------------------------------------------------ */
+
+void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
+{
+	struct in_sample s;
+
+	if (msg->key_len > HOT_MAX_KEY)
+		return; /* never installed (hotkeys.h): not worth a sample */
+	s.keyhash = msg->keyhash;
+	s.key_len = msg->key_len;
+	s.pad = 0;
+	memcpy(s.key, msg->key, msg->key_len);
+	if (rte_ring_mp_enqueue_elem(w->sw->intake->samples, &s, sizeof(s)) == 0)
+		w->counters[SW_CNT_HOT_SAMPLES]++;
+	else
+		w->counters[SW_CNT_HOT_SAMPLES_DROPPED]++;
+}
+
+void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
+{
+	struct in_completion c = {.keyhash = keyhash, .version = version};
+
+	rte_ring_mp_enqueue_elem(w->sw->intake->completions, &c, sizeof(c));
+}
+
+/* ---- Digests, SYNCs and failure detection. --------------------------------------------- */
+
+/* The UDP payload of a DIGEST or SYNC frame the fast path already validated. */
+static const uint8_t *udp_payload(struct rte_mbuf *m, size_t *len)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((uint8_t *)ip + rte_ipv4_hdr_len(ip));
+
+	*len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp);
+	return (const uint8_t *)(udp + 1);
+}
+
+/* Digests (from the workers' ring) into the health table, then failure detection. */
+static void take_digests(struct sw *sw, uint64_t now)
+{
+	struct rte_mbuf *m;
+
+	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
+		size_t len;
+		const uint8_t *p = udp_payload(m, &len);
+
+		if (dig_table_receive_datagram(sw->dig, p, len, now) == 0)
+			sw->intake->digests_received++;
+		rte_pktmbuf_free(m);
+	}
+	if (!sw->no_digest_timeout)
+		dig_table_tick(sw->dig, now);
+}
+
+static void take_syncs(struct sw *sw, uint64_t now_us)
+{
+	struct rte_mbuf *m;
+
+	while (rte_ring_sc_dequeue(sw->sync_ring, (void **)&m) == 0) {
+		size_t len;
+		const uint8_t *p = udp_payload(m, &len);
+
+		cluster_receive(sw, p, len, now_us);
+		rte_pktmbuf_free(m);
+	}
+}
+
+/*
+ * The fast path's view of each node: health and alive, from our digests or,
+ * when those are stale, a peer's. The control thread is the only writer.
+ */
+static void publish_scores(struct sw *sw, uint64_t now)
+{
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+		enum scores_state st;
+		uint8_t health = dig_health(sw->dig, id);
+
+		bool alive = dig_alive(sw->dig, id);
+
+		if (cluster_node_score(sw, id, now, &health, &alive) > 0)
+			st = alive ? SCORES_UP
+				   : SCORES_DOWN; /* our digests are stale: a peer's view */
+		else if (!alive)
+			st = SCORES_DOWN;
+		else if (sw->dig->node[id].received == 0)
+			st = SCORES_UNKNOWN; /* tracked, no digest yet: routed to, health 100 */
+		else
+			st = SCORES_UP;
+		if (sw->scores.state[id] != st || sw->scores.health[id] != health)
+			scores_set(&sw->scores, id, health, st);
+	}
+}
+
+/* ---- Samples and completions. ----------------------------------------------------------- */
+
+static void take_samples(struct sw *sw)
+{
+	struct in_sample s;
+	bool on = __atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED);
+
+	while (rte_ring_sc_dequeue_elem(sw->intake->samples, &s, sizeof(s)) == 0)
+		if (on)
+			hot_observe(sw->hot, s.keyhash, s.key, s.key_len);
+}
+
+static void take_completions(struct sw *sw)
+{
+	struct in_completion c;
+
+	while (rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0)
+		rec_completed(sw, c.keyhash, c.version);
+}
+
+/* ---- Decision logs. ------------------------------------------------------------------------ */
+
+/* Render a decision record as the log line cdtctl debug show prints. */
+static void format_decision(const struct sw *sw, const struct sw_decision *d, char *line,
+			    size_t cap)
+{
+	char key[2 * sizeof(d->key) + 1];
+	const struct cfg_node *cn = cfg_node_by_id(sw->cfg, d->chosen);
+	const struct cfg_node *hn = cfg_node_by_id(sw->cfg, d->home);
+	bool printable = true;
+	size_t off;
+
+	for (unsigned i = 0; i < d->key_len; i++)
+		if (d->key[i] <= 0x20 || d->key[i] > 0x7e)
+			printable = false;
+	if (printable)
+		snprintf(key, sizeof(key), "%.*s", d->key_len, d->key);
+	else
+		cfg_format_hex(d->key, d->key_len, key);
+	off = (size_t)snprintf(line, cap, "key=%s op=%s dir=%s home=%s chosen=%s", key,
+			       wire_op_name(d->op), d->in_directory ? "yes" : "no",
+			       hn ? hn->name : "?", cn ? cn->name : "none");
+	/* The chosen node's figures first, then every other candidate's. */
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < d->trace.n && off < cap; i++) {
+			const struct cfg_node *n = cfg_node_by_id(sw->cfg, d->trace.cand[i].node);
+			bool is_chosen = d->trace.cand[i].node == d->chosen;
+
+			if (is_chosen != (pass == 0))
+				continue;
+			if (is_chosen)
+				off += (size_t)snprintf(
+				    line + off, cap - off, " inflight=%d health=%u",
+				    d->trace.cand[i].inflight, d->trace.cand[i].health);
+			else
+				off += (size_t)snprintf(
+				    line + off, cap - off, "; %s inflight=%d health=%u%s",
+				    n ? n->name : "?", d->trace.cand[i].inflight,
+				    d->trace.cand[i].health, d->trace.cand[i].alive ? "" : " down");
+		}
+}
+
+static void take_logs(struct sw *sw)
+{
+	struct intake *in = sw->intake;
+	struct sw_decision d;
+
+	while (rte_ring_sc_dequeue_elem(sw->log_ring, &d, sizeof(d)) == 0) {
+		char *line = in->log_lines[in->log_next % IN_LOG_KEEP];
+
+		format_decision(sw, &d, line, sizeof(in->log_lines[0]));
+		fprintf(stderr, "skewless-switchd: decision %s\n", line);
+		in->log_next++;
+	}
+}
+
+/* ---- The intake stage. ------------------------------------------------------------------- */
+
+void intake_run(struct sw *sw, uint64_t now_tsc, uint64_t now_us)
+{
+	struct intake *in = sw->intake;
+	uint32_t ip;
+
+	take_digests(sw, now_us);
+	if (cluster_on(sw))
+		take_syncs(sw, now_us);
+	publish_scores(sw, now_us);
+	take_samples(sw);
+	take_completions(sw);
+	take_logs(sw);
+	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)
+		eg_arp(sw, ip, now_tsc);
+	if (now_tsc - in->last_lost_tsc >= sw->tsc_hz / 1000 * IN_LOST_REPLY_MS) {
+		in->last_lost_tsc = now_tsc;
+		scores_forget_lost(&sw->scores, now_tsc, sw->tsc_hz / 1000 * IN_LOST_REPLY_MS);
+	}
+}
+
+/* ---- Node rows: `nodes` and /skewless/nodes. ----------------------------------------------- */
+
+/* One node as the switch sees it, for the socket's JSON and telemetry alike. */
+static void format_node(const struct sw *sw, const struct cfg_node *n, struct fmt *f)
+{
+	char ip[16], mac[18];
+	uint8_t m[6], port;
+	bool known = l2_node_nb(sw->l2, n->id, m, &port);
+	/* Whose digests the score comes from: this switch's, or a peer's. */
+	const char *src = cluster_score_source(sw, n->id);
+
+	fmt_int(f, "id", n->id);
+	fmt_str(f, "name", n->name);
+	fmt_str(f, "ip", cfg_format_ipv4(n->ip, ip));
+	fmt_int(f, "inflight", scores_inflight(&sw->scores, n->id));
+	fmt_int(f, "health", scores_health(&sw->scores, n->id));
+	fmt_int(f, "weight", n->weight);
+	fmt_bool(f, "alive", scores_alive(&sw->scores, n->id));
+	fmt_str(f, "state", scores_state_name(sw->scores.state[n->id]));
+	fmt_str(f, "mac", known ? fmt_mac(m, mac) : NULL);
+	fmt_str(f, "port", known && port < sw->nports ? sw->ports[port].name : NULL);
+	fmt_str(f, "score_from", src ? src : sw->self->name);
+}
+
+static json_t *cmd_nodes(struct sw *sw, int argc, char **argv, void *aux)
+{
+	json_t *arr = json_array();
+
+	(void)argc;
+	(void)argv;
+	(void)aux;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		struct fmt f;
+
+		json_array_append_new(arr, fmt_json(&f));
+		format_node(sw, &sw->cfg->nodes[i], &f);
+	}
+	return json_pack("{s:b, s:o}", "ok", 1, "nodes", arr);
+}
+
+/* debug on | off | show: decision logs for every request, and the last lines. */
+static json_t *cmd_debug(struct sw *sw, int argc, char **argv, void *aux)
+{
+	const char *arg = argc > 0 ? argv[0] : NULL;
+	struct intake *in = sw->intake;
+
+	(void)aux;
+	if (arg && !strcmp(arg, "on"))
+		__atomic_store_n(&sw->debug, 1, __ATOMIC_RELAXED);
+	else if (arg && !strcmp(arg, "off"))
+		__atomic_store_n(&sw->debug, 0, __ATOMIC_RELAXED);
+	else if (!arg || strcmp(arg, "show"))
+		return ctl_error("debug: expected on, off or show, got \"%s\"", arg ? arg : "");
+	json_t *lines = json_array();
+	uint32_t n = RTE_MIN(in->log_next, (uint32_t)IN_LOG_KEEP);
+
+	for (uint32_t i = in->log_next - n; i != in->log_next; i++)
+		json_array_append_new(lines, json_string(in->log_lines[i % IN_LOG_KEEP]));
+	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
+}
+
+static void register_commands(struct sw *sw)
+{
+	ctl_register(sw, "nodes", cmd_nodes, NULL);
+	ctl_register(sw, "debug", cmd_debug, NULL);
+}
+
+/* /skewless/nodes (telemetry thread): scores are atomics, the rest read-only. */
+static int tel_nodes(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct sw *sw = ctl_tel_switch();
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	rte_tel_data_start_dict(d);
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		const struct cfg_node *n = &sw->cfg->nodes[i];
+		struct rte_tel_data *nd = rte_tel_data_alloc();
+		struct fmt f;
+
+		if (!nd)
+			return -1;
+		fmt_tel(&f, nd);
+		format_node(sw, n, &f);
+		rte_tel_data_add_dict_container(d, n->name, nd, 0);
+	}
+	return 0;
+}
+
+__attribute__((constructor)) static void tel_register(void)
+{
+	rte_telemetry_register_cmd("/skewless/nodes", tel_nodes,
+				   "Per node: address, in-flight, health, weight, alive, state, "
+				   "neighbour, whose digests the score comes from");
+}

@@ -1,0 +1,842 @@
+/*
+ * reconcile.c - the CDT follows what decide.c wants (see reconcile.h): hot
+ * keys in, cold keys out, peers' keys routed to them, and the
+ * REPLICATE/UNREPLICATE traffic that keeps each entry's replica set as large
+ * as its load asks for.
+ */
+#include "reconcile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_telemetry.h>
+
+#include "cluster.h"
+#include "ctl.h"
+#include "egress.h"
+#include "fmt.h"
+#include "keyhash.h"
+#include "switchd.h"
+
+/* Write completions one round takes: twice what the workers' ring holds. */
+#define REC_COMPLETIONS (2 * SW_COMPLETION_RING)
+
+struct rec_completion {
+	uint64_t keyhash;
+	uint64_t version;
+};
+
+struct reconcile {
+	struct rec_stats stats; /* control thread writes; commands read on the same thread */
+	uint32_t ncompleted;
+	struct rec_completion completed[REC_COMPLETIONS];
+};
+
+static void register_commands(struct sw *sw);
+
+int rec_init(struct sw *sw, char *err, size_t errlen)
+{
+	struct reconcile *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		snprintf(err, errlen, "out of memory for the directory manager");
+		return -1;
+	}
+	sw->rec = r;
+	r->stats.enabled = sw->cfg->directory.enabled;
+	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
+	register_commands(sw);
+	return 0;
+}
+
+void rec_fini(struct sw *sw)
+{
+	free(sw->rec);
+	sw->rec = NULL;
+}
+
+void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
+{
+	struct reconcile *r = sw->rec;
+
+	/* Beyond that, the epoch's repair copies the version out. */
+	if (r->ncompleted < REC_COMPLETIONS)
+		r->completed[r->ncompleted++] =
+		    (struct rec_completion){.keyhash = keyhash, .version = version};
+}
+
+/* ---- Replication. ---------------------------------------------------------------------- */
+
+/*
+ * Pick up to want targets among alive nodes outside the set, least expected
+ * delay first (sel_cost(), as reads are weighed). Returns how many.
+ */
+static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, uint16_t home,
+			     unsigned want, uint16_t *out)
+{
+	unsigned n = 0;
+
+	while (n < want) {
+		uint16_t best = 0;
+		uint64_t best_cost = 0;
+
+		for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+			uint16_t id = sw->cfg->nodes[i].id;
+			bool taken = id == home || cdt_state_has(st, id);
+
+			for (unsigned j = 0; j < n && !taken; j++)
+				taken = out[j] == id;
+			if (taken || !scores_alive(&sw->scores, id))
+				continue;
+			uint64_t cost = sel_cost(&sw->scores, id);
+
+			if (!best || cost < best_cost) {
+				best = id;
+				best_cost = cost;
+			}
+		}
+		if (!best)
+			break;
+		out[n++] = best;
+	}
+	return n;
+}
+
+/*
+ * Ask e's home to copy version (0: its current one) to as many new nodes as
+ * the set is short of. The home pushes only if its version is still exactly
+ * that (nodes/repl.c), so no replica gets a version the switch has not seen
+ * complete.
+ */
+static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st,
+		      uint64_t version)
+{
+	uint16_t targets[CDT_MAX_REPLICAS];
+	unsigned want = e->want_replicas, n;
+	uint16_t key_len;
+	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
+
+	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
+	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
+		return;
+	n = pick_targets(sw, st, e->home, want - st->nreplicas, targets);
+	if (n == 0)
+		return;
+	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, targets, n);
+}
+
+/* REPLICATE the entry's completed version to as many nodes as it is short of. */
+static void replicate_completed(struct sw *sw, struct cdt_entry *e)
+{
+	const struct cdt_state *st = cdt_entry_state(e);
+
+	replicate(sw, e, st, st->completed);
+}
+
+/* Remove one entry (unpin, retire): CDT removal, then UNREPLICATE to every node
+ * (none for a key owned by a peer switch). */
+static int remove_entry(struct sw *sw, struct cdt_entry *e)
+{
+	uint8_t key[WIRE_MAX_KEY];
+	uint16_t key_len;
+	uint64_t kh = e->keyhash;
+	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
+	int rc;
+
+	bool owned = e->owner == 0;
+
+	memcpy(key, k, key_len);
+	rc = cdt_remove(sw->cdt, kh);
+	if (rc != 0)
+		return rc;
+	hot_forget(sw->hot, kh);
+	if (!owned) /* routed to a peer: the copies are the owner's business */
+		return 0;
+	/*
+	 * After the removal (and its grace period) no read goes to a replica any
+	 * more: drop the copies everywhere; the home forgets where it pushed them
+	 * (nodes/repl.c). A copy left behind by a lost UNREPLICATE is harmless:
+	 * reads go only to nodes in a set, and a node joins a set only by acking
+	 * the completed version.
+	 */
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+		eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+	return 0;
+}
+
+/*
+ * Install a key this switch owns with set {home}, want replicas, and send the
+ * home REPLICATE(0). The entry, or NULL (directory full, keyhash collision).
+ */
+static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
+				 uint16_t key_len, uint8_t want)
+{
+	struct reconcile *r = sw->rec;
+	uint16_t home = ring_home(&sw->ring, keyhash);
+	struct cdt_entry *e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
+
+	if (!e) {
+		if (errno == ENOSPC)
+			r->stats.full++;
+		else if (errno == EEXIST)
+			r->stats.collisions++;
+		return NULL;
+	}
+	e->want_replicas = want;
+	r->stats.installs++;
+	/* v = 0: "your current version"; the replies converge from there
+	 * (docs/design.md section 5). */
+	replicate(sw, e, cdt_entry_state(e), 0);
+	return e;
+}
+
+/*
+ * Install a key as a manual pin: with force, that replica set as it is;
+ * otherwise starting from {home}, and the next repair REPLICATEs it out to
+ * `want` replicas.
+ */
+static struct cdt_entry *pin(struct sw *sw, const void *key, size_t key_len, const uint16_t *force,
+			     unsigned nforce, uint8_t want)
+{
+	uint64_t kh = keyhash(key, key_len);
+	uint16_t home = ring_home(&sw->ring, kh);
+	struct cdt_entry *e = cdt_find(sw->cdt, kh);
+
+	if (nforce)
+		e = cdt_install(sw->cdt, kh, key, key_len, home, force, nforce, 0);
+	else if (!e || !cdt_entry_is(e, key, key_len))
+		e = cdt_install(sw->cdt, kh, key, key_len, home, &home, 1, 0);
+	if (e) {
+		e->pinned = 1;
+		e->want_replicas = want;
+	}
+	return e;
+}
+
+/* ---- Local policy: the epoch's hot set. -------------------------------------------------- */
+
+/* Install or refresh the epoch's hot keys; retire the ones gone cold. */
+static void follow_epoch(struct sw *sw, const struct hot_report *r)
+{
+	struct rec_stats *st = &sw->rec->stats;
+	uint32_t installs = 0, retires = 0;
+
+	if (cluster_on(sw)) {
+		/* With peers the cluster hot set decides what is installed (decide.c). */
+		st->hot_set = r->nhot;
+		st->epochs++;
+		return;
+	}
+	for (uint32_t i = 0; i < r->nhot; i++) {
+		const struct hot_key *k = &r->hot[i];
+		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
+
+		if (e) {
+			if (!cdt_entry_is(e, k->key, k->key_len))
+				st->collisions++;
+			else if (!e->pinned)
+				e->want_replicas = (uint8_t)k->replicas;
+			continue;
+		}
+		if (install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas))
+			installs++;
+	}
+	for (uint32_t i = 0; i < r->nretired; i++) {
+		struct cdt_entry *e = cdt_find(sw->cdt, r->retired[i]);
+
+		if (e && !e->pinned && remove_entry(sw, e) == 0)
+			retires++;
+	}
+	st->hot_set = r->nhot;
+	st->last_installs = installs;
+	st->last_retires = retires;
+	st->retires += retires;
+	st->epochs++;
+}
+
+/* Every entry short of replicas gets a REPLICATE of its completed version. */
+static void repair(struct sw *sw)
+{
+	uint32_t it = 0;
+	struct cdt_entry *e;
+
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		replicate_completed(sw, e);
+}
+
+/* Directory on or off; off removes every entry that is not pinned. */
+static void set_enabled(struct sw *sw, bool on)
+{
+	struct rec_stats *st = &sw->rec->stats;
+
+	__atomic_store_n(&sw->dir_on, on, __ATOMIC_RELAXED);
+	st->enabled = on;
+	if (on)
+		return;
+	/* Off: back to ring-only routing for everything but manual pins. Collect
+	 * first: the hash is not iterated while keys are deleted from it. */
+	uint64_t *victims = calloc(sw->cdt->max_entries, sizeof(*victims));
+	uint32_t it = 0, n = 0;
+	struct cdt_entry *e;
+
+	if (!victims)
+		return;
+	/* A peer's keys stay routed to it: that is not ours to switch off. */
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		if (!e->pinned && e->owner == 0)
+			victims[n++] = e->keyhash;
+	for (uint32_t i = 0; i < n; i++)
+		if ((e = cdt_find(sw->cdt, victims[i])) != NULL && remove_entry(sw, e) == 0)
+			st->retires++;
+	free(victims);
+	st->hot_set = 0;
+}
+
+/* ---- Peer policy: ownership in the CDT. -------------------------------------------------- */
+
+static int cmp_keyhash(const void *a, const void *b)
+{
+	const uint64_t *x = a;
+	const struct peer_key *y = b;
+
+	return *x < y->keyhash ? -1 : *x > y->keyhash;
+}
+
+/* Does slot sl's complete owned list hold keyhash? (lists are sorted by keyhash) */
+static bool claims(const struct peer_slot *sl, uint64_t keyhash)
+{
+	return sl->owned_version &&
+	       bsearch(&keyhash, sl->owned, sl->nowned, sizeof(*sl->owned), cmp_keyhash);
+}
+
+static void set_owner(struct cdt_entry *e, uint16_t owner)
+{
+	__atomic_store_n(&e->spread, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->owner, owner, __ATOMIC_RELAXED);
+}
+
+/* Back to {home}, completed 0: whatever happened while we were not sure is forgotten. */
+static void reset_entry(struct sw *sw, struct cdt_entry *e)
+{
+	uint16_t home = e->home;
+
+	if (cdt_set_replicas(sw->cdt, e, &home, 1, 0) == 0)
+		sw->cluster->st.resets++;
+}
+
+static void reset_owned(struct sw *sw)
+{
+	uint32_t it = 0;
+	struct cdt_entry *e;
+
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		if (e->owner == 0)
+			reset_entry(sw, e);
+}
+
+/* Remove every entry the predicate picks (collected first: no deletes while iterating). */
+static uint32_t collect(struct sw *sw, uint64_t *out,
+			bool (*pick)(struct sw *, struct cdt_entry *, uint64_t), uint64_t now_us)
+{
+	uint32_t it = 0, n = 0;
+	struct cdt_entry *e;
+
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		if (pick(sw, e, now_us))
+			out[n++] = e->keyhash;
+	return n;
+}
+
+/* A remote entry whose owner is no longer live or no longer claims it. */
+static bool remote_stale(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
+{
+	struct cluster *c = sw->cluster;
+	int s;
+
+	if (e->owner == 0)
+		return false;
+	s = peer_slot_of(&c->ps, e->owner);
+	return s <= 0 || !peer_live(&c->ps, (unsigned)s, now_us) ||
+	       !claims(&c->ps.slot[s], e->keyhash);
+}
+
+/* An entry we own (not pinned) that the cluster hot set no longer gives us. */
+static bool own_unwanted(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
+{
+	struct cluster *c = sw->cluster;
+
+	if (e->owner != 0 || e->pinned)
+		return false;
+	for (uint32_t i = 0; i < c->ps.nhot; i++)
+		if (c->ps.hot[i].keyhash == e->keyhash)
+			return peer_owner(&c->ps, e->keyhash, now_us) != sw->self->id;
+	return true;
+}
+
+static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
+{
+	struct cluster *c = sw->cluster;
+	struct cdt_entry *e = cdt_find(sw->cdt, keyhash);
+
+	if (!e)
+		return;
+	if (owned ? remove_entry(sw, e) : cdt_remove(sw->cdt, keyhash)) /* nonzero: failed */
+		return;
+	if (owned)
+		c->st.owned_retires++;
+	else
+		c->st.remote_removes++;
+}
+
+/* Route a live peer's claimed keys to it; true when every one of them is routed. */
+static bool apply_claims(struct sw *sw, unsigned s)
+{
+	struct cluster *c = sw->cluster;
+	struct peer_slot *sl = &c->ps.slot[s];
+	bool all = true;
+
+	for (uint32_t i = 0; i < sl->nowned; i++) {
+		const struct peer_key *k = &sl->owned[i];
+		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
+		uint64_t theirs = peer_rendezvous(sl->id, k->keyhash);
+
+		if (e && !cdt_entry_is(e, k->key, k->key_len)) {
+			all = false; /* another key holds this keyhash here */
+			continue;
+		}
+		if (e && e->owner == sl->id)
+			continue;
+		if (e && e->owner == 0) {
+			/* Both claim it: the higher rendezvous score wins (only it can hold every
+			 * lease). */
+			if (e->pinned || peer_rendezvous(sw->self->id, k->keyhash) > theirs)
+				continue;
+			remove_keyhash(sw, k->keyhash, true);
+			e = NULL;
+		} else if (e) {
+			if (peer_rendezvous(e->owner, k->keyhash) > theirs)
+				continue;
+			reset_entry(sw, e);
+			set_owner(e, sl->id);
+			continue;
+		}
+		uint16_t home = ring_home(&sw->ring, k->keyhash);
+
+		e = cdt_install(sw->cdt, k->keyhash, k->key, k->key_len, home, &home, 1, 0);
+		if (!e) {
+			all = false;
+			c->st.remote_failed++;
+			continue;
+		}
+		set_owner(e, sl->id);
+		c->st.remote_installs++;
+	}
+	return all;
+}
+
+/* Install (or take over) the cluster-hot keys the rendezvous hash gives us. */
+static void install_owned(struct sw *sw, uint64_t now_us)
+{
+	struct cluster *c = sw->cluster;
+
+	for (uint32_t i = 0; i < c->ps.nhot; i++) {
+		const struct peer_key *k = &c->ps.hot[i];
+		struct cdt_entry *e;
+
+		if (peer_owner(&c->ps, k->keyhash, now_us) != sw->self->id)
+			continue;
+		e = cdt_find(sw->cdt, k->keyhash);
+		if (e && !cdt_entry_is(e, k->key, k->key_len))
+			continue;
+		if (e && e->owner != 0) {
+			/* A peer's key that is ours now: start over from {home}. */
+			reset_entry(sw, e);
+			set_owner(e, 0);
+			e->owned_since = 0;
+			e->want_replicas = (uint8_t)k->replicas;
+			replicate_completed(sw, e);
+			c->st.owned_installs++;
+			continue;
+		}
+		if (e) {
+			if (!e->pinned)
+				e->want_replicas = (uint8_t)k->replicas;
+			continue;
+		}
+		e = install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas);
+		if (e)
+			c->st.owned_installs++;
+	}
+}
+
+/* Publish our owned list; stamp new keys with its version; open replica reads where confirmed. */
+static void publish_owned(struct sw *sw)
+{
+	struct cluster *c = sw->cluster;
+	uint32_t it = 0, n = 0;
+	struct cdt_entry *e;
+	uint64_t confirmed;
+
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		if (e->owner == 0 && n < c->ps.owned_cap) {
+			uint16_t len;
+			const uint8_t *key = cdt_entry_key(sw->cdt, e, &len);
+
+			if (len == 0 || len > HOT_MAX_KEY)
+				continue;
+			c->scratch[n].keyhash = e->keyhash;
+			c->scratch[n].key_len = len;
+			memcpy(c->scratch[n].key, key, len);
+			n++;
+		}
+	peer_set_owned(&c->ps, c->scratch, n);
+	confirmed = peer_min_confirmed(&c->ps);
+	it = 0;
+	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
+		if (e->owner != 0)
+			continue;
+		if (e->owned_since == 0)
+			e->owned_since = c->ps.owned_version;
+		__atomic_store_n(&e->spread, e->owned_since <= confirmed, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Make the CDT agree with what we know: remote entries follow the live
+ * peers' claims, our own entries follow the cluster hot set (installs only
+ * while every lease is held), then our list goes out with the next SYNC.
+ */
+static void follow_peers(struct sw *sw, uint64_t now_us, bool tick)
+{
+	struct cluster *c = sw->cluster;
+	uint64_t *victims = calloc(sw->cdt->max_entries, sizeof(*victims));
+	uint32_t n;
+
+	if (!victims)
+		return;
+	n = collect(sw, victims, remote_stale, now_us);
+	for (uint32_t i = 0; i < n; i++)
+		remove_keyhash(sw, victims[i], false);
+	for (unsigned s = 1; s < c->ps.nslots; s++) {
+		struct peer_slot *sl = &c->ps.slot[s];
+
+		if (!peer_live(&c->ps, s, now_us)) {
+			sl->applied_version =
+			    0; /* when it is back, it must hear us confirm afresh */
+			continue;
+		}
+		if (!tick && !sl->owned_fresh)
+			continue;
+		sl->owned_fresh = false;
+		if (apply_claims(sw, s))
+			sl->applied_version = sl->owned_version;
+	}
+	if (tick && __atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED)) {
+		n = collect(sw, victims, own_unwanted, now_us);
+		for (uint32_t i = 0; i < n; i++)
+			remove_keyhash(sw, victims[i], true);
+		if (c->leased)
+			install_owned(sw, now_us);
+	}
+	publish_owned(sw);
+	free(victims);
+}
+
+/*
+ * The lease rule, as decide.c judged it: a lease lost -> the workers stop
+ * reading replicas at once, then every owned entry goes back to {home}; a
+ * lease back -> the same reset, ownership recomputed, and only then replica
+ * reads resume (the deadline is published last).
+ */
+static void follow_cluster(struct sw *sw, uint64_t now_us, const struct rec_want *w)
+{
+	if (!w->leased)
+		__atomic_store_n(&sw->lease_until_tsc, 0, __ATOMIC_RELAXED);
+	if (w->lease_lost || w->lease_back)
+		reset_owned(sw);
+	if (w->lease_back || w->sync_tick)
+		follow_peers(sw, now_us, true);
+	else if (w->claims_fresh)
+		follow_peers(sw, now_us, false);
+	if (w->leased)
+		__atomic_store_n(&sw->lease_until_tsc,
+				 rte_rdtsc() + (w->lease_until_us - now_us) * sw->tsc_hz / 1000000u,
+				 __ATOMIC_RELAXED);
+	if (w->sync_tick)
+		cluster_sync_out(sw, now_us);
+}
+
+/* ---- The round. ------------------------------------------------------------------------ */
+
+void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
+{
+	struct reconcile *r = sw->rec;
+
+	if (cluster_on(sw))
+		follow_cluster(sw, now_us, want);
+	/* A write shrank a set to {home}: copy the new version out right away. */
+	for (uint32_t i = 0; i < r->ncompleted; i++) {
+		struct cdt_entry *e = cdt_find(sw->cdt, r->completed[i].keyhash);
+		const struct cdt_state *st = e ? cdt_entry_state(e) : NULL;
+
+		if (st && st->completed == r->completed[i].version)
+			replicate(sw, e, st, r->completed[i].version);
+	}
+	r->ncompleted = 0;
+	if (want->epoch)
+		follow_epoch(sw, want->epoch);
+	if (want->repair)
+		repair(sw);
+}
+
+/* ---- Formatters: a directory entry, the directory's figures. ------------------------------ */
+
+static const char *node_name(const struct sw *sw, uint16_t id)
+{
+	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+
+	return n ? n->name : "?";
+}
+
+/*
+ * One directory entry, for `cdt show`, `cdt pin` and /skewless/cdt; with
+ * ownership, who owns the key (peer switches) and whether reads are spread.
+ */
+static void format_entry(struct sw *sw, const struct cdt_entry *e, struct fmt *f, bool ownership)
+{
+	const struct cdt_state *st = cdt_entry_state(e);
+	const char *reps[CDT_MAX_REPLICAS];
+	struct cdt_entry_counters c;
+	char kh[20];
+	uint16_t klen;
+	const uint8_t *key = cdt_entry_key(sw->cdt, e, &klen);
+
+	cdt_entry_counters(sw->cdt, e, &c);
+	for (unsigned i = 0; i < st->nreplicas; i++)
+		reps[i] = node_name(sw, st->replicas[i]);
+	snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
+	fmt_key(f, "key", key, klen);
+	fmt_str(f, "keyhash", kh);
+	fmt_str(f, "home", node_name(sw, e->home));
+	fmt_int(f, "completed", (int64_t)st->completed);
+	fmt_list(f, "replicas", reps, st->nreplicas);
+	fmt_bool(f, "pinned", e->pinned);
+	fmt_int(f, "want_replicas", e->want_replicas);
+	fmt_int(f, "reads", (int64_t)c.reads);
+	fmt_int(f, "replica_reads", (int64_t)c.replica_reads);
+	fmt_int(f, "writes", (int64_t)c.writes);
+	fmt_int(f, "completions", (int64_t)c.completions);
+	fmt_int(f, "acks_added", (int64_t)c.acks_added);
+	if (ownership) {
+		uint16_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+
+		fmt_str(f, "owner", owner ? cluster_switch_name(sw, owner) : sw->self->name);
+		fmt_bool(f, "spread", !sw->npeers || (!owner && e->spread));
+	}
+}
+
+static json_t *entry_json(struct sw *sw, const struct cdt_entry *e, bool ownership)
+{
+	struct fmt f;
+	json_t *o = fmt_json(&f);
+
+	format_entry(sw, e, &f, ownership);
+	return o;
+}
+
+/* The directory manager's view: hot set, churn, replication traffic and lag. */
+void rec_format_stats(struct sw *sw, struct fmt *f)
+{
+	const struct rec_stats *d = &sw->rec->stats;
+	uint64_t lag_n = sw_counter(sw, SW_CNT_REPL_LAG_SAMPLES);
+	struct eg_stats eg;
+
+	eg_get_stats(sw, &eg);
+	fmt_bool(f, "enabled", d->enabled);
+	fmt_int(f, "hot_set", d->hot_set);
+	fmt_int(f, "epoch_installs", d->last_installs);
+	fmt_int(f, "epoch_retires", d->last_retires);
+	fmt_int(f, "epochs", (int64_t)d->epochs);
+	fmt_int(f, "installs", (int64_t)d->installs);
+	fmt_int(f, "retires", (int64_t)d->retires);
+	fmt_int(f, "replicates_sent", (int64_t)eg.replicates_sent);
+	fmt_int(f, "unreplicates_sent", (int64_t)eg.unreplicates_sent);
+	fmt_int(f, "send_failed", (int64_t)eg.send_failed);
+	fmt_int(f, "full", (int64_t)d->full);
+	fmt_int(f, "collisions", (int64_t)d->collisions);
+	fmt_double(f, "replication_lag_us_mean",
+		   lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);
+	fmt_int(f, "replica_reads", (int64_t)sw_counter(sw, SW_CNT_REPLICA_READS));
+}
+
+static json_t *stats_json(struct sw *sw)
+{
+	struct fmt f;
+	json_t *o = fmt_json(&f);
+
+	rec_format_stats(sw, &f);
+	return o;
+}
+
+/* ---- Commands. ------------------------------------------------------------------------- */
+
+/* cdt show [HEXKEY] */
+static json_t *cmd_cdt_show(struct sw *sw, int argc, char **argv, void *aux)
+{
+	json_t *arr = json_array();
+	const char *hexkey = argc > 0 ? argv[0] : NULL;
+
+	(void)aux;
+	if (hexkey) {
+		uint8_t key[WIRE_MAX_KEY];
+		size_t len;
+		struct cdt_entry *e;
+
+		if (cfg_parse_hex(hexkey, key, sizeof(key), &len) != 0) {
+			json_decref(arr);
+			return ctl_error("bad key \"%s\": expected hex bytes", hexkey);
+		}
+		e = cdt_find(sw->cdt, keyhash(key, len));
+		if (e && cdt_entry_is(e, key, len))
+			json_array_append_new(arr, entry_json(sw, e, true));
+	} else {
+		uint32_t it = 0;
+		struct cdt_entry *e;
+
+		while ((e = cdt_next(sw->cdt, &it)) != NULL)
+			json_array_append_new(arr, entry_json(sw, e, true));
+	}
+	return json_pack("{s:b, s:i, s:i, s:o}", "ok", 1, "size", sw->cdt->nentries, "capacity",
+			 sw->cdt->max_entries, "entries", arr);
+}
+
+/* cdt pin HEXKEY [replicas N] [force NAME,NAME...] */
+static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
+{
+	uint8_t key[WIRE_MAX_KEY];
+	uint16_t force[CDT_MAX_REPLICAS];
+	unsigned nforce = 0, want = 1;
+	size_t len;
+	struct cdt_entry *e;
+
+	(void)aux;
+	if (argc < 1 || cfg_parse_hex(argv[0], key, sizeof(key), &len) != 0)
+		return ctl_error("cdt pin: expected HEXKEY, got \"%s\"", argc ? argv[0] : "");
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "replicas")) {
+			char *end;
+			unsigned long n = strtoul(argv[i + 1], &end, 10);
+
+			if (*end || n < 1 || n > CDT_MAX_REPLICAS)
+				return ctl_error("cdt pin: replicas: expected 1..16, got \"%s\"",
+						 argv[i + 1]);
+			want = (unsigned)n;
+		} else if (!strcmp(argv[i], "force")) {
+			char list[512], *save = NULL;
+
+			snprintf(list, sizeof(list), "%s", argv[i + 1]);
+			for (char *t = strtok_r(list, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
+				const struct cfg_node *n = cfg_node_lookup(sw->cfg, t);
+
+				if (!n || nforce == CDT_MAX_REPLICAS)
+					return ctl_error(
+					    "cdt pin: force: unknown node or too many: \"%s\"", t);
+				force[nforce++] = n->id;
+			}
+		} else {
+			return ctl_error("cdt pin: unknown option \"%s\"", argv[i]);
+		}
+	}
+	e = pin(sw, key, len, force, nforce, (uint8_t)want);
+	if (!e)
+		return ctl_error("cdt pin: %s", strerror(errno));
+	json_t *o = json_pack("{s:b}", "ok", 1);
+
+	json_object_set_new(o, "entry", entry_json(sw, e, false));
+	return o;
+}
+
+/* cdt unpin HEXKEY */
+static json_t *cmd_cdt_unpin(struct sw *sw, int argc, char **argv, void *aux)
+{
+	const char *hexkey = argc > 0 ? argv[0] : NULL;
+	uint8_t key[WIRE_MAX_KEY];
+	size_t len;
+	int rc;
+
+	(void)aux;
+	if (!hexkey || cfg_parse_hex(hexkey, key, sizeof(key), &len) != 0)
+		return ctl_error("cdt unpin: expected HEXKEY, got \"%s\"", hexkey ? hexkey : "");
+	struct cdt_entry *e = cdt_find(sw->cdt, keyhash(key, len));
+
+	if (!e || !cdt_entry_is(e, key, len))
+		return ctl_error("cdt unpin: key not in the directory%s", "");
+	rc = remove_entry(sw, e);
+	if (rc != 0)
+		return ctl_error("cdt unpin: %s", strerror(-rc));
+	return json_pack("{s:b, s:i}", "ok", 1, "size", sw->cdt->nentries);
+}
+
+/* directory [on|off|show] */
+static json_t *cmd_directory(struct sw *sw, int argc, char **argv, void *aux)
+{
+	const char *arg = argc > 0 ? argv[0] : NULL;
+
+	(void)aux;
+	if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off")))
+		set_enabled(sw, !strcmp(arg, "on"));
+	else if (arg && strcmp(arg, "show")) {
+		return ctl_error("directory: expected on, off or show, got \"%s\"", arg);
+	}
+	return json_pack("{s:b, s:o}", "ok", 1, "directory", stats_json(sw));
+}
+
+static void register_commands(struct sw *sw)
+{
+	ctl_register(sw, "cdt show", cmd_cdt_show, NULL);
+	ctl_register(sw, "cdt pin", cmd_cdt_pin, NULL);
+	ctl_register(sw, "cdt unpin", cmd_cdt_unpin, NULL);
+	ctl_register(sw, "directory", cmd_directory, NULL);
+}
+
+/* /skewless/cdt (telemetry thread: QSBR reader nworkers + 1, serialised by tel_lock). */
+static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	static const char *const brief[] = {"home", "completed", "replicas", NULL};
+	struct sw *sw = ctl_tel_switch();
+	uint32_t it = 0;
+	struct cdt_entry *e;
+	unsigned shown = 0;
+
+	(void)cmd;
+	(void)params;
+	if (!sw)
+		return -1;
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&sw->tel_lock);
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
+	/* Telemetry answers are bounded (16 KiB): the first 64 entries, one line each. */
+	while ((e = cdt_next(sw->cdt, &it)) != NULL && shown < 64) {
+		char kh[20], val[160];
+		struct fmt f;
+
+		snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
+		fmt_text(&f, val, sizeof(val), brief);
+		format_entry(sw, e, &f, false);
+		rte_tel_data_add_dict_string(d, kh, val);
+		shown++;
+	}
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers + 1u);
+	pthread_mutex_unlock(&sw->tel_lock);
+	return 0;
+}
+
+__attribute__((constructor)) static void tel_register(void)
+{
+	rte_telemetry_register_cmd("/skewless/cdt", tel_cdt,
+				   "Directory entries: home, completed version, replica set");
+}
