@@ -310,7 +310,7 @@ static int get_array(struct ctx *c, const json_t *obj, const char *path, const c
 	return 0;
 }
 
-/* An object's section: the object "service", or "switches[]" for each entry of "switches". */
+/* obj[key], an object of the section "SECTION.key", into base; absent: every key's default. */
 static int get_section(struct ctx *c, const json_t *obj, const char *path, const char *section,
 		       const char *key, void *base)
 {
