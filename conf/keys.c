@@ -454,6 +454,18 @@ int cfg_keys_markdown(FILE *out)
 	return ferror(out) ? -1 : 0;
 }
 
+const char *cfg_keys_block(const char *text, size_t *len)
+{
+	const char *begin = strstr(text, CFG_KEYS_BEGIN);
+	const char *end = begin ? strstr(begin, CFG_KEYS_END) : NULL;
+
+	if (!end)
+		return NULL;
+	end += strlen(CFG_KEYS_END);
+	*len = (size_t)(end + (*end == '\n') - begin);
+	return begin;
+}
+
 const char *cfg_mode_name(enum cfg_mode mode)
 {
 	return (unsigned)mode < 3 ? mode_names[mode] : "?";

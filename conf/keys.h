@@ -86,6 +86,13 @@ char *cfg_key_range(const struct cfg_key *k, char *buf, size_t cap);
  */
 int cfg_keys_markdown(FILE *out);
 
+/*
+ * The rendered block inside text (docs/config.md's contents): its start, and
+ * in *len its length up to and with the newline after CFG_KEYS_END; NULL when
+ * text has no such block.
+ */
+const char *cfg_keys_block(const char *text, size_t *len);
+
 /* The lines that enclose the rendered block in docs/config.md. */
 #define CFG_KEYS_BEGIN "<!-- keys: generated from conf/keys.c by `ninja -C build config-doc` -->"
 #define CFG_KEYS_END   "<!-- keys: end -->"

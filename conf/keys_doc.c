@@ -15,8 +15,9 @@
 /* FILE's text with its generated block replaced; 0, or 1 with the reason on stderr. */
 static int update(const char *path)
 {
-	char *text = NULL, *block = NULL, *begin, *end;
-	size_t text_len = 0, block_len = 0;
+	char *text = NULL, *block = NULL;
+	size_t text_len = 0, block_len = 0, old_len;
+	const char *old;
 	FILE *f = fopen(path, "r"), *mem;
 	int rc = 1;
 
@@ -33,22 +34,20 @@ static int update(const char *path)
 	cfg_keys_markdown(mem);
 	fclose(mem);
 
-	begin = strstr(text, CFG_KEYS_BEGIN);
-	end = begin ? strstr(begin, CFG_KEYS_END) : NULL;
-	if (!end) {
+	old = cfg_keys_block(text, &old_len);
+	if (!old) {
 		fprintf(stderr, "%s: no \"%s\" ... \"%s\" block\n", path, CFG_KEYS_BEGIN,
 			CFG_KEYS_END);
 		goto out;
 	}
-	end += strlen(CFG_KEYS_END) + (end[strlen(CFG_KEYS_END)] == '\n');
 	f = fopen(path, "w");
 	if (!f) {
 		perror(path);
 		goto out;
 	}
-	fwrite(text, 1, (size_t)(begin - text), f);
+	fwrite(text, 1, (size_t)(old - text), f);
 	fwrite(block, 1, block_len, f);
-	fputs(end, f);
+	fputs(old + old_len, f);
 	rc = fclose(f) ? 1 : 0;
 out:
 	free(text);
