@@ -202,7 +202,8 @@ static int read_value(struct ctx *c, const struct cfg_key *k, const json_t *v, c
 		return 0;
 	}
 	case CFG_DOUBLE:
-		snprintf(what, sizeof(what), "number %g..%g", k->dmin, k->dmax);
+		memcpy(what, "number ", 7);
+		cfg_format_bounds(k->dmin, k->dmax, what + 7, sizeof(what) - 7);
 		if (!json_is_number(v) || json_number_value(v) < k->dmin ||
 		    json_number_value(v) > k->dmax)
 			return expected(c, path, what, v);
@@ -322,25 +323,27 @@ static int get_section(struct ctx *c, const json_t *obj, const char *path, const
 	return get_object(c, obj, path, section, key, &o) || read_section(c, sub, o, p, base, 0);
 }
 
-static int parse_u16_list(struct ctx *c, const json_t *arr, const char *path, uint16_t max_val,
-			  uint16_t *out, uint16_t *n)
+/* The list of integers at path into out[], each within k's item bounds and listed once. */
+static int parse_u16_list(struct ctx *c, const struct cfg_key *k, const json_t *arr,
+			  const char *path, uint16_t *out, uint16_t *n)
 {
 	size_t i;
 	json_t *v;
 
 	*n = 0;
 	json_array_foreach(arr, i, v) {
-		char p[CFG_MAX_PATH], what[32];
+		char p[CFG_MAX_PATH], what[64];
+		json_int_t val = json_is_integer(v) ? json_integer_value(v) : -1;
 
 		snprintf(p, sizeof(p), "%s[%zu]", path, i);
-		snprintf(what, sizeof(what), "integer 0..%u", max_val);
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > max_val)
+		snprintf(what, sizeof(what), "integer %llu..%llu", (unsigned long long)k->item_min,
+			 (unsigned long long)k->item_max);
+		if (val < 0 || (uint64_t)val < k->item_min || (uint64_t)val > k->item_max)
 			return expected(c, p, what, v);
 		for (uint16_t j = 0; j < *n; j++)
-			if (out[j] == json_integer_value(v))
+			if (out[j] == val)
 				return failf(c, p, "%u is listed twice (also [%u])", out[j], j);
-		out[(*n)++] = (uint16_t)json_integer_value(v);
+		out[(*n)++] = (uint16_t)val;
 	}
 	return 0;
 }
@@ -379,13 +382,15 @@ static int parse_switch(struct ctx *c, const json_t *v, const char *path, struct
 	join(p, sizeof(p), path, "lcores");
 	if (get_array(c, v, path, "switches[]", "lcores", &arr))
 		return -1;
-	if (arr && parse_u16_list(c, arr, p, 1023, sw->lcores, &sw->nlcores))
+	if (arr && parse_u16_list(c, cfg_key_find("switches[]", "lcores"), arr, p, sw->lcores,
+				  &sw->nlcores))
 		return -1;
 
 	join(p, sizeof(p), path, "peers");
 	if (get_array(c, v, path, "switches[]", "peers", &arr))
 		return -1;
-	if (arr && parse_u16_list(c, arr, p, 65535, sw->peers, &sw->npeers))
+	if (arr && parse_u16_list(c, cfg_key_find("switches[]", "peers"), arr, p, sw->peers,
+				  &sw->npeers))
 		return -1;
 
 	if (get_array(c, v, path, "switches[]", "ports", &arr))
@@ -404,6 +409,7 @@ static int parse_switch(struct ctx *c, const json_t *v, const char *path, struct
 
 static int parse_digest(struct ctx *c, const json_t *root, struct cfg_digest *d)
 {
+	const struct cfg_key *k = cfg_key_find("digest", "window_weights");
 	json_t *o, *arr, *v;
 	double sum;
 	size_t i;
@@ -421,12 +427,13 @@ static int parse_digest(struct ctx *c, const json_t *root, struct cfg_digest *d)
 			return expected(c, "digest.window_weights",
 					"an array with one weight per window slot", arr);
 		json_array_foreach(arr, i, v) {
-			char p[CFG_MAX_PATH];
+			char p[CFG_MAX_PATH], what[64] = "a number ";
 
 			snprintf(p, sizeof(p), "digest.window_weights[%zu]", i);
-			if (!json_is_number(v) || !(json_number_value(v) >= 0 &&
-						     json_number_value(v) <= 1e6))
-				return expected(c, p, "a number 0..1000000", v);
+			cfg_format_bounds(k->dmin, k->dmax, what + 9, sizeof(what) - 9);
+			if (!json_is_number(v) || !(json_number_value(v) >= k->dmin &&
+						     json_number_value(v) <= k->dmax))
+				return expected(c, p, what, v);
 			d->window_weights[i] = json_number_value(v);
 		}
 	}

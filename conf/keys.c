@@ -128,8 +128,18 @@ static void node_data_dir(const struct cfg *cfg, void *obj, size_t index)
 	}
 #define KEY_ARRAY(S, key, lo, hi, text, ...)                                                       \
 	{                                                                                          \
-		.section = S, .name = key, .type = CFG_ARRAY, .min = lo, .max = hi, .doc = text,   \
-		__VA_ARGS__                                                                        \
+		.section = S, .name = key, .type = CFG_ARRAY, .min = lo, .max = hi,                \
+		.item = CFG_OBJECT, .doc = text, __VA_ARGS__                                       \
+	}
+#define KEY_LIST_UINT(S, key, lo, hi, item_lo, item_hi, text)                                      \
+	{                                                                                          \
+		.section = S, .name = key, .type = CFG_ARRAY, .min = lo, .max = hi,                \
+		.item = CFG_UINT, .item_min = item_lo, .item_max = item_hi, .doc = text            \
+	}
+#define KEY_LIST_DOUBLE(S, key, lo, hi, item_lo, item_hi, text, ...)                               \
+	{                                                                                          \
+		.section = S, .name = key, .type = CFG_ARRAY, .min = lo, .max = hi,                \
+		.item = CFG_DOUBLE, .dmin = item_lo, .dmax = item_hi, .doc = text, __VA_ARGS__     \
 	}
 
 #define SERVICE	   "service", struct cfg_service
@@ -184,18 +194,17 @@ const struct cfg_key cfg_keys[] = {
 	    .def_doc = "service.mac"),
     KEY_STRING(SWITCH, "control_socket", control_socket, NULL, "Unix socket for `cdtctl`",
 	       .derive = switch_control_socket, .def_doc = "/run/skewless/switch-<id>.sock"),
-    KEY_ARRAY("switches[]", "lcores", 0, CFG_MAX_LCORES,
-	      "worker lcores 0..1023, each once (must be in EAL `-l`); empty: every EAL "
-	      "worker lcore"),
+    KEY_LIST_UINT("switches[]", "lcores", 0, CFG_MAX_LCORES, 0, 1023,
+		  "worker lcores, each once (must be in EAL `-l`); empty: every EAL worker lcore"),
     KEY_UINT(SWITCH, "idle_sleep_us", idle_sleep_us, 0, 1000000, 50,
 	     "sleep after `idle_polls` empty polls in a row (0: never sleep)"),
     KEY_UINT(SWITCH, "idle_polls", idle_polls, 1, 1u << 30, 256,
 	     "empty polls in a row before a worker sleeps"),
     KEY_ARRAY("switches[]", "ports", 1, CFG_MAX_PORTS, "the switch's ports (below)",
 	      .flags = CFG_REQUIRED),
-    KEY_ARRAY("switches[]", "peers", 0, CFG_MAX_SWITCHES,
-	      "ids of peer switches (each must list this one too; docs/protocol.md \"Peer "
-	      "switches\"): SYNC goes only to them and is accepted only from their `vip`"),
+    KEY_LIST_UINT("switches[]", "peers", 0, CFG_MAX_SWITCHES, 0, 65535,
+		  "ids of peer switches (each must list this one too; docs/protocol.md \"Peer "
+		  "switches\"): SYNC goes only to them and is accepted only from their `vip`"),
 
     KEY_STRING(PORT, "name", name, NULL, "the port's name", .derive = port_name,
 	       .def_doc = "p<index>"),
@@ -256,9 +265,9 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(DIGEST, "down_after_intervals", down_after_intervals, 1, 1000, 3,
 	     "silent intervals before a node is marked down"),
     KEY_UINT(DIGEST, "window", window, 1, CFG_WINDOW_MAX, 5, "digests kept per node"),
-    KEY_ARRAY("digest", "window_weights", 0, CFG_WINDOW_MAX,
-	      "one weight per window slot, oldest to newest, each 0..1000000",
-	      .def_doc = "[1, 2, ..., window]"),
+    KEY_LIST_DOUBLE("digest", "window_weights", 0, CFG_WINDOW_MAX, 0, 1e6,
+		    "one weight per window slot, oldest to newest",
+		    .def_doc = "[1, 2, ..., window]"),
     KEY_OBJECT("digest", "weights",
 	       "per-metric weights of the health score, which must sum to 1 (below)"),
     KEY_OBJECT("digest", "max", "maxima that normalise each metric to 0..100 (below)"),
@@ -390,7 +399,7 @@ char *cfg_key_range(const struct cfg_key *k, char *buf, size_t cap)
 			snprintf(buf, cap, "%" PRIu64 "..%" PRIu64, k->min, k->max);
 		break;
 	case CFG_DOUBLE:
-		snprintf(buf, cap, "%g..%g", k->dmin, k->dmax);
+		cfg_format_bounds(k->dmin, k->dmax, buf, cap);
 		break;
 	case CFG_BOOL:
 		snprintf(buf, cap, "true, false");
@@ -409,11 +418,40 @@ char *cfg_key_range(const struct cfg_key *k, char *buf, size_t cap)
 	case CFG_MAC:
 		snprintf(buf, cap, "xx:xx:xx:xx:xx:xx");
 		break;
-	case CFG_ARRAY:
-		snprintf(buf, cap, "%" PRIu64 "..%" PRIu64 " entries", k->min, k->max);
+	case CFG_ARRAY: {
+		char items[CFG_MAX_NAME] = "";
+
+		if (k->item == CFG_UINT)
+			snprintf(items, sizeof(items), " of %" PRIu64 "..%" PRIu64, k->item_min,
+				 k->item_max);
+		else if (k->item == CFG_DOUBLE) {
+			memcpy(items, " of ", 4);
+			cfg_format_bounds(k->dmin, k->dmax, items + 4, sizeof(items) - 4);
+		}
+		snprintf(buf, cap, "%" PRIu64 "..%" PRIu64 " entries%s", k->min, k->max, items);
 		break;
+	}
 	case CFG_OBJECT:
 		break;
+	}
+	return buf;
+}
+
+/* Whole numbers without an exponent (1000000, not 1e+06), others as %g. */
+static int format_number(double d, char *buf, size_t cap)
+{
+	if (d > -1e15 && d < 1e15 && d == (double)(long long)d)
+		return snprintf(buf, cap, "%lld", (long long)d);
+	return snprintf(buf, cap, "%g", d);
+}
+
+char *cfg_format_bounds(double lo, double hi, char *buf, size_t cap)
+{
+	size_t len = (size_t)format_number(lo, buf, cap);
+
+	if (len + 2 < cap) {
+		memcpy(buf + len, "..", 2);
+		format_number(hi, buf + len + 2, cap - len - 2);
 	}
 	return buf;
 }

@@ -32,7 +32,8 @@ enum cfg_type {
 	CFG_IPV4,   /* uint32_t, host byte order, from "a.b.c.d" */
 	CFG_MAC,    /* uint8_t[6] from "xx:xx:xx:xx:xx:xx" */
 	CFG_OBJECT, /* a section: the rows whose section is this row's path */
-	CFG_ARRAY,  /* min..max entries; objects (a section "path[]") or a list read by code */
+	CFG_ARRAY,  /* min..max entries of type item: objects (the section "path[]"), or a
+		       list of integers (item_min..item_max) or numbers (dmin..dmax) */
 };
 
 enum {
@@ -47,7 +48,9 @@ struct cfg_key {
 	unsigned flags;
 	size_t offset, size; /* the member in the section's struct; 0, 0 for objects and arrays */
 	uint64_t min, max;   /* UINT value, ARRAY entries */
-	double dmin, dmax;   /* DOUBLE value */
+	double dmin, dmax;   /* DOUBLE value, ARRAY of CFG_DOUBLE: each entry */
+	enum cfg_type item;  /* ARRAY: CFG_OBJECT, CFG_UINT or CFG_DOUBLE entries */
+	uint64_t item_min, item_max; /* ARRAY of CFG_UINT: each entry */
 	union {
 		uint64_t u;
 		double d;
@@ -77,8 +80,13 @@ const struct cfg_key *cfg_key_find(const char *section, const char *name);
 const char *cfg_key_type_name(const struct cfg_key *k);
 /* The default as the docs give it ("100", "\"inpath\"", "mtu - 148", "required"); returns buf. */
 char *cfg_key_default(const struct cfg_key *k, char *buf, size_t cap);
-/* The accepted values ("1..65535", "\"sync\", \"async\"", "1..63 bytes"); returns buf. */
+/*
+ * The accepted values ("1..65535", "\"sync\", \"async\"", "1..63 bytes", "0..16
+ * entries of 0..1023"); returns buf.
+ */
 char *cfg_key_range(const struct cfg_key *k, char *buf, size_t cap);
+/* "lo..hi" of two numbers, whole ones without an exponent ("0..1000000", "0..0.5"); returns buf. */
+char *cfg_format_bounds(double lo, double hi, char *buf, size_t cap);
 
 /*
  * The key tables of docs/config.md: for each section a heading, the doc of

@@ -123,9 +123,28 @@ START_TEST(rows_are_consistent)
 		}
 		case CFG_OBJECT:
 			break;
-		case CFG_ARRAY:
+		case CFG_ARRAY: {
+			char sub[128];
+
 			ck_assert_msg(k->min <= k->max, "%s.%s: min > max", k->section, what);
+			snprintf(sub, sizeof(sub), "%s%s%s[]", k->section, *k->section ? "." : "",
+				 k->name);
+			/* Objects have their section below; lists of integers are uint16_t. */
+			if (k->item == CFG_OBJECT) {
+				size_t j = 0;
+
+				while (j < cfg_nkeys && strcmp(cfg_keys[j].section, sub))
+					j++;
+				ck_assert_msg(j < cfg_nkeys, "%s: no section \"%s\"", what, sub);
+			} else if (k->item == CFG_UINT)
+				ck_assert_msg(k->item_min <= k->item_max &&
+						  k->item_max <= UINT16_MAX,
+					      "%s.%s: item bounds", k->section, what);
+			else
+				ck_assert_msg(k->item == CFG_DOUBLE && k->dmin <= k->dmax,
+					      "%s.%s: item bounds", k->section, what);
 			break;
+		}
 		}
 	}
 }
