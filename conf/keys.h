@@ -10,8 +10,9 @@
  *
  * Objects and arrays have rows too (type CFG_OBJECT / CFG_ARRAY, no member):
  * they name the key, its bounds and its doc, and their own section's rows
- * follow. What a row cannot say (port lists, window weights, weights that sum
- * to 1, duplicate ids) stays code in config.c.
+ * follow; a list's row gives its entries' bounds. What a row cannot say (one
+ * of vdev and pci, one weight per window slot, weights that sum to 1, unique
+ * ids and names) stays code in config.c.
  */
 #ifndef SKL_CONF_KEYS_H
 #define SKL_CONF_KEYS_H
