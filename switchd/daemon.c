@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +111,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	int rc;
 
 	memset(sw, 0, sizeof(*sw));
+	sw->wake_fd = -1;
 	sw->cfg = cfg;
 	sw->self = self;
 	snprintf(sw->tag, sizeof(sw->tag), "%u_%u", self->id, sw_seq++);
@@ -173,6 +175,10 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring ||
 	    !sw->sync_ring)
 		return fail(err, errlen, "cannot create rings: %s", rte_strerror(rte_errno));
+	sw->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sw->wake_fd < 0)
+		return fail(err, errlen, "cannot create the control thread's eventfd: %s",
+			    strerror(errno));
 
 	/* The registry first: every module registers its commands as it starts. */
 	if (ctl_init(sw, err, errlen) != 0 || eg_init(sw, err, errlen) != 0 ||
@@ -235,6 +241,9 @@ void sw_fini(struct sw *sw)
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
 	rte_ring_free(sw->log_ring);
+	if (sw->wake_fd >= 0)
+		close(sw->wake_fd);
+	sw->wake_fd = -1;
 	intake_fini(sw);
 	decide_fini(sw);
 	rec_fini(sw);

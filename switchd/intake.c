@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include <rte_ip.h>
 #include <rte_ring.h>
@@ -114,7 +115,10 @@ void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 {
 	struct in_completion c = {.keyhash = keyhash, .version = version};
 
-	rte_ring_mp_enqueue_elem(w->sw->intake->completions, &c, sizeof(c));
+	/* Wake the control thread: until the copy is out, every read of the key
+	 * goes to its home. One system call per write to a directory key. */
+	if (rte_ring_mp_enqueue_elem(w->sw->intake->completions, &c, sizeof(c)) == 0)
+		(void)!eventfd_write(w->sw->wake_fd, 1);
 }
 
 /* ---- Digests, SYNCs and failure detection. --------------------------------------------- */

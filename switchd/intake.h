@@ -7,7 +7,8 @@
  *   syncs        SYNC frames from peer switches (sw->sync_ring);
  *   samples      every directory.sample_every-th request's key (intake_sample);
  *   completions  write completions of directory keys (intake_completed), so
- *                re-replication of the new version follows the write at once;
+ *                re-replication of the new version follows the write at once
+ *                (the worker also wakes the control thread: sw->wake_fd);
  *   decisions    decision-log records while `debug on` (sw->log_ring);
  *   addresses    IPv4 addresses workers want resolved (sw->arp_ring).
  * Once per round intake_run() puts digests into the health table (failure
