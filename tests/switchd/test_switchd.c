@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -33,6 +34,7 @@
 #include "ctl.h"
 #include "digest.h"
 #include "keyhash.h"
+#include "peers.h"
 #include "switchd.h"
 #include "wire.h"
 
@@ -1178,6 +1180,157 @@ START_TEST(keyhash_collision_goes_home)
 }
 END_TEST
 
+/* ---- Peer switches: the control round with a peer (peers.c plays switch s2). ------------ */
+
+static const char *peers_json =
+    "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"
+    " \"sync\": {\"interval_ms\": 20},"
+    " \"switches\": ["
+    "  {\"id\": 1, \"name\": \"s1\", \"role\": \"inline\", \"lcores\": [1], \"peers\": [2],"
+    "   \"ports\": [{\"name\": \"a1\", \"vdev\": \"net_ring_a1\"},"
+    "     {\"name\": \"n1\", \"vdev\": \"net_ring_n1\"}, {\"name\": \"n2\", \"vdev\": "
+    "\"net_ring_n2\"},"
+    "     {\"name\": \"n3\", \"vdev\": \"net_ring_n3\"}, {\"name\": \"n4\", \"vdev\": "
+    "\"net_ring_n4\"}]},"
+    "  {\"id\": 2, \"name\": \"s2\", \"role\": \"inline\", \"vip\": \"10.77.0.102\","
+    "   \"mac\": \"02:53:4b:4c:00:66\", \"lcores\": [1], \"peers\": [1],"
+    "   \"ports\": [{\"name\": \"x\", \"vdev\": \"net_ring_x\"}]}],"
+    " \"nodes\": ["
+    "  {\"id\": 1, \"name\": \"n1\", \"ip\": \"10.77.0.1\"}, {\"id\": 2, \"name\": \"n2\", \"ip\": "
+    "\"10.77.0.2\"},"
+    "  {\"id\": 3, \"name\": \"n3\", \"ip\": \"10.77.0.3\"}, {\"id\": 4, \"name\": \"n4\", \"ip\": "
+    "\"10.77.0.4\"}],"
+    " \"agents\": [{\"name\": \"a1\", \"ip\": \"10.77.0.201\"}]}";
+
+#define S2_IP 0x0a4d0066u /* 10.77.0.102 */
+static const uint8_t s2_mac[6] = {0x02, 0x53, 0x4b, 0x4c, 0x00, 0x66};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* s2's view of every node: alive, never heard a digest. */
+static void s2_score(void *arg, uint16_t node, struct peer_score *sc)
+{
+	(void)arg;
+	*sc =
+	    (struct peer_score){.node = node, .health = 100, .alive = 1, .age_ms = PEER_AGE_NEVER};
+}
+
+/* One SYNC value from s2, as a datagram into s1's client port. */
+static void s2_emit(void *arg, const uint8_t *buf, size_t len)
+{
+	uint8_t dgram[2048];
+	struct wire_msg m = {
+	    .op = WIRE_OP_SYNC, .flags = WIRE_F_VIA_SWITCH, .val_len = (uint32_t)len, .value = buf};
+	int n = wire_encode(&m, dgram, sizeof(dgram));
+
+	(void)arg;
+	ck_assert_int_gt(n, 0);
+	inject(0, 0, frame(s2_mac, vip_mac, S2_IP, VIP, SVC, SVC, dgram, (size_t)n));
+}
+
+/*
+ * One control round of s1 against s2 (talking when s2_talks): s2's SYNC in,
+ * s1's round, s1's SYNC to s2 taken by s2's state; everything else s1 sent
+ * dropped. Returns the SYNC datagrams s1 sent s2.
+ */
+static unsigned peer_round(struct peer_state *s2, bool s2_talks)
+{
+	uint16_t nodes[4] = {1, 2, 3, 4};
+	struct rte_mbuf *out[256];
+	unsigned n, syncs = 0;
+
+	if (s2_talks && peer_tick(s2, mono_us()))
+		peer_build(s2, 1, mono_us(), 1400, nodes, 4, s2_score, s2_emit, NULL);
+	run();
+	sw_control_poll(&sw, 0);
+	run(); /* worker 0 sends what the control thread queued */
+	while ((n = collect(0, out, 256)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			struct rte_ether_hdr *eth =
+			    rte_pktmbuf_mtod(out[i], struct rte_ether_hdr *);
+			struct parsed p;
+
+			if (eth->ether_type != htons(RTE_ETHER_TYPE_IPV4))
+				continue;
+			parse_out(out[i], &p);
+			if (p.msg.op == WIRE_OP_SYNC && ntohl(p.ip->dst_addr) == S2_IP) {
+				ck_assert_mem_eq(p.eth->dst_addr.addr_bytes, s2_mac, 6);
+				syncs++;
+				if (s2_talks)
+					peer_receive(s2, p.msg.value, p.msg.val_len, mono_us());
+			}
+		}
+		free_all(out, n);
+	}
+	for (unsigned port = 1; port < NPORTS; port++)
+		drain(port);
+	return syncs;
+}
+
+static bool command_has(const char *line, const char *what)
+{
+	char *out = ctl_command(&sw, line);
+	bool has = strstr(out, what) != NULL;
+
+	if (!has)
+		fprintf(stderr, "%s -> %s (no %s)\n", line, out, what);
+	free(out);
+	return has;
+}
+
+/*
+ * The lease rule through the whole round: s2's SYNC in (intake), every lease
+ * held (decide), the deadline the workers read published (reconcile), s1's
+ * SYNC out (egress); s2 silent -> the lease lost and the deadline withdrawn.
+ */
+START_TEST(peer_lease_held_then_lost)
+{
+	static struct cfg two; /* large: not on the stack */
+	static struct peer_state s2;
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true};
+	char err[CFG_ERR_LEN];
+	unsigned syncs = 0;
+	uint64_t until;
+
+	ck_assert_msg(cfg_load_string(peers_json, "peers.json", &two, err, sizeof(err)) == 0, "%s",
+		      err);
+	drain_all();
+	ck_assert_msg(sw_init(&sw, &two, cfg_switch_lookup(&two, "s1"), &opts, err, sizeof(err)) ==
+			  0,
+		      "sw_init: %s", err);
+	learn_nodes();
+	ck_assert_int_eq(peer_init(&s2, &two, 2, 0x5eed, mono_us()), 0);
+	ck_assert(command_has("peers", "\"leased\":false"));
+	for (int i = 0; i < 1000 && !__atomic_load_n(&sw.lease_until_tsc, __ATOMIC_RELAXED); i++) {
+		syncs += peer_round(&s2, true);
+		usleep(1000);
+	}
+	until = __atomic_load_n(&sw.lease_until_tsc, __ATOMIC_RELAXED);
+	ck_assert_msg(until > rte_rdtsc(), "no lease after %u SYNCs to s2", syncs);
+	ck_assert_uint_gt(syncs, 0);
+	ck_assert(command_has("peers", "\"leased\":true"));
+	ck_assert(
+	    command_has("peers", "\"name\":\"s2\",\"self\":false,\"live\":true,\"lease\":true"));
+	/* s2 falls silent: the lease (3 intervals, 60 ms) runs out. */
+	for (uint64_t t0 = mono_us(); mono_us() - t0 < 200000;) {
+		peer_round(&s2, false);
+		usleep(1000);
+	}
+	ck_assert_uint_eq(__atomic_load_n(&sw.lease_until_tsc, __ATOMIC_RELAXED), 0);
+	ck_assert(command_has("peers", "\"leased\":false"));
+	ck_assert(command_has("peers", "\"lease_losses\":1,"));
+	sw_fini(&sw);
+	drain_all();
+	peer_fini(&s2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -1204,6 +1357,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, two_workers_concurrent_updates);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("peers");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, peer_lease_held_then_lost);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("state");
 	tcase_add_test(tc, state_transitions);
