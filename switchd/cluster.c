@@ -364,17 +364,12 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 }
 
 /* /skewless/peers (telemetry thread): the rows of the last sync round. */
-static int tel_peers(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_peers(struct sw *sw, struct rte_tel_data *d)
 {
-	struct sw *sw = ctl_tel_switch();
 	struct cluster_row rows[PEER_MAX];
 	bool leased = false;
 	unsigned n;
 
-	(void)cmd;
-	(void)params;
-	if (!sw)
-		return -1;
 	n = cluster_rows_snapshot(sw, rows, &leased);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "peers_configured", sw->npeers);
@@ -392,11 +387,6 @@ static int tel_peers(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-/* Telemetry commands are registered once per process; they answer for ctl_tel_switch(). */
-__attribute__((constructor)) static void tel_register(void)
-{
-	rte_telemetry_register_cmd(
-	    "/skewless/peers", tel_peers,
-	    "Peer switches: live, lease, last sync, lag, window, owned keys, "
-	    "owned list version and confirmation (as of the last sync round)");
-}
+CTL_TELEMETRY("/skewless/peers", tel_peers,
+	      "Peer switches: live, lease, last sync, lag, window, owned keys, "
+	      "owned list version and confirmation (as of the last sync round)")

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include <jansson.h>
+#include <rte_telemetry.h>
 
 struct sw;
 
@@ -60,5 +61,26 @@ json_t *ctl_error(const char *fmt, const char *arg);
 
 /* The switch DPDK telemetry answers for (one per process), or NULL. Any thread. */
 struct sw *ctl_tel_switch(void);
+
+/*
+ * A module's DPDK telemetry command: CTL_TELEMETRY("/skewless/x", fn, "help")
+ * registers path at load time (telemetry commands are per process) to call
+ * int fn(struct sw *sw, struct rte_tel_data *d) for ctl_tel_switch(), on the
+ * telemetry thread: fn reads only what is safe there (atomics, snapshots, the
+ * CDT as QSBR reader nworkers + 1 under sw->tel_lock).
+ */
+#define CTL_TELEMETRY(path, fn, help)                                                              \
+	static int fn##_cmd(const char *cmd, const char *params, struct rte_tel_data *d)           \
+	{                                                                                          \
+		struct sw *sw = ctl_tel_switch();                                                  \
+                                                                                                   \
+		(void)cmd;                                                                         \
+		(void)params;                                                                      \
+		return sw ? fn(sw, d) : -1;                                                        \
+	}                                                                                          \
+	__attribute__((constructor)) static void fn##_register(void)                               \
+	{                                                                                          \
+		rte_telemetry_register_cmd(path, fn##_cmd, help);                                  \
+	}
 
 #endif

@@ -357,14 +357,8 @@ static void register_commands(struct sw *sw)
 }
 
 /* /skewless/nodes (telemetry thread): scores are atomics, the rest read-only. */
-static int tel_nodes(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_nodes(struct sw *sw, struct rte_tel_data *d)
 {
-	struct sw *sw = ctl_tel_switch();
-
-	(void)cmd;
-	(void)params;
-	if (!sw)
-		return -1;
 	rte_tel_data_start_dict(d);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
@@ -380,9 +374,6 @@ static int tel_nodes(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-__attribute__((constructor)) static void tel_register(void)
-{
-	rte_telemetry_register_cmd("/skewless/nodes", tel_nodes,
-				   "Per node: address, in-flight, health, weight, alive, state, "
-				   "neighbour, whose digests the score comes from");
-}
+CTL_TELEMETRY("/skewless/nodes", tel_nodes,
+	      "Per node: address, in-flight, health, weight, alive, state, "
+	      "neighbour, whose digests the score comes from")

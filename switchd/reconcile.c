@@ -804,18 +804,13 @@ static void register_commands(struct sw *sw)
 }
 
 /* /skewless/cdt (telemetry thread: QSBR reader nworkers + 1, serialised by tel_lock). */
-static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_cdt(struct sw *sw, struct rte_tel_data *d)
 {
 	static const char *const brief[] = {"home", "completed", "replicas", NULL};
-	struct sw *sw = ctl_tel_switch();
 	uint32_t it = 0;
 	struct cdt_entry *e;
 	unsigned shown = 0;
 
-	(void)cmd;
-	(void)params;
-	if (!sw)
-		return -1;
 	rte_tel_data_start_dict(d);
 	pthread_mutex_lock(&sw->tel_lock);
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
@@ -835,8 +830,4 @@ static int tel_cdt(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-__attribute__((constructor)) static void tel_register(void)
-{
-	rte_telemetry_register_cmd("/skewless/cdt", tel_cdt,
-				   "Directory entries: home, completed version, replica set");
-}
+CTL_TELEMETRY("/skewless/cdt", tel_cdt, "Directory entries: home, completed version, replica set")

@@ -75,14 +75,8 @@ void stats_init(struct sw *sw)
 }
 
 /* /skewless/stats (telemetry thread): counters are summed with relaxed loads. */
-static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_stats(struct sw *sw, struct rte_tel_data *d)
 {
-	struct sw *sw = ctl_tel_switch();
-
-	(void)cmd;
-	(void)params;
-	if (!sw)
-		return -1;
 	rte_tel_data_start_dict(d);
 	for (int c = 0; c < SW_CNT_COUNT; c++) {
 		char name[80];
@@ -102,8 +96,4 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-__attribute__((constructor)) static void tel_register(void)
-{
-	rte_telemetry_register_cmd("/skewless/stats", tel_stats,
-				   "Switch counters: events, drops by reason, per port");
-}
+CTL_TELEMETRY("/skewless/stats", tel_stats, "Switch counters: events, drops by reason, per port")

@@ -1180,6 +1180,55 @@ START_TEST(keyhash_collision_goes_home)
 }
 END_TEST
 
+/* Ask DPDK telemetry (this process's socket) for path; the answer in buf. */
+static void telemetry(const char *path, char *buf, size_t cap)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ssize_t n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2",
+		 rte_eal_get_runtime_dir());
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "%s", sa.sun_path);
+	n = read(fd, buf, cap - 1); /* the greeting */
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(write(fd, path, strlen(path)), (ssize_t)strlen(path));
+	n = read(fd, buf, cap - 1);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	close(fd);
+}
+
+/* A node row and a directory entry have one formatter: telemetry shows what the socket does. */
+START_TEST(telemetry_rows_match_the_socket)
+{
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = ""};
+	static char buf[16384];
+	char err[512], *out;
+	static const char *const same[] = {"\"ip\":\"10.77.0.3\"",  "\"mac\":\"02:00:00:00:00:03\"",
+					   "\"port\":\"n3\"",	    "\"state\":\"unknown\"",
+					   "\"score_from\":\"s1\"", "\"health\":100"};
+
+	sw_fini(&sw);
+	drain_all();
+	ck_assert_msg(sw_init(&sw, &cfg, cfg_switch_lookup(&cfg, "s1"), &opts, err, sizeof(err)) ==
+			  0,
+		      "sw_init: %s", err);
+	learn_nodes();
+	out = ctl_command(&sw, "nodes");
+	telemetry("/skewless/nodes", buf, sizeof(buf));
+	for (unsigned i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		ck_assert_msg(strstr(out, same[i]), "socket: no %s in %s", same[i], out);
+		ck_assert_msg(strstr(buf, same[i]), "telemetry: no %s in %s", same[i], buf);
+	}
+	free(out);
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	telemetry("/skewless/cdt", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "completed=0 replicas=n1,n2,n3\""), "%s", buf);
+}
+END_TEST
+
 /* ---- Peer switches: the control round with a peer (peers.c plays switch s2). ------------ */
 
 static const char *peers_json =
@@ -1354,6 +1403,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_completion_and_acks);
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
+	tcase_add_test(tc, telemetry_rows_match_the_socket);
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, two_workers_concurrent_updates);
