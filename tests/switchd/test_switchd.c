@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1180,6 +1181,36 @@ START_TEST(keyhash_collision_goes_home)
 }
 END_TEST
 
+static json_t *frob(struct sw *s, int argc, char **argv, void *aux)
+{
+	ck_assert_ptr_eq(s, &sw);
+	ck_assert_ptr_eq(aux, (void *)frob);
+	return json_pack("{s:b, s:i, s:s}", "ok", 1, "argc", argc, "first", argc ? argv[0] : "");
+}
+
+/* Commands are found in the registry the modules filled; the socket code knows none. */
+START_TEST(commands_come_from_the_registry)
+{
+	char *out;
+
+	ck_assert_int_eq(ctl_register(&sw, "stats", frob, NULL), -EEXIST);
+	ck_assert_int_eq(ctl_register(&sw, "cdt frob", frob, (void *)frob), 0);
+	out = ctl_command(&sw, "cdt frob a b");
+	ck_assert_str_eq(out, "{\"ok\":true,\"argc\":2,\"first\":\"a\"}");
+	free(out);
+	out = ctl_command(&sw, "cdt");
+	ck_assert_msg(strstr(out, "unknown command \\\"cdt\\\"") &&
+			  strstr(out, "cdt show|pin|unpin|frob") && strstr(out, "stats") &&
+			  strstr(out, "neigh") && strstr(out, "peers"),
+		      "%s", out);
+	free(out);
+	out = ctl_command(&sw, "directory bogus");
+	ck_assert_str_eq(out, "{\"ok\":false,\"error\":\"directory: expected on, off or show, got "
+			      "\\\"bogus\\\"\"}");
+	free(out);
+}
+END_TEST
+
 /* Ask DPDK telemetry (this process's socket) for path; the answer in buf. */
 static void telemetry(const char *path, char *buf, size_t cap)
 {
@@ -1404,6 +1435,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, telemetry_rows_match_the_socket);
+	tcase_add_test(tc, commands_come_from_the_registry);
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, two_workers_concurrent_updates);
