@@ -4,7 +4,7 @@
  *
  * Pure logic, no DPDK and no clock of its own: every function takes the
  * caller's monotonic time in microseconds, so the unit tests drive it on a
- * simulated clock. switchd's control thread is the only caller (cluster.c)
+ * simulated clock. switchd's control thread is the only caller (cluster.c, decide.c, reconcile.c)
  * and the only writer; cdtctl's answers are built on the same thread.
  *
  * What it keeps, per configured switch (slot 0 is this switch):
@@ -176,7 +176,7 @@ struct peer_slot {
 	uint64_t owned_version; /* complete list; 0 none */
 	uint32_t nowned;
 	struct peer_key *owned;
-	bool owned_fresh; /* a new complete list arrived since cluster.c last applied it */
+	bool owned_fresh; /* a new complete list arrived since reconcile.c last applied it */
 	/* its node scores, and when each arrived (our clock) */
 	struct peer_score score[CFG_MAX_NODES + 1];
 	uint64_t score_rx_us[CFG_MAX_NODES + 1];
@@ -184,7 +184,7 @@ struct peer_slot {
 	uint8_t sent_health[CFG_MAX_NODES + 1];
 	uint8_t sent_alive[CFG_MAX_NODES + 1];
 	bool sent_any[CFG_MAX_NODES + 1];
-	/* the version of ITS owned list we have applied (cluster.c sets it) */
+	/* the version of ITS owned list we have applied (reconcile.c sets it) */
 	uint64_t applied_version;
 };
 
@@ -209,7 +209,7 @@ struct peer_state {
 	bool hot_dirty;
 	uint32_t nhot;
 	struct peer_key *hot;
-	/* this switch's owned list (cluster.c sets it) */
+	/* this switch's owned list (reconcile.c sets it) */
 	uint64_t owned_version;
 	uint32_t nowned;
 	struct peer_key *owned;
@@ -241,7 +241,7 @@ uint64_t peer_rendezvous(uint16_t switch_id, uint64_t keyhash);
 /* The owner of keyhash among the live switches (this one always counts): a switch id. */
 uint16_t peer_owner(const struct peer_state *ps, uint64_t keyhash, uint64_t now_us);
 
-/* This switch's epoch ended (directory.c): add its hot keys to the pending window. */
+/* This switch's epoch ended (decide.c): add its hot keys to the pending window. */
 void peer_add_epoch(struct peer_state *ps, const struct hot_report *r);
 
 /*

@@ -602,7 +602,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		/* Learn the client before anything can drop the request: its reply (or
 		 * the switch's own answer) needs the way back, even right after a restart. */
 		learn_client(w, p, in_port, now_s);
-		/* 1 in sample_every client requests feeds hot-key detection (directory.c);
+		/* 1 in sample_every client requests feeds hot-key detection (intake.c);
 		 * a peer's forwarded requests were counted by that peer already. */
 		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
 			w->sample_countdown = sw->sample_every;
