@@ -4,8 +4,9 @@
  *
  * Pure logic, no DPDK and no clock of its own: every function takes the
  * caller's monotonic time in microseconds, so the unit tests drive it on a
- * simulated clock. switchd's control thread is the only caller (cluster.c, decide.c, reconcile.c)
- * and the only writer; cdtctl's answers are built on the same thread.
+ * simulated clock. switchd's control thread is the only caller (cluster.c,
+ * decide.c, reconcile.c) and the only writer; cdtctl's answers are built on
+ * the same thread.
  *
  * What it keeps, per configured switch (slot 0 is this switch):
  *   liveness   a peer is live when a SYNC from it arrived within D = 5 x
