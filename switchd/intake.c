@@ -203,11 +203,14 @@ static void take_samples(struct sw *sw)
 			hot_observe(sw->hot, s.keyhash, s.key, s.key_len);
 }
 
+/* At most a ring's worth per round (what reconcile queues); the rest waits for the next. */
 static void take_completions(struct sw *sw)
 {
 	struct in_completion c;
 
-	while (rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0)
+	for (unsigned n = 0; n < SW_COMPLETION_RING &&
+			     rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0;
+	     n++)
 		rec_completed(sw, c.keyhash, c.version);
 }
 

@@ -21,8 +21,8 @@
 #include "keyhash.h"
 #include "switchd.h"
 
-/* Write completions one round takes: twice what the workers' ring holds. */
-#define REC_COMPLETIONS (2 * SW_COMPLETION_RING)
+/* Write completions one round takes: what the workers' ring holds (intake takes no more). */
+#define REC_COMPLETIONS SW_COMPLETION_RING
 
 struct rec_completion {
 	uint64_t keyhash;
@@ -62,7 +62,8 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 {
 	struct reconcile *r = sw->rec;
 
-	/* Beyond that, the epoch's repair copies the version out. */
+	/* Never full (intake takes at most REC_COMPLETIONS a round); if it were, the
+	 * epoch's repair would copy the version out. */
 	if (r->ncompleted < REC_COMPLETIONS)
 		r->completed[r->ncompleted++] =
 		    (struct rec_completion){.keyhash = keyhash, .version = version};
