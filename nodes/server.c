@@ -308,7 +308,7 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 		return 1;
 	if (m->op == WIRE_OP_PUT && m->val_len > max_value)
 		return 1;
-	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + REPL_PREFIX_LEN)
+	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN)
 		return 1;
 	return 0;
 }

@@ -13,7 +13,10 @@
 #include <rte_ring.h>
 
 #include "cluster.h"
+#include "payload.h"
 #include "switchd.h"
+
+_Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name every replica");
 
 #define DIR_SAMPLE_RING	    8192 /* sampled keys per control round, at most */
 #define DIR_COMPLETION_RING 4096 /* write completions per control round, at most */
@@ -155,21 +158,20 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 		      uint64_t version)
 {
 	struct directory *d = sw->dir;
-	uint16_t targets[CDT_MAX_REPLICAS];
-	uint8_t payload[2 + 2 * CDT_MAX_REPLICAS];
-	unsigned want = e->want_replicas, n;
+	struct wire_replicate req = {.owner = sw->self->id};
+	uint8_t payload[WIRE_REPLICATE_MAX_LEN];
+	unsigned want = e->want_replicas;
+	int len;
 	uint16_t key_len;
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
 	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
 	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
 		return;
-	n = pick_targets(sw, st, e->home, want - st->nreplicas, targets);
-	if (n == 0)
+	req.ntargets = (uint8_t)pick_targets(sw, st, e->home, want - st->nreplicas, req.targets);
+	len = wire_replicate_encode(&req, payload, sizeof(payload));
+	if (len < 0) /* no target */
 		return;
-	wire_put16(payload, sw->self->id);
-	for (unsigned i = 0; i < n; i++)
-		wire_put16(payload + 2 + 2 * i, targets[i]);
 	struct wire_msg m = {
 	    .op = WIRE_OP_REPLICATE,
 	    .flags = WIRE_F_VIA_SWITCH,
@@ -177,7 +179,7 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	    .version = version,
 	    .node = e->home,
 	    .key_len = key_len,
-	    .val_len = 2 + 2 * n,
+	    .val_len = (uint32_t)len,
 	    .key = key,
 	    .value = payload,
 	};

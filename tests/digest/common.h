@@ -47,19 +47,4 @@ static inline struct dig_digest digest_at(uint32_t seq, uint8_t load)
 	return d;
 }
 
-/* Field-wise equality (struct padding is not part of a digest). */
-static inline void assert_same_digest(const struct dig_digest *a, const struct dig_digest *b)
-{
-	ck_assert_uint_eq(a->flags, b->flags);
-	ck_assert_uint_eq(a->interval_ms, b->interval_ms);
-	ck_assert_uint_eq(a->seq, b->seq);
-	ck_assert_uint_eq(a->boot_id, b->boot_id);
-	ck_assert_uint_eq(a->ts_us, b->ts_us);
-	ck_assert_uint_eq(a->queue_len, b->queue_len);
-	ck_assert_uint_eq(a->p95_us, b->p95_us);
-	ck_assert_uint_eq(a->rx_rate, b->rx_rate);
-	ck_assert_mem_eq(&a->m, &b->m, sizeof(a->m)); /* six bytes, no padding */
-	ck_assert_uint_eq(a->health, b->health);
-}
-
 #endif
