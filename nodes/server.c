@@ -350,8 +350,9 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 
 		node_count(n, NODE_CTR_accepted);
 		reply_init(n, &m, &rep);
+		/* No value in an UNREPLICATE reply: out holds a header and the key. */
 		if (handle(n, &m, from, &rep, NULL, 0))
-			rlen = reply_encode(n, &rep, out, WIRE_HDR_LEN + WIRE_MAX_KEY); /* no value */
+			rlen = reply_encode(n, &rep, out, WIRE_HDR_LEN + WIRE_MAX_KEY);
 		if (rlen)
 			node_send(n, from, out, rlen);
 		return;
@@ -625,9 +626,8 @@ static bool on_rc_req(struct node *n, const struct wire_msg *m, const struct soc
 	return false;
 }
 
-static bool on_unreplicate(struct node *n, const struct wire_msg *m,
-			   const struct sockaddr_in *from, struct wire_msg *rep, uint8_t *out,
-			   size_t cap)
+static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+			   struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	(void)from, (void)out, (void)cap;
 	repl_unreplicate(n, m, rep);

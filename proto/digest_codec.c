@@ -1,7 +1,7 @@
 /*
  * digest_codec.c - the DIGEST payload (layout 1, docs/protocol.md "DIGEST
- * payload") and the whole DIGEST datagram around it (see digest_codec.h). Decoding trusts nothing: every
- * field is range-checked before the digest reaches the health table.
+ * payload") and the whole DIGEST datagram around it (see digest_codec.h). Decoding trusts nothing:
+ * every field is range-checked before the digest reaches the health table.
  */
 #include <errno.h>
 #include <string.h>
@@ -31,7 +31,7 @@ enum dig_off {
 
 static const char *const error_names[] = {
 #define X(name, str) str,
-	DIG_ERRORS(X)
+    DIG_ERRORS(X)
 #undef X
 };
 
@@ -154,8 +154,7 @@ enum dig_error dig_msg_decode(const struct wire_msg *msg, uint16_t *node, struct
 	return err;
 }
 
-enum dig_error dig_datagram_parse(const void *buf, size_t len, uint16_t *node,
-				  struct dig_digest *d)
+enum dig_error dig_datagram_parse(const void *buf, size_t len, uint16_t *node, struct dig_digest *d)
 {
 	struct wire_msg msg;
 

@@ -15,15 +15,15 @@
 
 #include "wire.h"
 
-#define DIG_LAYOUT_VERSION 1
-#define DIG_PAYLOAD_LEN 40			       /* bytes of a layout-1 payload */
-#define DIG_DATAGRAM_LEN (WIRE_HDR_LEN + DIG_PAYLOAD_LEN) /* 88 */
-#define DIG_METRIC_MAX 100			       /* normalised metrics are 0..100 */
-#define DIG_INTERVAL_MAX_MS 60000		       /* same bound as conf/ digest.*_ms */
+#define DIG_LAYOUT_VERSION  1
+#define DIG_PAYLOAD_LEN	    40				     /* bytes of a layout-1 payload */
+#define DIG_DATAGRAM_LEN    (WIRE_HDR_LEN + DIG_PAYLOAD_LEN) /* 88 */
+#define DIG_METRIC_MAX	    100				     /* normalised metrics are 0..100 */
+#define DIG_INTERVAL_MAX_MS 60000			     /* same bound as conf/ digest.*_ms */
 
 /* Payload flags. */
 #define DIG_F_TRIGGERED 0x1 /* sent early: queue jump or p95 over threshold */
-#define DIG_F_ALL DIG_F_TRIGGERED
+#define DIG_F_ALL	DIG_F_TRIGGERED
 
 /* Normalised metrics, each 0 (idle) .. 100 (at or past its configured maximum). */
 struct dig_metrics {
@@ -50,26 +50,26 @@ struct dig_digest {
 };
 
 /* Why a digest was rejected: X(enum name, counter name). */
-#define DIG_ERRORS(X)                                                                      \
-	X(DIG_OK, "ok")                                                                    \
-	X(DIG_ERR_WIRE, "bad_datagram")  /* wire_decode() failed */                     \
-	X(DIG_ERR_OP, "not_digest")      /* op is not DIGEST (or is a reply) */         \
-	X(DIG_ERR_KEY, "has_key")        /* key_len != 0 */                             \
-	X(DIG_ERR_NODE, "bad_node")      /* node id 0 or > WIRE_MAX_NODE */             \
-	X(DIG_ERR_SHORT, "short")        /* payload under DIG_PAYLOAD_LEN */            \
-	X(DIG_ERR_LAYOUT, "bad_layout")  /* unknown layout version */                   \
-	X(DIG_ERR_FLAGS, "bad_flags")                                                      \
-	X(DIG_ERR_INTERVAL, "bad_interval")                                                \
-	X(DIG_ERR_SEQ, "bad_seq")                                                          \
-	X(DIG_ERR_METRIC, "bad_metric")  /* a normalised metric or health > 100 */      \
-	X(DIG_ERR_RESERVED, "bad_reserved")                                                \
+#define DIG_ERRORS(X)                                                                              \
+	X(DIG_OK, "ok")                                                                            \
+	X(DIG_ERR_WIRE, "bad_datagram") /* wire_decode() failed */                                 \
+	X(DIG_ERR_OP, "not_digest")	/* op is not DIGEST (or is a reply) */                     \
+	X(DIG_ERR_KEY, "has_key")	/* key_len != 0 */                                         \
+	X(DIG_ERR_NODE, "bad_node")	/* node id 0 or > WIRE_MAX_NODE */                         \
+	X(DIG_ERR_SHORT, "short")	/* payload under DIG_PAYLOAD_LEN */                        \
+	X(DIG_ERR_LAYOUT, "bad_layout") /* unknown layout version */                               \
+	X(DIG_ERR_FLAGS, "bad_flags")                                                              \
+	X(DIG_ERR_INTERVAL, "bad_interval")                                                        \
+	X(DIG_ERR_SEQ, "bad_seq")                                                                  \
+	X(DIG_ERR_METRIC, "bad_metric") /* a normalised metric or health > 100 */                  \
+	X(DIG_ERR_RESERVED, "bad_reserved")                                                        \
 	X(DIG_ERR_TRAILING, "trailing_bytes")
 
 enum dig_error {
 #define X(name, str) name,
 	DIG_ERRORS(X)
 #undef X
-	DIG_ERR_COUNT
+	    DIG_ERR_COUNT
 };
 
 const char *dig_error_name(enum dig_error err);

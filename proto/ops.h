@@ -59,7 +59,7 @@ enum wire_lane {
 	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_ROUTE, WIRE_LANE_CLIENT)            \
 	X(WIRE_OP_DEL, 0x03, "DEL", WIRE_BY_AGENT | WIRE_BY_SWITCH | WIRE_BY_PEER,                 \
 	  WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_ROUTE, WIRE_LANE_CLIENT)                           \
-	X(WIRE_OP_RC_REQ, 0x10, "RC_REQ", WIRE_BY_NODE, WIRE_A_KEY | WIRE_A_VALUE, WIRE_SW_NONE,  \
+	X(WIRE_OP_RC_REQ, 0x10, "RC_REQ", WIRE_BY_NODE, WIRE_A_KEY | WIRE_A_VALUE, WIRE_SW_NONE,   \
 	  WIRE_LANE_CONTROL)                                                                       \
 	X(WIRE_OP_RC_ACK, 0x11, "RC_ACK", WIRE_BY_NODE, WIRE_A_KEY, WIRE_SW_WORKER,                \
 	  WIRE_LANE_NONE)                                                                          \
@@ -89,9 +89,10 @@ WIRE_OPS(WIRE_OP_BELOW_64)
  * Sets of ops as bits of one word, compile-time constants for checks that
  * cost nothing at run time (switchd/pipeline.c asserts its dispatch by them).
  */
-#define WIRE_OP_IF_(cond, value) | ((cond) ? 1ull << (value) : 0ull)
+#define WIRE_OP_IF_(cond, value)       | ((cond) ? 1ull << (value) : 0ull)
 #define WIRE_OP_ALL_(name, value, ...) | (1ull << (value))
-#define WIRE_OP_ROUTE_(name, value, str, by, attrs, sw, lane) WIRE_OP_IF_((sw) == WIRE_SW_ROUTE, value)
+#define WIRE_OP_ROUTE_(name, value, str, by, attrs, sw, lane)                                      \
+	WIRE_OP_IF_((sw) == WIRE_SW_ROUTE, value)
 #define WIRE_OP_WORKER_(name, value, str, by, attrs, sw, lane)                                     \
 	WIRE_OP_IF_((sw) == WIRE_SW_WORKER, value)
 #define WIRE_OP_CONTROL_(name, value, str, by, attrs, sw, lane)                                    \
@@ -108,70 +109,55 @@ WIRE_OPS(WIRE_OP_BELOW_64)
 #define WIRE_OPS_SW_REPLIES (0ull WIRE_OPS(WIRE_OP_SW_REPLY_))
 /* The set of ops a..b (inclusive), to compare the sets with. */
 #define WIRE_OPS_RANGE(a, b) ((2ull << (b)) - (1ull << (a)))
-#define WIRE_OPS_ONE(a) (1ull << (a))
+#define WIRE_OPS_ONE(a)	     (1ull << (a))
 
-/* Inline helpers below read the table as switch statements the compiler folds. */
+/* One row of the table, as data (ops.c); indexed by op in wire_op_table[]. */
+struct wire_op_row {
+	const char *name; /* NULL: no such op */
+	uint8_t by;	  /* WIRE_BY_* */
+	uint8_t attrs;	  /* WIRE_A_* */
+	uint8_t sw;	  /* enum wire_sw */
+	uint8_t lane;	  /* enum wire_lane */
+};
 
-/* Whether op (without WIRE_REPLY) is a known op. */
+/* Every op's row at its value; unknown values (0 among them) have a zero row. */
+extern const struct wire_op_row wire_op_table[64];
+
+/* Whether op (without WIRE_REPLY) is a known op. A bit test: wire_decode() runs it per datagram. */
 static inline int wire_op_valid(uint8_t op)
 {
 	return op < 64 && ((WIRE_OPS_VALID >> op) & 1);
 }
 
+/* The row of op, WIRE_REPLY ignored; the zero row for an unknown op. */
+static inline const struct wire_op_row *wire_op_row(uint8_t op)
+{
+	op &= (uint8_t)~WIRE_REPLY;
+	return &wire_op_table[op < 64 ? op : 0];
+}
+
 /* The attributes (WIRE_A_*) of op (WIRE_REPLY ignored); 0 for an unknown op. */
 static inline unsigned wire_op_attrs(uint8_t op)
 {
-	switch (op & (uint8_t)~WIRE_REPLY) {
-#define X(name, value, str, by, attrs, sw, lane)                                                   \
-	case value:                                                                                \
-		return (attrs);
-		WIRE_OPS(X)
-#undef X
-	default:
-		return 0;
-	}
+	return wire_op_row(op)->attrs;
 }
 
 /* Who may send a request of op (WIRE_BY_* bits); 0 for an unknown op. */
 static inline unsigned wire_op_senders(uint8_t op)
 {
-	switch (op & (uint8_t)~WIRE_REPLY) {
-#define X(name, value, str, by, attrs, sw, lane)                                                   \
-	case value:                                                                                \
-		return (by);
-		WIRE_OPS(X)
-#undef X
-	default:
-		return 0;
-	}
+	return wire_op_row(op)->by;
 }
 
-/* What the switch does with a request of op. */
+/* What the switch does with a request of op (WIRE_SW_NONE for replies and unknown ops). */
 static inline enum wire_sw wire_op_sw(uint8_t op)
 {
-	switch (op) {
-#define X(name, value, str, by, attrs, sw, lane)                                                   \
-	case value:                                                                                \
-		return (sw);
-		WIRE_OPS(X)
-#undef X
-	default:
-		return WIRE_SW_NONE;
-	}
+	return (op & WIRE_REPLY) ? WIRE_SW_NONE : (enum wire_sw)wire_op_row(op)->sw;
 }
 
 /* Where a node serves a request of op (WIRE_LANE_NONE for replies and unknown ops). */
 static inline enum wire_lane wire_op_lane(uint8_t op)
 {
-	switch (op) {
-#define X(name, value, str, by, attrs, sw, lane)                                                   \
-	case value:                                                                                \
-		return (lane);
-		WIRE_OPS(X)
-#undef X
-	default:
-		return WIRE_LANE_NONE;
-	}
+	return (op & WIRE_REPLY) ? WIRE_LANE_NONE : (enum wire_lane)wire_op_row(op)->lane;
 }
 
 /* Ops that name no key: a digest or a peer sync carries only a payload. */

@@ -104,7 +104,8 @@ int wire_hint_reply_encode(const struct wire_hint *h, struct wire_msg *msg)
 
 int wire_hint_reply_decode(const struct wire_msg *msg, struct wire_hint *h)
 {
-	if (msg->op != (WIRE_OP_HINT | WIRE_REPLY) || msg->node > WIRE_MAX_NODE || msg->val_len != 0)
+	if (msg->op != (WIRE_OP_HINT | WIRE_REPLY) || msg->node > WIRE_MAX_NODE ||
+	    msg->val_len != 0)
 		return -EBADMSG;
 	h->node = msg->node;
 	h->version = msg->version;

@@ -21,13 +21,14 @@
 
 /* ---- REPLICATE (switch -> home): be16 owner switch id, then 1..16 be16 target node ids. ---- */
 
-#define WIRE_REPL_MAX_TARGETS 16
+#define WIRE_REPL_MAX_TARGETS  16
 #define WIRE_REPLICATE_MAX_LEN (2 + 2 * WIRE_REPL_MAX_TARGETS)
 
 struct wire_replicate {
 	uint16_t owner; /* the switch that asks: RC_ACKs go to it */
 	uint8_t ntargets;
-	uint16_t targets[WIRE_REPL_MAX_TARGETS]; /* node ids, as sent (the home skips unknown ones) */
+	uint16_t
+	    targets[WIRE_REPL_MAX_TARGETS]; /* node ids, as sent (the home skips unknown ones) */
 };
 
 int wire_replicate_encode(const struct wire_replicate *r, uint8_t *buf, size_t cap);
@@ -44,10 +45,10 @@ int wire_replicate_decode(const struct wire_msg *msg, struct wire_replicate *r);
 enum wire_copy_kind { WIRE_COPY_VALUE = 0, WIRE_COPY_TOMBSTONE = 1 };
 
 struct wire_rc_req {
-	uint16_t owner;		/* the owner switch named in the REPLICATE */
-	uint8_t kind;		/* enum wire_copy_kind */
-	uint32_t ttl_ms;	/* remaining time to live; 0: none */
-	const uint8_t *value;	/* decode: points into the datagram; NULL when value_len is 0 */
+	uint16_t owner;	      /* the owner switch named in the REPLICATE */
+	uint8_t kind;	      /* enum wire_copy_kind */
+	uint32_t ttl_ms;      /* remaining time to live; 0: none */
+	const uint8_t *value; /* decode: points into the datagram; NULL when value_len is 0 */
 	uint32_t value_len;
 };
 

@@ -209,4 +209,3 @@ size_t sync_enc_end(struct sync_enc *e)
 	wire_put16(e->buf + 40, e->count);
 	return e->len;
 }
-

@@ -16,14 +16,14 @@
 
 #include "wire.h"
 
-#define SYNC_MAX_KEY   256  /* key bytes of a candidate or owned item */
-#define SYNC_MAX_OWNED 4096 /* items an owned list may have (total) */
-#define SYNC_LAYOUT	     1
-#define SYNC_HDR_LEN	     44
-#define SYNC_CAND_HDR_LEN    16 /* window_id, samples */
-#define SYNC_OWNED_HDR_LEN   12 /* version, total, first */
-#define SYNC_SCORE_LEN	     8
-#define SYNC_AGE_NEVER	     UINT32_MAX /* no digest from that node yet */
+#define SYNC_MAX_KEY	   256	/* key bytes of a candidate or owned item */
+#define SYNC_MAX_OWNED	   4096 /* items an owned list may have (total) */
+#define SYNC_LAYOUT	   1
+#define SYNC_HDR_LEN	   44
+#define SYNC_CAND_HDR_LEN  16 /* window_id, samples */
+#define SYNC_OWNED_HDR_LEN 12 /* version, total, first */
+#define SYNC_SCORE_LEN	   8
+#define SYNC_AGE_NEVER	   UINT32_MAX /* no digest from that node yet */
 
 /* What one SYNC datagram carries after the common header. */
 enum sync_kind { SYNC_K_SCORES = 0, SYNC_K_CANDS = 1, SYNC_K_OWNED = 2, SYNC_K_COUNT };

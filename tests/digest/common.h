@@ -12,6 +12,8 @@
 #include "config.h"
 #include "digest.h"
 
+#include "../common/digest_sample.h"
+
 static inline struct cfg_digest default_digest_cfg(void)
 {
 	static const char *json =
@@ -26,24 +28,6 @@ static inline struct cfg_digest default_digest_cfg(void)
 	ck_assert_msg(cfg_load_string(json, "test.json", cfg, err, sizeof(err)) == 0, "%s", err);
 	d = cfg->digest;
 	free(cfg);
-	return d;
-}
-
-/* A valid digest with every metric at `load` (0..100). */
-static inline struct dig_digest digest_at(uint32_t seq, uint8_t load)
-{
-	struct dig_digest d;
-
-	memset(&d, 0, sizeof(d));
-	d.interval_ms = 100;
-	d.seq = seq;
-	d.boot_id = 42;
-	d.ts_us = 1000000ull * seq;
-	d.queue_len = load;
-	d.p95_us = 100u * load;
-	d.rx_rate = 500u * load;
-	d.m = (struct dig_metrics){load, load, load, load, load, load};
-	d.health = (uint8_t)(100 - load);
 	return d;
 }
 

@@ -143,8 +143,8 @@ static void fuzz_payload(const struct wire_msg *m)
 }
 
 static const uint8_t payload_ops[] = {
-    WIRE_OP_REPLICATE, WIRE_OP_RC_REQ, WIRE_OP_RC_ACK, WIRE_OP_HINT | WIRE_REPLY,
-    WIRE_OP_DIGEST,    WIRE_OP_SYNC,
+    WIRE_OP_REPLICATE,	       WIRE_OP_RC_REQ, WIRE_OP_RC_ACK,
+    WIRE_OP_HINT | WIRE_REPLY, WIRE_OP_DIGEST, WIRE_OP_SYNC,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,25 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/digest_sample.h"
 #include "digest_codec.h"
-
-/* A valid digest of seq at load (0..100). */
-static struct dig_digest digest_at(uint32_t seq, uint8_t load)
-{
-	struct dig_digest d;
-
-	memset(&d, 0, sizeof(d));
-	d.interval_ms = 100;
-	d.seq = seq;
-	d.boot_id = 42;
-	d.ts_us = 1000000ull * seq;
-	d.queue_len = load;
-	d.p95_us = 100u * load;
-	d.rx_rate = 500u * load;
-	d.m = (struct dig_metrics){load, load, load, load, load, load};
-	d.health = (uint8_t)(100 - load);
-	return d;
-}
 
 /* Field-wise equality (struct padding is not part of a digest). */
 static void assert_same_digest(const struct dig_digest *a, const struct dig_digest *b)
@@ -76,15 +59,15 @@ START_TEST(payload_layout_matches_docs)
 	struct dig_digest d = sample();
 	uint8_t buf[DIG_PAYLOAD_LEN];
 	static const uint8_t want[DIG_PAYLOAD_LEN] = {
-		1,    0x01, 0x00, 20,				 /* layout, flags, interval */
-		0x01, 0x02, 0x03, 0x04,				 /* seq */
-		0xa1, 0xb2, 0xc3, 0xd4,				 /* boot id */
-		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* ts_us */
-		0,    0,    0,    17,				 /* queue_len */
-		0,    0,    0x11, 0x94,				 /* p95_us 4500 */
-		0,    0,    0x30, 0x39,				 /* rx_rate 12345 */
-		7,    23,   25,   40,   100,  3,		 /* metrics */
-		66,   0,					 /* health, reserved */
+	    1,	  0x01, 0x00, 20,			    /* layout, flags, interval */
+	    0x01, 0x02, 0x03, 0x04,			    /* seq */
+	    0xa1, 0xb2, 0xc3, 0xd4,			    /* boot id */
+	    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* ts_us */
+	    0,	  0,	0,    17,			    /* queue_len */
+	    0,	  0,	0x11, 0x94,			    /* p95_us 4500 */
+	    0,	  0,	0x30, 0x39,			    /* rx_rate 12345 */
+	    7,	  23,	25,   40,   100,  3,		    /* metrics */
+	    66,	  0,					    /* health, reserved */
 	};
 
 	ck_assert_int_eq(dig_payload_encode(&d, buf, sizeof(buf)), DIG_PAYLOAD_LEN);

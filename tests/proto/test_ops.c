@@ -18,7 +18,7 @@ struct row {
 
 static const struct row rows[] = {
 #define X(name, value, str, by, attrs, sw, lane) {value, str, by, attrs, sw, lane},
-	WIRE_OPS(X)
+    WIRE_OPS(X)
 #undef X
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -31,6 +31,7 @@ START_TEST(helpers_read_each_row)
 
 		ck_assert(wire_op_valid(r->op));
 		ck_assert_str_eq(wire_op_name(r->op), r->name);
+		ck_assert_str_eq(wire_op_row(r->op)->name, r->name);
 		ck_assert_uint_eq(wire_op_attrs(r->op), r->attrs);
 		ck_assert_uint_eq(wire_op_attrs(rep), r->attrs);
 		ck_assert_uint_eq(wire_op_senders(r->op), r->by);
@@ -59,7 +60,9 @@ START_TEST(unknown_ops_have_no_row)
 		ck_assert_int_eq(wire_op_sw((uint8_t)op), WIRE_SW_NONE);
 		ck_assert_int_eq(wire_op_lane((uint8_t)op), WIRE_LANE_NONE);
 		ck_assert_str_eq(wire_op_name((uint8_t)op), "?");
-		ck_assert(!wire_op_is_keyless((uint8_t)op)); /* an unknown op is rejected, not keyless */
+		ck_assert_ptr_null(wire_op_row((uint8_t)op)->name);
+		ck_assert(
+		    !wire_op_is_keyless((uint8_t)op)); /* an unknown op is rejected, not keyless */
 	}
 }
 END_TEST
@@ -76,16 +79,17 @@ START_TEST(sets_match_the_rows)
 		route |= rows[i].sw == WIRE_SW_ROUTE ? bit : 0;
 		worker |= rows[i].sw == WIRE_SW_WORKER ? bit : 0;
 		control |= rows[i].sw == WIRE_SW_CONTROL ? bit : 0;
-		replies |= (rows[i].attrs & WIRE_A_ANSWERED) && (rows[i].by & WIRE_BY_SWITCH) ? bit : 0;
+		replies |=
+		    (rows[i].attrs & WIRE_A_ANSWERED) && (rows[i].by & WIRE_BY_SWITCH) ? bit : 0;
 	}
 	ck_assert_uint_eq(WIRE_OPS_VALID, valid);
 	ck_assert_uint_eq(WIRE_OPS_SW_ROUTE, route);
 	ck_assert_uint_eq(WIRE_OPS_SW_WORKER, worker);
 	ck_assert_uint_eq(WIRE_OPS_SW_CONTROL, control);
 	ck_assert_uint_eq(WIRE_OPS_SW_REPLIES, replies);
-	ck_assert_uint_eq(WIRE_OPS_RANGE(WIRE_OP_GET, WIRE_OP_DEL),
-			  WIRE_OPS_ONE(WIRE_OP_GET) | WIRE_OPS_ONE(WIRE_OP_PUT) |
-			      WIRE_OPS_ONE(WIRE_OP_DEL));
+	ck_assert_uint_eq(WIRE_OPS_RANGE(WIRE_OP_GET, WIRE_OP_DEL), WIRE_OPS_ONE(WIRE_OP_GET) |
+									WIRE_OPS_ONE(WIRE_OP_PUT) |
+									WIRE_OPS_ONE(WIRE_OP_DEL));
 }
 END_TEST
 

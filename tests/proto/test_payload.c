@@ -90,7 +90,9 @@ END_TEST
 
 START_TEST(rc_req_round_trips_and_bytes)
 {
-	struct wire_rc_req in = {.owner = 0x0a0b, .kind = WIRE_COPY_VALUE, .ttl_ms = 0x01020304,
+	struct wire_rc_req in = {.owner = 0x0a0b,
+				 .kind = WIRE_COPY_VALUE,
+				 .ttl_ms = 0x01020304,
 				 .value_len = 5},
 			   out;
 	static const uint8_t want[] = {0x0a, 0x0b, 0, 0, 1, 2, 3, 4};
