@@ -7,8 +7,9 @@
  * node's handler array and queue lane (nodes/server.c), and the cases of the
  * switch's per-datagram dispatch (switchd/pipeline.c checks its switch on op
  * against these constants at compile time, so it costs nothing per packet).
- * A new op is one new row here; the compiler and tests/proto/test_ops.c then
- * name every place that must learn it.
+ * A new op is one new row here; the compiler (switchd/pipeline.c),
+ * tests/proto/test_ops.c and tests/nodes/test_dispatch.c then name every
+ * place that must learn it.
  */
 #ifndef SKL_OPS_H
 #define SKL_OPS_H
@@ -25,7 +26,7 @@
 
 /* Attributes (bits of the `attrs` column). */
 #define WIRE_A_KEY	0x1u /* names a key: key_len 1..WIRE_MAX_KEY (else key_len is 0) */
-#define WIRE_A_VALUE	0x2u /* the request carries a value or a payload (proto/payload.h) */
+#define WIRE_A_VALUE	0x2u /* the request carries a value: PUT's, or a control payload */
 #define WIRE_A_ANSWERED 0x4u /* answered by a reply, op | WIRE_REPLY */
 
 /*
