@@ -18,6 +18,21 @@ const char *sync_error_name(enum sync_error e)
 	return e < SYNC_ERR_COUNT ? error_names[e] : "?";
 }
 
+/* Header field offsets (docs/protocol.md "SYNC payload"), shared by decoder and encoder. */
+enum sync_off {
+	SYNC_OFF_LAYOUT = 0,
+	SYNC_OFF_KIND = 1,
+	SYNC_OFF_SENDER = 2,
+	SYNC_OFF_INCARNATION = 4,
+	SYNC_OFF_SEQ = 8,
+	SYNC_OFF_ECHO_INCARNATION = 12,
+	SYNC_OFF_TS = 16,
+	SYNC_OFF_ECHO_TS = 24,
+	SYNC_OFF_CONFIRMED = 32,
+	SYNC_OFF_COUNT = 40,
+	SYNC_OFF_RESERVED = 42,
+};
+
 static size_t kind_hdr_len(uint8_t kind)
 {
 	return kind == SYNC_K_CANDS   ? SYNC_CAND_HDR_LEN
@@ -31,22 +46,22 @@ enum sync_error sync_decode(const void *buf, size_t len, struct sync_msg *m)
 	size_t off, item_start;
 
 	memset(m, 0, sizeof(*m));
-	if (len < 2)
+	if (len < SYNC_OFF_KIND + 1)
 		return SYNC_ERR_SHORT;
 	/* The layout byte first: a future layout of another length is reported as such. */
-	if (p[0] != SYNC_LAYOUT)
+	if (p[SYNC_OFF_LAYOUT] != SYNC_LAYOUT)
 		return SYNC_ERR_LAYOUT;
 	if (len < SYNC_HDR_LEN)
 		return SYNC_ERR_SHORT;
-	m->kind = p[1];
-	m->sender = wire_get16(p + 2);
-	m->incarnation = wire_get32(p + 4);
-	m->seq = wire_get32(p + 8);
-	m->echo_incarnation = wire_get32(p + 12);
-	m->ts_us = wire_get64(p + 16);
-	m->echo_ts_us = wire_get64(p + 24);
-	m->confirmed = wire_get64(p + 32);
-	m->count = wire_get16(p + 40);
+	m->kind = p[SYNC_OFF_KIND];
+	m->sender = wire_get16(p + SYNC_OFF_SENDER);
+	m->incarnation = wire_get32(p + SYNC_OFF_INCARNATION);
+	m->seq = wire_get32(p + SYNC_OFF_SEQ);
+	m->echo_incarnation = wire_get32(p + SYNC_OFF_ECHO_INCARNATION);
+	m->ts_us = wire_get64(p + SYNC_OFF_TS);
+	m->echo_ts_us = wire_get64(p + SYNC_OFF_ECHO_TS);
+	m->confirmed = wire_get64(p + SYNC_OFF_CONFIRMED);
+	m->count = wire_get16(p + SYNC_OFF_COUNT);
 	if (m->kind >= SYNC_K_COUNT)
 		return SYNC_ERR_KIND;
 	if (m->sender == 0)
@@ -55,7 +70,7 @@ enum sync_error sync_decode(const void *buf, size_t len, struct sync_msg *m)
 		return SYNC_ERR_INCARNATION;
 	if (m->seq == 0)
 		return SYNC_ERR_SEQ;
-	if (wire_get16(p + 42) != 0)
+	if (wire_get16(p + SYNC_OFF_RESERVED) != 0)
 		return SYNC_ERR_RESERVED;
 	off = SYNC_HDR_LEN;
 	if (len < off + kind_hdr_len(m->kind))
@@ -146,17 +161,17 @@ int sync_enc_begin(struct sync_enc *e, void *buf, size_t cap, const struct sync_
 	e->cap = cap;
 	e->count = 0;
 	e->kind = h->kind;
-	p[0] = SYNC_LAYOUT;
-	p[1] = h->kind;
-	wire_put16(p + 2, h->sender);
-	wire_put32(p + 4, h->incarnation);
-	wire_put32(p + 8, h->seq);
-	wire_put32(p + 12, h->echo_incarnation);
-	wire_put64(p + 16, h->ts_us);
-	wire_put64(p + 24, h->echo_ts_us);
-	wire_put64(p + 32, h->confirmed);
-	wire_put16(p + 40, 0);
-	wire_put16(p + 42, 0);
+	p[SYNC_OFF_LAYOUT] = SYNC_LAYOUT;
+	p[SYNC_OFF_KIND] = h->kind;
+	wire_put16(p + SYNC_OFF_SENDER, h->sender);
+	wire_put32(p + SYNC_OFF_INCARNATION, h->incarnation);
+	wire_put32(p + SYNC_OFF_SEQ, h->seq);
+	wire_put32(p + SYNC_OFF_ECHO_INCARNATION, h->echo_incarnation);
+	wire_put64(p + SYNC_OFF_TS, h->ts_us);
+	wire_put64(p + SYNC_OFF_ECHO_TS, h->echo_ts_us);
+	wire_put64(p + SYNC_OFF_CONFIRMED, h->confirmed);
+	wire_put16(p + SYNC_OFF_COUNT, 0);
+	wire_put16(p + SYNC_OFF_RESERVED, 0);
 	if (h->kind == SYNC_K_CANDS) {
 		wire_put64(p + SYNC_HDR_LEN, h->window_id);
 		wire_put64(p + SYNC_HDR_LEN + 8, h->samples);
@@ -206,6 +221,6 @@ int sync_enc_cand(struct sync_enc *e, uint64_t keyhash, uint32_t count, const ui
 
 size_t sync_enc_end(struct sync_enc *e)
 {
-	wire_put16(e->buf + 40, e->count);
+	wire_put16(e->buf + SYNC_OFF_COUNT, e->count);
 	return e->len;
 }
