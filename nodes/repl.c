@@ -202,10 +202,11 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	    .key_len = m->key_len,
 	};
 	const struct sockaddr_in *to = switch_addr_of(n, owner);
-	int len = wire_rc_ack_encode(&held, &ack);
+	int len;
 
-	if (len == 0)
-		len = wire_encode(&ack, dgram, sizeof(dgram));
+	if (wire_rc_ack_encode(&held, &ack) != 0)
+		return;
+	len = wire_encode(&ack, dgram, sizeof(dgram));
 	if (len < 0)
 		return;
 	for (int i = 0; i < n->nswitches; i++) {
