@@ -45,6 +45,7 @@
 
 #include "config.h"
 #include "keyhash.h"
+#include "payload.h"
 #include "ring.h"
 #include "route_cache.h"
 #include "skewless.h"
@@ -818,10 +819,12 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 
 static void on_hint_reply(struct skl_agent *a, struct req *r, const struct wire_msg *m)
 {
-	uint16_t id = m->node;
+	struct wire_hint hint;
+	uint16_t id;
 
 	if (r->phase != PH_HINT)
 		return; /* a late HINT answer: the request has moved on */
+	id = wire_hint_reply_decode(m, &hint) == 0 ? hint.node : 0;
 	if (m->status != WIRE_ST_OK || id == 0 || !a->nodes[id].present) {
 		go_node(a, r, r->home, false);
 		return;

@@ -17,8 +17,9 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "wire.h"
 
-#define CFG_MAX_NODES 255 /* node ids are 1..255; 0 means "no node" on the wire */
+#define CFG_MAX_NODES WIRE_MAX_NODE /* node ids are 1..255; 0 means "no node" on the wire */
 #define CFG_MAX_SWITCHES 8
 #define CFG_MAX_AGENTS 64
 #define CFG_MAX_PORTS 32

@@ -23,11 +23,10 @@
 #include "log.h"
 #include "server.h"
 
-/* REPLICATE value: be16 owner switch id, then 1..16 be16 target node ids. */
-static int replicate_payload_ok(const struct wire_msg *m)
-{
-	return m->val_len >= 4 && m->val_len % 2 == 0 && m->val_len <= 2 + 2 * CFG_MAX_REPLICAS;
-}
+/* An RC_REQ carries a store record's kind as its copy kind. */
+_Static_assert((int)STORE_VALUE == (int)WIRE_COPY_VALUE &&
+		   (int)STORE_TOMBSTONE == (int)WIRE_COPY_TOMBSTONE,
+	       "store kinds are the RC_REQ copy kinds");
 
 static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 {
@@ -41,10 +40,11 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 {
 	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	struct store_record rec;
+	struct wire_replicate req;
 	uint64_t now = store_now_ms(), gate;
 	int rc;
 
-	if (!replicate_payload_ok(m)) {
+	if (wire_replicate_decode(m, &req) != 0) {
 		node_count(n, NODE_CTR_bad_payload);
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
@@ -59,8 +59,8 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	node_count(n, NODE_CTR_replicate);
 	/* Before reading the version: a write beginning from here on stops the push. */
 	bool no_write = store_write_gate(n->store, m->keyhash, &gate);
-	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &rec, val + REPL_PREFIX_LEN,
-		       sizeof(val) - REPL_PREFIX_LEN);
+	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &rec, val + WIRE_RC_PREFIX_LEN,
+		       sizeof(val) - WIRE_RC_PREFIX_LEN);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;
@@ -79,8 +79,13 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		node_count(n, NODE_CTR_replicate_skipped);
 		return;
 	}
-	uint16_t owner = wire_get16(m->value);
 	uint64_t ttl = rec.kind == STORE_VALUE && rec.time_ms ? rec.time_ms - now : 0;
+	struct wire_rc_req copy = {
+	    .owner = req.owner,
+	    .kind = rec.kind,
+	    .ttl_ms = ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl,
+	    .value_len = rec.value_len,
+	};
 	struct wire_msg rc_req = {
 	    .op = WIRE_OP_RC_REQ,
 	    .req_id = m->req_id,
@@ -90,21 +95,19 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	    .key = m->key,
 	    .key_len = m->key_len,
 	    .value = val,
-	    .val_len = REPL_PREFIX_LEN + rec.value_len,
+	    .val_len = WIRE_RC_PREFIX_LEN + rec.value_len,
 	};
-
-	wire_put16(val, owner);
-	val[2] = rec.kind;
-	val[3] = 0;
-	wire_put32(val + 4, ttl > UINT32_MAX ? UINT32_MAX : (uint32_t)ttl);
-	int len = wire_encode(&rc_req, dgram, sizeof(dgram));
-	struct store_copies copies = {.owner = owner};
+	int len = wire_rc_req_encode_prefix(&copy, val, sizeof(val));
+	struct store_copies copies = {.owner = req.owner};
 
 	if (len < 0)
 		return;
+	len = wire_encode(&rc_req, dgram, sizeof(dgram));
+	if (len < 0)
+		return;
 	/* Remember the holders first: a write that bypasses the owner must find them. */
-	for (uint32_t i = 2; i + 2 <= m->val_len; i += 2) {
-		uint16_t target = wire_get16(m->value + i);
+	for (unsigned i = 0; i < req.ntargets; i++) {
+		uint16_t target = req.targets[i];
 
 		if (target > 0 && target <= CFG_MAX_NODES && target != n->self->id)
 			copies.targets[target / 8] |= (uint8_t)(1u << (target % 8));
@@ -114,8 +117,8 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		node_count(n, rc == -EBUSY ? NODE_CTR_replicate_skipped : NODE_CTR_store_errors);
 		return;
 	}
-	for (uint32_t i = 2; i + 2 <= m->val_len; i += 2) {
-		uint16_t target = wire_get16(m->value + i);
+	for (unsigned i = 0; i < req.ntargets; i++) {
+		uint16_t target = req.targets[i];
 		const struct cfg_node *cn = cfg_node_by_id(n->cfg, target);
 		struct sockaddr_in to;
 
@@ -190,19 +193,20 @@ static const struct sockaddr_in *switch_addr_of(const struct node *n, uint16_t o
 static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, uint64_t version)
 {
 	uint8_t dgram[WIRE_HDR_LEN + WIRE_MAX_KEY];
+	struct wire_rc_ack held = {.version = version, .node = n->self->id};
 	struct wire_msg ack = {
-	    .op = WIRE_OP_RC_ACK,
 	    .req_id = m->req_id,
 	    .keyhash = m->keyhash,
-	    .version = version,
-	    .node = n->self->id,
 	    .load = node_load(n),
 	    .key = m->key,
 	    .key_len = m->key_len,
 	};
-	int len = wire_encode(&ack, dgram, sizeof(dgram));
 	const struct sockaddr_in *to = switch_addr_of(n, owner);
+	int len;
 
+	if (wire_rc_ack_encode(&held, &ack) != 0)
+		return;
+	len = wire_encode(&ack, dgram, sizeof(dgram));
 	if (len < 0)
 		return;
 	for (int i = 0; i < n->nswitches; i++) {
@@ -218,20 +222,16 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 void repl_rc_req(struct node *n, const struct wire_msg *m)
 {
 	uint64_t now = store_now_ms(), held = 0;
-	uint8_t kind;
-	uint32_t ttl;
+	struct wire_rc_req copy;
 	int rc;
 
-	if (m->val_len < REPL_PREFIX_LEN || m->value[2] > STORE_TOMBSTONE || m->value[3] != 0 ||
-	    (m->value[2] == STORE_TOMBSTONE && m->val_len != REPL_PREFIX_LEN) || m->version == 0) {
+	if (wire_rc_req_decode(m, &copy) != 0) {
 		node_count(n, NODE_CTR_bad_payload);
 		return;
 	}
-	kind = m->value[2];
-	ttl = wire_get32(m->value + 4);
-	rc = store_replica_put(n->store, m->keyhash, m->key, m->key_len, m->version, kind,
-			       ttl ? now + ttl : 0, m->value + REPL_PREFIX_LEN,
-			       m->val_len - REPL_PREFIX_LEN, now, &held);
+	rc = store_replica_put(n->store, m->keyhash, m->key, m->key_len, m->version, copy.kind,
+			       copy.ttl_ms ? now + copy.ttl_ms : 0, copy.value, copy.value_len, now,
+			       &held);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		return;
@@ -244,7 +244,7 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 		node_count(n, NODE_CTR_rc_req);
 	}
 	/* The ack states what this node holds; the switch uses it only if it equals completed. */
-	send_ack(n, m, wire_get16(m->value), held);
+	send_ack(n, m, copy.owner, held);
 }
 
 /* Whether from is the address of switch `owner`. */

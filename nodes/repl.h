@@ -8,9 +8,7 @@
 #define SKL_NODE_REPL_H
 
 #include "node.h"
-
-/* RC_REQ value prefix: be16 owner switch, u8 kind, u8 0, be32 remaining TTL ms. */
-#define REPL_PREFIX_LEN 8
+#include "payload.h"
 
 /* Home: push RC_REQ(v) to the listed targets if the local version is exactly v. */
 void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

@@ -94,10 +94,10 @@ static void lane_free(struct node_lane *l)
 	l->slots = NULL;
 }
 
-/* The lane of a queued op: replication in the control lane, the rest (client data ops). */
+/* The lane of a queued op, as the op table (proto/ops.h) has it. */
 static enum node_lane_id lane_of(uint8_t op)
 {
-	return op == WIRE_OP_REPLICATE || op == WIRE_OP_RC_REQ ? NODE_LANE_CONTROL : NODE_LANE_CLIENT;
+	return wire_op_lane(op) == WIRE_LANE_CONTROL ? NODE_LANE_CONTROL : NODE_LANE_CLIENT;
 }
 
 /* Each lane holds depth requests (node.queue_depth). */
@@ -283,21 +283,8 @@ static enum node_counter drop_counter(enum wire_error e)
 	}
 }
 
-static int op_served(uint8_t op)
-{
-	switch (op) {
-	case WIRE_OP_GET:
-	case WIRE_OP_PUT:
-	case WIRE_OP_DEL:
-	case WIRE_OP_RC_REQ:
-	case WIRE_OP_REPLICATE:
-	case WIRE_OP_UNREPLICATE:
-	case WIRE_OP_PROBE:
-		return 1;
-	default:
-		return 0;
-	}
-}
+static bool handle(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		   struct wire_msg *rep, uint8_t *out, size_t cap);
 
 /* Why a valid datagram is too large for this node, or 0. */
 static int too_large(struct node *n, const struct wire_msg *m, size_t len)
@@ -308,7 +295,7 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 		return 1;
 	if (m->op == WIRE_OP_PUT && m->val_len > max_value)
 		return 1;
-	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + REPL_PREFIX_LEN)
+	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN)
 		return 1;
 	return 0;
 }
@@ -336,7 +323,7 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
 		return;
 	}
-	if (!op_served(m.op)) {
+	if (wire_op_lane(m.op) == WIRE_LANE_NONE) {
 		node_count(n, NODE_CTR_unsupported_op);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
 		return;
@@ -351,19 +338,21 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		reply_reject(n, from, buf, len, &m, WIRE_ST_TOO_LARGE, out);
 		return;
 	}
-	if (m.op == WIRE_OP_UNREPLICATE) {
+	if (wire_op_lane(m.op) == WIRE_LANE_RX) {
 		/*
-		 * Served here, never queued: a home applying a write that bypassed
-		 * the owner waits in a worker for these confirmations (repl.c), and
-		 * two homes whose workers all wait on each other's queues would stall.
+		 * UNREPLICATE is served here, never queued: a home applying a write
+		 * that bypassed the owner waits in a worker for these confirmations
+		 * (repl.c), and two homes whose workers all wait on each other's
+		 * queues would stall.
 		 */
 		struct wire_msg rep;
-		size_t rlen;
+		size_t rlen = 0;
 
 		node_count(n, NODE_CTR_accepted);
 		reply_init(n, &m, &rep);
-		repl_unreplicate(n, &m, &rep);
-		rlen = reply_encode(n, &rep, out, WIRE_HDR_LEN + WIRE_MAX_KEY); /* no value */
+		/* No value in an UNREPLICATE reply: out holds a header and the key. */
+		if (handle(n, &m, from, &rep, NULL, 0))
+			rlen = reply_encode(n, &rep, out, WIRE_HDR_LEN + WIRE_MAX_KEY);
 		if (rlen)
 			node_send(n, from, out, rlen);
 		return;
@@ -578,45 +567,109 @@ static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_ms
 }
 
 /*
- * Serve one request; the reply is encoded into out and its length returned
- * (0: no reply; RC_REQ is answered by the RC_ACK it sends to the switch).
+ * The node's handlers, one per op it serves (a `lane` other than
+ * WIRE_LANE_NONE in proto/ops.h; tests/nodes/test_dispatch.c checks that
+ * every such op has one). A handler fills rep, the reply already echoing the
+ * request; it returns false when nothing is sent back. out[0..cap) is room
+ * for a value read from the store (NULL on the receive thread).
+ */
+typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
+			     const struct sockaddr_in *from, struct wire_msg *rep, uint8_t *out,
+			     size_t cap);
+
+static bool on_get(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		   struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from;
+	serve_get(n, m, rep, out, cap);
+	return true;
+}
+
+/* PUT and DEL: at the home only, REPLICA_READ or not; a replica never takes a write. */
+static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		     struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	uint16_t home = node_other_home(n, m->keyhash);
+
+	(void)out, (void)cap;
+	if (home) {
+		node_count(n, NODE_CTR_moved);
+		node_reply_moved(rep, home);
+	} else {
+		serve_write(n, m, from, rep);
+	}
+	return true;
+}
+
+static bool on_probe(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		     struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)out, (void)cap;
+	serve_probe(n, m, rep);
+	return true;
+}
+
+static bool on_replicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+			 struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)out, (void)cap;
+	repl_replicate(n, m, rep);
+	return true;
+}
+
+/* RC_REQ is answered by the RC_ACK it sends to the switch, not to its sender. */
+static bool on_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)rep, (void)out, (void)cap;
+	repl_rc_req(n, m);
+	return false;
+}
+
+static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+			   struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)out, (void)cap;
+	repl_unreplicate(n, m, rep);
+	return true;
+}
+
+/* Indexed by op (requests only: ops are below 64). */
+static const node_handler handlers[64] = {
+    [WIRE_OP_GET] = on_get,
+    [WIRE_OP_PUT] = on_write,
+    [WIRE_OP_DEL] = on_write,
+    [WIRE_OP_PROBE] = on_probe,
+    [WIRE_OP_REPLICATE] = on_replicate,
+    [WIRE_OP_RC_REQ] = on_rc_req,
+    [WIRE_OP_UNREPLICATE] = on_unreplicate,
+};
+
+bool server_serves(uint8_t op)
+{
+	return op < 64 && handlers[op] != NULL;
+}
+
+/* Run m's handler; false when there is none or it sends no reply. */
+static bool handle(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		   struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	return server_serves(m->op) && handlers[m->op](n, m, from, rep, out, cap);
+}
+
+/*
+ * Serve one queued request; the reply is encoded into out and its length
+ * returned (0: no reply).
  */
 static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap)
 {
 	struct wire_msg m, rep;
-	uint16_t home;
 
 	if (wire_decode(r->buf, r->len, &m) != WIRE_OK)
 		return 0; /* validated by the receive thread; cannot happen */
 	reply_init(n, &m, &rep);
-	switch (m.op) {
-	case WIRE_OP_GET:
-		serve_get(n, &m, &rep, out, cap);
-		break;
-	case WIRE_OP_PUT:
-	case WIRE_OP_DEL:
-		/* Writes go to the home only, REPLICA_READ or not: a replica never takes a write.
-		 */
-		home = node_other_home(n, m.keyhash);
-		if (home) {
-			node_count(n, NODE_CTR_moved);
-			node_reply_moved(&rep, home);
-		} else {
-			serve_write(n, &m, &r->from, &rep);
-		}
-		break;
-	case WIRE_OP_PROBE:
-		serve_probe(n, &m, &rep);
-		break;
-	case WIRE_OP_REPLICATE:
-		repl_replicate(n, &m, &rep);
-		break;
-	case WIRE_OP_RC_REQ:
-		repl_rc_req(n, &m);
+	if (!handle(n, &m, &r->from, &rep, out, cap))
 		return 0;
-	default:
-		return 0;
-	}
 	return reply_encode(n, &rep, out, cap);
 }
 

@@ -19,5 +19,7 @@ int server_bind(struct node *n, char *err, size_t errlen);
 int server_start(struct node *n, uint32_t workers);
 /* Stop receiving, let the workers drain the queue, join them. */
 void server_stop(struct node *n, uint32_t workers);
+/* Whether the node has a handler for request op (the op table's lane says which it must). */
+bool server_serves(uint8_t op);
 
 #endif

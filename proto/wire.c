@@ -1,24 +1,12 @@
 /*
- * wire.c - encode v1 datagrams; names for logs. Decoding is inline in wire.h.
+ * wire.c - encode v1 datagrams; names of statuses, flags and errors for logs.
+ * Decoding is inline in wire.h; op names are in ops.c.
  */
 #include "wire.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-const char *wire_op_name(uint8_t op)
-{
-	switch (op & (uint8_t)~WIRE_REPLY) {
-#define X(name, value, str)                                                                        \
-	case value:                                                                                \
-		return (op & WIRE_REPLY) ? str "_REPLY" : str;
-		WIRE_OPS(X)
-#undef X
-	default:
-		return "?";
-	}
-}
 
 static const char *const status_names[] = {
 #define X(name, value, str) [value] = str,

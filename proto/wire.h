@@ -5,7 +5,9 @@
  * value bytes. wire_decode() validates a datagram and yields a struct wire_msg
  * whose key and value point into the caller's buffer (no copy); wire_encode()
  * writes one. Both are pure functions used by the node, the agent and the
- * switch's fast path alike.
+ * switch's fast path alike. Which ops exist and what they carry is the op
+ * table (ops.h); the payloads of the control ops have their codecs beside
+ * (payload.h, digest_codec.h, sync.h).
  */
 #ifndef SKL_WIRE_H
 #define SKL_WIRE_H
@@ -13,11 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops.h"
+
 #define WIRE_MAGIC 0x5047u /* "PG" */
 #define WIRE_VERSION 1
 #define WIRE_HDR_LEN 48
 #define WIRE_MAX_KEY 1024
-#define WIRE_REPLY 0x80u
+#define WIRE_MAX_NODE 255 /* node ids are 1..255; 0 means "no node" */
 /* Largest UDP payload of an IPv4 datagram; values are capped far lower by max_value. */
 #define WIRE_MAX_DATAGRAM 65507u
 
@@ -38,26 +42,6 @@ enum wire_off {
 	WIRE_OFF_RET_PORT = 40,
 	WIRE_OFF_KEY_LEN = 42,
 	WIRE_OFF_VAL_LEN = 44,
-};
-
-/* Ops: X(enum name, value, log name). A reply is op | WIRE_REPLY. */
-#define WIRE_OPS(X)                                                                        \
-	X(WIRE_OP_GET, 0x01, "GET")                                                        \
-	X(WIRE_OP_PUT, 0x02, "PUT")                                                        \
-	X(WIRE_OP_DEL, 0x03, "DEL")                                                        \
-	X(WIRE_OP_RC_REQ, 0x10, "RC_REQ")                                                  \
-	X(WIRE_OP_RC_ACK, 0x11, "RC_ACK")                                                  \
-	X(WIRE_OP_REPLICATE, 0x12, "REPLICATE")                                            \
-	X(WIRE_OP_UNREPLICATE, 0x13, "UNREPLICATE")                                        \
-	X(WIRE_OP_DIGEST, 0x20, "DIGEST")                                                  \
-	X(WIRE_OP_PROBE, 0x21, "PROBE")                                                    \
-	X(WIRE_OP_HINT, 0x22, "HINT")                                                      \
-	X(WIRE_OP_SYNC, 0x30, "SYNC")
-
-enum wire_op {
-#define X(name, value, str) name = value,
-	WIRE_OPS(X)
-#undef X
 };
 
 /* Reply status codes: X(enum name, value, log name). */
@@ -143,8 +127,7 @@ static inline size_t wire_len(const struct wire_msg *msg)
  */
 int wire_encode(const struct wire_msg *msg, void *buf, size_t cap);
 
-/* Log names; never NULL ("?" for unknown values). */
-const char *wire_op_name(uint8_t op);
+/* Log names; never NULL ("?" for unknown values). wire_op_name() is in ops.h. */
 const char *wire_status_name(uint8_t status);
 const char *wire_error_name(enum wire_error err);
 /* Writes "REPLICA_READ|DEBUG" style names of flags into buf; returns buf. */
@@ -188,25 +171,6 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
  * Decoding is inline: the switch decodes every datagram it forwards, and a
  * call per field check costs it more than the checks do.
  */
-
-/* Every known op as a bit of one word: ops are below 64. */
-#define WIRE_OP_BIT(name, value, str) | (1ull << (value))
-#define WIRE_OP_BITS (0 WIRE_OPS(WIRE_OP_BIT))
-#define WIRE_OP_BELOW_64(name, value, str) _Static_assert((value) < 64, "an op above 63");
-WIRE_OPS(WIRE_OP_BELOW_64)
-
-/* Whether op (without WIRE_REPLY) is a known op. */
-static inline int wire_op_valid(uint8_t op)
-{
-	return op < 64 && ((WIRE_OP_BITS >> op) & 1);
-}
-
-/* Ops that name no key: a digest or a peer sync carries only a payload. */
-static inline int wire_op_is_keyless(uint8_t op)
-{
-	op &= (uint8_t)~WIRE_REPLY;
-	return op == WIRE_OP_DIGEST || op == WIRE_OP_SYNC;
-}
 
 /*
  * Check only the fixed header (magic, version, op) of buf. A datagram whose

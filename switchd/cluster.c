@@ -104,7 +104,7 @@ void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t n
 
 	/* The fast path validated the wire header; the value is the SYNC payload. */
 	if (wire_decode(dgram, len, &msg) != WIRE_OK ||
-	    peer_receive(&c->ps, msg.value, msg.val_len, now_us) != PEER_OK)
+	    peer_receive(&c->ps, msg.value, msg.val_len, now_us) != SYNC_OK)
 		c->st.sync_rejected++;
 }
 
@@ -132,7 +132,7 @@ int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *h
 		uint64_t rx = sl->score_rx_us[node], age;
 
 		if (!peer_live(&c->ps, s, now_us) || !rx || now_us - rx > fresh_for ||
-		    sl->score[node].age_ms == PEER_AGE_NEVER)
+		    sl->score[node].age_ms == SYNC_AGE_NEVER)
 			continue;
 		age = (uint64_t)sl->score[node].age_ms * 1000u + (now_us - rx);
 		if ((uint64_t)sl->score[node].age_ms * 1000u > c->stale_us || age >= best_age)
@@ -174,7 +174,7 @@ static void emit(void *arg, const uint8_t *buf, size_t len)
 }
 
 /* Our own view of a node, as peers get it: from our digests only, never a peer's. */
-static void own_score(void *arg, uint16_t node, struct peer_score *s)
+static void own_score(void *arg, uint16_t node, struct sync_score *s)
 {
 	struct emit_ctx *x = arg;
 	const struct dig_table *d = x->sw->dig;
@@ -184,7 +184,7 @@ static void own_score(void *arg, uint16_t node, struct peer_score *s)
 	s->health = dig_health(d, node);
 	s->alive = dig_alive(d, node);
 	if (d->node[node].received == 0 || last > x->now_us)
-		s->age_ms = PEER_AGE_NEVER;
+		s->age_ms = SYNC_AGE_NEVER;
 	else
 		s->age_ms = (x->now_us - last) / 1000u > UINT32_MAX - 1
 				? UINT32_MAX - 1

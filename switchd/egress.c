@@ -16,6 +16,7 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "payload.h"
 #include "switchd.h"
 
 #define EG_ARP_RETRY_MS 100  /* at most one ARP per address bucket per 100 ms */
@@ -163,15 +164,15 @@ int eg_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
 }
 
 int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
-		 uint16_t key_len, uint64_t version, const uint16_t *targets, unsigned n)
+		 uint16_t key_len, uint64_t version, const struct wire_replicate *req)
 {
 	struct eg_stats *st = &sw->egress->st;
-	uint8_t payload[2 + 2 * CDT_MAX_REPLICAS];
-	int rc;
+	uint8_t payload[WIRE_REPLICATE_MAX_LEN];
+	int len, rc;
 
-	wire_put16(payload, sw->self->id);
-	for (unsigned i = 0; i < n; i++)
-		wire_put16(payload + 2 + 2 * i, targets[i]);
+	len = wire_replicate_encode(req, payload, sizeof(payload));
+	if (len < 0) /* no target */
+		return -EINVAL;
 	struct wire_msg m = {
 	    .op = WIRE_OP_REPLICATE,
 	    .flags = WIRE_F_VIA_SWITCH,
@@ -179,7 +180,7 @@ int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *
 	    .version = version,
 	    .node = home,
 	    .key_len = key_len,
-	    .val_len = 2 + 2 * n,
+	    .val_len = (uint32_t)len,
 	    .key = key,
 	    .value = payload,
 	};

@@ -18,6 +18,7 @@
 
 struct sw;
 struct wire_msg;
+struct wire_replicate;
 
 /* What the control thread sent; `cdtctl stats` (directory) and `cdtctl peers` show it. */
 struct eg_stats {
@@ -43,11 +44,12 @@ void eg_arp(struct sw *sw, uint32_t ip, uint64_t now_tsc);
 int eg_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
 
 /*
- * REPLICATE(version) of key to its home: copy it to the n targets (0 < n <=
- * CDT_MAX_REPLICAS). 0 or as eg_to_node(); counted either way.
+ * REPLICATE(version) of key to its home: copy it to req's targets (encoded by
+ * proto/payload.h). 0 or as eg_to_node(), counted either way; -EINVAL, not
+ * sent, when req names no target.
  */
 int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
-		 uint16_t key_len, uint64_t version, const uint16_t *targets, unsigned n);
+		 uint16_t key_len, uint64_t version, const struct wire_replicate *req);
 
 /* UNREPLICATE of key to node: drop its copy. 0 or as eg_to_node(); counted either way. */
 int eg_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,

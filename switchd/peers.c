@@ -1,5 +1,5 @@
 /*
- * peers.c - the SYNC codec and the peer-switch protocol state (see peers.h).
+ * peers.c - the peer-switch protocol state (see peers.h); the SYNC codec is proto/sync.c.
  * Pure: no DPDK, no clock, no I/O; cluster.c drives it from the control thread.
  */
 #include "peers.h"
@@ -11,216 +11,11 @@
 
 #include "wire.h"
 
-static const char *const error_names[] = {
-#define X(name, str) str,
-    PEER_ERRORS(X)
-#undef X
-};
-
-const char *peer_error_name(enum peer_error e)
-{
-	return e < PEER_ERR_COUNT ? error_names[e] : "?";
-}
-
-/* ---- Codec. -------------------------------------------------------------------------------- */
-
-static size_t kind_hdr_len(uint8_t kind)
-{
-	return kind == PEER_K_CANDS   ? PEER_CAND_HDR_LEN
-	       : kind == PEER_K_OWNED ? PEER_OWNED_HDR_LEN
-				      : 0;
-}
-
-enum peer_error peer_decode(const void *buf, size_t len, struct peer_msg *m)
-{
-	const uint8_t *p = buf;
-	size_t off, item_start;
-
-	memset(m, 0, sizeof(*m));
-	if (len < 2)
-		return PEER_ERR_SHORT;
-	/* The layout byte first: a future layout of another length is reported as such. */
-	if (p[0] != PEER_LAYOUT)
-		return PEER_ERR_LAYOUT;
-	if (len < PEER_HDR_LEN)
-		return PEER_ERR_SHORT;
-	m->kind = p[1];
-	m->sender = wire_get16(p + 2);
-	m->incarnation = wire_get32(p + 4);
-	m->seq = wire_get32(p + 8);
-	m->echo_incarnation = wire_get32(p + 12);
-	m->ts_us = wire_get64(p + 16);
-	m->echo_ts_us = wire_get64(p + 24);
-	m->confirmed = wire_get64(p + 32);
-	m->count = wire_get16(p + 40);
-	if (m->kind >= PEER_K_COUNT)
-		return PEER_ERR_KIND;
-	if (m->sender == 0)
-		return PEER_ERR_SENDER;
-	if (m->incarnation == 0)
-		return PEER_ERR_INCARNATION;
-	if (m->seq == 0)
-		return PEER_ERR_SEQ;
-	if (wire_get16(p + 42) != 0)
-		return PEER_ERR_RESERVED;
-	off = PEER_HDR_LEN;
-	if (len < off + kind_hdr_len(m->kind))
-		return PEER_ERR_TRUNCATED;
-	if (m->kind == PEER_K_CANDS) {
-		m->window_id = wire_get64(p + off);
-		m->samples = wire_get64(p + off + 8);
-		if (m->window_id == 0)
-			return PEER_ERR_RANGE;
-	} else if (m->kind == PEER_K_OWNED) {
-		m->owned_version = wire_get64(p + off);
-		m->owned_total = wire_get16(p + off + 8);
-		m->owned_first = wire_get16(p + off + 10);
-		if (m->owned_version == 0 || m->owned_total > PEER_MAX_OWNED ||
-		    (uint32_t)m->owned_first + m->count > m->owned_total)
-			return PEER_ERR_RANGE;
-	}
-	off += kind_hdr_len(m->kind);
-	item_start = off;
-	for (unsigned i = 0; i < m->count; i++) {
-		if (m->kind == PEER_K_SCORES) {
-			if (len < off + PEER_SCORE_LEN)
-				return PEER_ERR_TRUNCATED;
-			if (wire_get16(p + off) == 0 || wire_get16(p + off) > CFG_MAX_NODES)
-				return PEER_ERR_NODE;
-			if (p[off + 2] > 100)
-				return PEER_ERR_HEALTH;
-			if (p[off + 3] & ~1u)
-				return PEER_ERR_FLAGS;
-			off += PEER_SCORE_LEN;
-		} else {
-			size_t fixed = m->kind == PEER_K_CANDS ? 14 : 10;
-			uint16_t klen;
-
-			if (len < off + fixed)
-				return PEER_ERR_TRUNCATED;
-			klen = wire_get16(p + off + fixed - 2);
-			if (klen == 0 || klen > HOT_MAX_KEY)
-				return PEER_ERR_KEY_LEN;
-			if (len < off + fixed + klen)
-				return PEER_ERR_TRUNCATED;
-			off += fixed + klen;
-		}
-	}
-	if (off != len)
-		return PEER_ERR_TRAILING;
-	m->items = p + item_start;
-	m->items_len = off - item_start;
-	return PEER_OK;
-}
-
-void peer_msg_score(const struct peer_msg *m, unsigned i, struct peer_score *s)
-{
-	const uint8_t *p = m->items + (size_t)i * PEER_SCORE_LEN;
-
-	s->node = wire_get16(p);
-	s->health = p[2];
-	s->alive = p[3] & 1;
-	s->age_ms = wire_get32(p + 4);
-}
-
-void peer_msg_cand(const struct peer_msg *m, size_t *off, struct peer_cand *c)
-{
-	const uint8_t *p = m->items + *off;
-
-	c->keyhash = wire_get64(p);
-	if (m->kind == PEER_K_CANDS) {
-		c->count = wire_get32(p + 8);
-		c->key_len = wire_get16(p + 12);
-		c->key = p + 14;
-		*off += 14u + c->key_len;
-	} else {
-		c->count = 0;
-		c->key_len = wire_get16(p + 8);
-		c->key = p + 10;
-		*off += 10u + c->key_len;
-	}
-}
-
-int peer_enc_begin(struct peer_enc *e, void *buf, size_t cap, const struct peer_msg *h)
-{
-	size_t need = PEER_HDR_LEN + kind_hdr_len(h->kind);
-	uint8_t *p = buf;
-
-	if (cap < need || h->kind >= PEER_K_COUNT)
-		return -EMSGSIZE;
-	e->buf = p;
-	e->cap = cap;
-	e->count = 0;
-	e->kind = h->kind;
-	p[0] = PEER_LAYOUT;
-	p[1] = h->kind;
-	wire_put16(p + 2, h->sender);
-	wire_put32(p + 4, h->incarnation);
-	wire_put32(p + 8, h->seq);
-	wire_put32(p + 12, h->echo_incarnation);
-	wire_put64(p + 16, h->ts_us);
-	wire_put64(p + 24, h->echo_ts_us);
-	wire_put64(p + 32, h->confirmed);
-	wire_put16(p + 40, 0);
-	wire_put16(p + 42, 0);
-	if (h->kind == PEER_K_CANDS) {
-		wire_put64(p + PEER_HDR_LEN, h->window_id);
-		wire_put64(p + PEER_HDR_LEN + 8, h->samples);
-	} else if (h->kind == PEER_K_OWNED) {
-		wire_put64(p + PEER_HDR_LEN, h->owned_version);
-		wire_put16(p + PEER_HDR_LEN + 8, h->owned_total);
-		wire_put16(p + PEER_HDR_LEN + 10, h->owned_first);
-	}
-	e->len = need;
-	return 0;
-}
-
-int peer_enc_score(struct peer_enc *e, const struct peer_score *s)
-{
-	uint8_t *p = e->buf + e->len;
-
-	if (e->kind != PEER_K_SCORES || e->len + PEER_SCORE_LEN > e->cap || e->count == UINT16_MAX)
-		return -EMSGSIZE;
-	wire_put16(p, s->node);
-	p[2] = s->health;
-	p[3] = s->alive ? 1 : 0;
-	wire_put32(p + 4, s->age_ms);
-	e->len += PEER_SCORE_LEN;
-	e->count++;
-	return 0;
-}
-
-int peer_enc_cand(struct peer_enc *e, uint64_t keyhash, uint32_t count, const uint8_t *key,
-		  uint16_t key_len)
-{
-	size_t fixed = e->kind == PEER_K_CANDS ? 14 : 10;
-	uint8_t *p = e->buf + e->len;
-
-	if (e->kind == PEER_K_SCORES || key_len == 0 || key_len > HOT_MAX_KEY)
-		return -EINVAL;
-	if (e->len + fixed + key_len > e->cap || e->count == UINT16_MAX)
-		return -EMSGSIZE;
-	wire_put64(p, keyhash);
-	if (e->kind == PEER_K_CANDS)
-		wire_put32(p + 8, count);
-	wire_put16(p + fixed - 2, key_len);
-	memcpy(p + fixed, key, key_len);
-	e->len += fixed + key_len;
-	e->count++;
-	return 0;
-}
-
-size_t peer_enc_end(struct peer_enc *e)
-{
-	wire_put16(e->buf + 40, e->count);
-	return e->len;
-}
-
 /* ---- State. -------------------------------------------------------------------------------- */
 
 static uint32_t owned_cap(const struct cfg *cfg)
 {
-	return cfg->directory.max_keys < PEER_MAX_OWNED ? cfg->directory.max_keys : PEER_MAX_OWNED;
+	return cfg->directory.max_keys < SYNC_MAX_OWNED ? cfg->directory.max_keys : SYNC_MAX_OWNED;
 }
 
 int peer_init(struct peer_state *ps, const struct cfg *cfg, uint16_t self_id, uint32_t incarnation,
@@ -381,7 +176,7 @@ static struct peer_window *window_at(struct peer_state *ps, struct peer_slot *sl
 	return &sl->win[pos];
 }
 
-static void window_put(struct peer_state *ps, struct peer_window *w, const struct peer_cand *c)
+static void window_put(struct peer_state *ps, struct peer_window *w, const struct sync_cand *c)
 {
 	for (uint32_t i = 0; i < w->n; i++)
 		if (w->keys[i].keyhash == c->keyhash) {
@@ -397,7 +192,7 @@ static void window_put(struct peer_state *ps, struct peer_window *w, const struc
 	memcpy(k->key, c->key, c->key_len);
 }
 
-static void receive_cands(struct peer_state *ps, struct peer_slot *sl, const struct peer_msg *m)
+static void receive_cands(struct peer_state *ps, struct peer_slot *sl, const struct sync_msg *m)
 {
 	struct peer_window *w = window_at(ps, sl, m->window_id, m->samples);
 	size_t off = 0;
@@ -405,14 +200,14 @@ static void receive_cands(struct peer_state *ps, struct peer_slot *sl, const str
 	if (!w)
 		return; /* older than every window kept */
 	for (unsigned i = 0; i < m->count; i++) {
-		struct peer_cand c;
+		struct sync_cand c;
 
-		peer_msg_cand(m, &off, &c);
+		sync_msg_cand(m, &off, &c);
 		window_put(ps, w, &c);
 	}
 }
 
-static void receive_owned(struct peer_slot *sl, const struct peer_msg *m)
+static void receive_owned(struct peer_slot *sl, const struct sync_msg *m)
 {
 	size_t off = 0;
 
@@ -427,10 +222,10 @@ static void receive_owned(struct peer_slot *sl, const struct peer_msg *m)
 	if (m->owned_total != sl->rx_total)
 		return; /* the same version with another length: malformed, ignore */
 	for (unsigned i = 0; i < m->count; i++) {
-		struct peer_cand c;
+		struct sync_cand c;
 		unsigned idx = m->owned_first + i;
 
-		peer_msg_cand(m, &off, &c);
+		sync_msg_cand(m, &off, &c);
 		if (sl->rx_filled[idx])
 			continue;
 		sl->rx_filled[idx] = 1;
@@ -448,19 +243,19 @@ static void receive_owned(struct peer_slot *sl, const struct peer_msg *m)
 	}
 }
 
-enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len, uint64_t now_us)
+enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len, uint64_t now_us)
 {
-	struct peer_msg m;
-	enum peer_error err = peer_decode(buf, len, &m);
+	struct sync_msg m;
+	enum sync_error err = sync_decode(buf, len, &m);
 	struct peer_slot *sl;
 	int s;
 
-	if (err == PEER_OK) {
+	if (err == SYNC_OK) {
 		s = peer_slot_of(ps, m.sender);
 		if (s <= 0)
-			err = PEER_ERR_SENDER;
+			err = SYNC_ERR_SENDER;
 	}
-	if (err != PEER_OK)
+	if (err != SYNC_OK)
 		return err;
 	sl = &ps->slot[s];
 	if (sl->heard && sl->incarnation != m.incarnation)
@@ -481,25 +276,25 @@ enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		sl->lag_us = now_us - m.echo_ts_us;
 	}
 	switch (m.kind) {
-	case PEER_K_SCORES:
+	case SYNC_K_SCORES:
 		for (unsigned i = 0; i < m.count; i++) {
-			struct peer_score sc;
+			struct sync_score sc;
 
-			peer_msg_score(&m, i, &sc);
+			sync_msg_score(&m, i, &sc);
 			sl->score[sc.node] = sc;
 			sl->score_rx_us[sc.node] = now_us;
 		}
 		break;
-	case PEER_K_CANDS:
+	case SYNC_K_CANDS:
 		receive_cands(ps, sl, &m);
 		ps->hot_dirty = true;
 		break;
-	case PEER_K_OWNED:
+	case SYNC_K_OWNED:
 		if (m.owned_total <= ps->owned_cap) /* more than we keep: ignored */
 			receive_owned(sl, &m);
 		break;
 	}
-	return PEER_OK;
+	return SYNC_OK;
 }
 
 bool peer_live(const struct peer_state *ps, unsigned slot, uint64_t now_us)
@@ -785,7 +580,7 @@ void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t
 
 /* Did this entry move enough since we last sent it to be worth sending? */
 static bool score_moved(const struct peer_state *ps, const struct peer_slot *sl,
-			const struct peer_score *s)
+			const struct sync_score *s)
 {
 	unsigned old = sl->sent_health[s->node];
 	unsigned diff = s->health > old ? s->health - old : old - s->health;
@@ -801,8 +596,8 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 {
 	struct peer_slot *sl = &ps->slot[slot];
 	uint8_t buf[WIRE_MAX_DATAGRAM];
-	struct peer_enc e;
-	struct peer_msg h = {
+	struct sync_enc e;
+	struct sync_msg h = {
 	    .sender = ps->slot[0].id,
 	    .incarnation = ps->slot[0].incarnation,
 	    .seq = ps->seq ? ps->seq : 1,
@@ -817,26 +612,26 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 	if (cap > sizeof(buf))
 		cap = sizeof(buf);
 	/* 1. Heartbeat and node scores (at least one datagram: the heartbeat). */
-	h.kind = PEER_K_SCORES;
-	if (peer_enc_begin(&e, buf, cap, &h) != 0)
+	h.kind = SYNC_K_SCORES;
+	if (sync_enc_begin(&e, buf, cap, &h) != 0)
 		return;
 	for (unsigned i = 0; i < nnodes; i++) {
-		struct peer_score s = {.node = nodes[i]};
+		struct sync_score s = {.node = nodes[i]};
 
 		get_score(arg, nodes[i], &s);
 		if (!full && !score_moved(ps, sl, &s))
 			continue;
-		if (peer_enc_score(&e, &s) != 0) {
-			emit(arg, buf, peer_enc_end(&e));
-			peer_enc_begin(&e, buf, cap, &h);
-			if (peer_enc_score(&e, &s) != 0)
+		if (sync_enc_score(&e, &s) != 0) {
+			emit(arg, buf, sync_enc_end(&e));
+			sync_enc_begin(&e, buf, cap, &h);
+			if (sync_enc_score(&e, &s) != 0)
 				return;
 		}
 		sl->sent_health[s.node] = s.health;
 		sl->sent_alive[s.node] = s.alive;
 		sl->sent_any[s.node] = true;
 	}
-	emit(arg, buf, peer_enc_end(&e));
+	emit(arg, buf, sync_enc_end(&e));
 
 	/* 2. Our newest window's candidates; all N windows after we (re)gained touch. */
 	/* A peer we do not hear (yet) may have missed any of them: all of them too. */
@@ -844,43 +639,43 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 		sl->resend_windows = 1;
 	for (unsigned wi = 0; wi < (sl->resend_windows ? ps->slot[0].nwin : (w ? 1u : 0u)); wi++) {
 		w = &ps->slot[0].win[wi];
-		h.kind = PEER_K_CANDS;
+		h.kind = SYNC_K_CANDS;
 		h.window_id = w->id;
 		h.samples = w->samples;
-		peer_enc_begin(&e, buf, cap, &h);
+		sync_enc_begin(&e, buf, cap, &h);
 		for (uint32_t i = 0; i < w->n; i++) {
 			const struct peer_key *k = &w->keys[i];
 			uint32_t count = k->count > UINT32_MAX ? UINT32_MAX : (uint32_t)k->count;
 
-			if (peer_enc_cand(&e, k->keyhash, count, k->key, k->key_len) == -EMSGSIZE) {
-				emit(arg, buf, peer_enc_end(&e));
-				peer_enc_begin(&e, buf, cap, &h);
-				if (peer_enc_cand(&e, k->keyhash, count, k->key, k->key_len) != 0)
+			if (sync_enc_cand(&e, k->keyhash, count, k->key, k->key_len) == -EMSGSIZE) {
+				emit(arg, buf, sync_enc_end(&e));
+				sync_enc_begin(&e, buf, cap, &h);
+				if (sync_enc_cand(&e, k->keyhash, count, k->key, k->key_len) != 0)
 					continue;
 			}
 		}
-		emit(arg, buf, peer_enc_end(&e));
+		emit(arg, buf, sync_enc_end(&e));
 	}
 	if (sl->resend_windows)
 		sl->resend_windows--;
 
 	/* 3. The keys we own (the whole list, every time: it is what peers confirm). */
-	h.kind = PEER_K_OWNED;
+	h.kind = SYNC_K_OWNED;
 	h.owned_version = ps->owned_version;
 	h.owned_total = (uint16_t)ps->nowned;
 	h.owned_first = 0;
-	peer_enc_begin(&e, buf, cap, &h);
+	sync_enc_begin(&e, buf, cap, &h);
 	for (uint32_t i = 0; i < ps->nowned; i++) {
 		const struct peer_key *k = &ps->owned[i];
 
-		if (peer_enc_cand(&e, k->keyhash, 0, k->key, k->key_len) == -EMSGSIZE) {
-			emit(arg, buf, peer_enc_end(&e));
+		if (sync_enc_cand(&e, k->keyhash, 0, k->key, k->key_len) == -EMSGSIZE) {
+			emit(arg, buf, sync_enc_end(&e));
 			h.owned_first = (uint16_t)i;
-			peer_enc_begin(&e, buf, cap, &h);
-			if (peer_enc_cand(&e, k->keyhash, 0, k->key, k->key_len) != 0)
+			sync_enc_begin(&e, buf, cap, &h);
+			if (sync_enc_cand(&e, k->keyhash, 0, k->key, k->key_len) != 0)
 				return; /* a key larger than a datagram: cannot happen (HOT_MAX_KEY)
 					 */
 		}
 	}
-	emit(arg, buf, peer_enc_end(&e));
+	emit(arg, buf, sync_enc_end(&e));
 }

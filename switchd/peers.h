@@ -1,6 +1,7 @@
 /*
  * peers.h - peer switches (docs/design.md section 7, docs/protocol.md "Peer switches"):
- * the SYNC codec and the protocol state a switch keeps about its peers.
+ * the protocol state a switch keeps about its peers, built from the SYNC
+ * messages proto/sync.h encodes and decodes.
  *
  * Pure logic, no DPDK and no clock of its own: every function takes the
  * caller's monotonic time in microseconds, so the unit tests drive it on a
@@ -30,113 +31,18 @@
 
 #include "config.h"
 #include "hotkeys.h"
+#include "sync.h"
 
-#define PEER_LAYOUT	     1
 #define PEER_MAX	     CFG_MAX_SWITCHES /* slots, this switch included */
-#define PEER_HDR_LEN	     44
-#define PEER_CAND_HDR_LEN    16 /* window_id, samples */
-#define PEER_OWNED_HDR_LEN   12 /* version, total, first */
-#define PEER_SCORE_LEN	     8
 #define PEER_FULL_EVERY	     5		/* every 5th SYNC carries every score entry */
 #define PEER_DEAD_INTERVALS  5		/* D = 5 x interval */
 #define PEER_LEASE_INTERVALS 3		/* L = 3 x interval */
-#define PEER_AGE_NEVER	     UINT32_MAX /* no digest from that node yet */
-#define PEER_MAX_OWNED	     4096 /* keys one switch may claim (bounded by directory.max_keys) */
 /* Rounds that carry every window after a peer is (back) in touch: 2, so one lost datagram does
  * not leave the two switches merging different windows for N rounds. */
 #define PEER_RESEND_ROUNDS 2
 
-/* What one SYNC datagram carries after the common header. */
-enum peer_kind { PEER_K_SCORES = 0, PEER_K_CANDS = 1, PEER_K_OWNED = 2, PEER_K_COUNT };
-
-/* Why peer_decode() rejected a SYNC payload: X(enum name, counter name). */
-#define PEER_ERRORS(X)                                                                             \
-	X(PEER_OK, "ok")                                                                           \
-	X(PEER_ERR_SHORT, "sync_short")                                                            \
-	X(PEER_ERR_LAYOUT, "sync_bad_layout")                                                      \
-	X(PEER_ERR_KIND, "sync_bad_kind")                                                          \
-	X(PEER_ERR_SENDER, "sync_bad_sender")                                                      \
-	X(PEER_ERR_INCARNATION, "sync_bad_incarnation")                                            \
-	X(PEER_ERR_SEQ, "sync_bad_seq")                                                            \
-	X(PEER_ERR_RESERVED, "sync_bad_reserved")                                                  \
-	X(PEER_ERR_TRUNCATED, "sync_truncated")                                                    \
-	X(PEER_ERR_TRAILING, "sync_trailing_bytes")                                                \
-	X(PEER_ERR_NODE, "sync_bad_node")                                                          \
-	X(PEER_ERR_HEALTH, "sync_bad_health")                                                      \
-	X(PEER_ERR_FLAGS, "sync_bad_flags")                                                        \
-	X(PEER_ERR_KEY_LEN, "sync_bad_key_len")                                                    \
-	X(PEER_ERR_RANGE, "sync_bad_range")
-
-enum peer_error {
-#define X(name, str) name,
-	PEER_ERRORS(X)
-#undef X
-	    PEER_ERR_COUNT
-};
-
-const char *peer_error_name(enum peer_error e);
-
-struct peer_score {
-	uint16_t node;
-	uint8_t health;	 /* 0..100 */
-	uint8_t alive;	 /* 0 or 1 */
-	uint32_t age_ms; /* age of the sender's last digest from node; PEER_AGE_NEVER */
-};
-
-struct peer_cand {
-	uint64_t keyhash;
-	uint32_t count; /* samples in the window */
-	uint16_t key_len;
-	const uint8_t *key; /* decode: points into the datagram */
-};
-
-/* A decoded SYNC datagram; arrays point into the datagram (scores are copied). */
-struct peer_msg {
-	uint8_t kind;
-	uint16_t sender;
-	uint32_t incarnation;
-	uint32_t seq;
-	uint32_t echo_incarnation; /* the destination's incarnation, as the sender knows it */
-	uint64_t ts_us;		   /* sender's clock at send */
-	uint64_t echo_ts_us;	   /* newest heartbeat ts the sender got from the destination */
-	uint64_t confirmed;	   /* the destination's owned-list version the sender applied */
-	uint16_t count;
-	/* PEER_K_CANDS */
-	uint64_t window_id;
-	uint64_t samples;
-	/* PEER_K_OWNED */
-	uint64_t owned_version;
-	uint16_t owned_total, owned_first;
-	/* items; for PEER_K_OWNED the count field of each cand is 0 */
-	const uint8_t *items; /* raw, validated */
-	size_t items_len;
-};
-
-/* Validate buf[0..len) (the SYNC datagram's value) and fill *m. */
-enum peer_error peer_decode(const void *buf, size_t len, struct peer_msg *m);
-/* Item i of a decoded message (scores: *s; cands/owned: *c). Valid after PEER_OK. */
-void peer_msg_score(const struct peer_msg *m, unsigned i, struct peer_score *s);
-/* Walk cands/owned items in order: *off starts at 0. */
-void peer_msg_cand(const struct peer_msg *m, size_t *off, struct peer_cand *c);
-
-/*
- * Encoder: a header template plus items appended while they fit. peer_enc_*
- * return 0, or -EMSGSIZE when the item does not fit (nothing written).
- */
-struct peer_enc {
-	uint8_t *buf;
-	size_t cap, len;
-	uint16_t count;
-	uint8_t kind;
-};
-int peer_enc_begin(struct peer_enc *e, void *buf, size_t cap, const struct peer_msg *hdr);
-int peer_enc_score(struct peer_enc *e, const struct peer_score *s);
-int peer_enc_cand(struct peer_enc *e, uint64_t keyhash, uint32_t count, const uint8_t *key,
-		  uint16_t key_len);
-/* Patch the item count; returns the datagram value's length. */
-size_t peer_enc_end(struct peer_enc *e);
-
-/* ---- Protocol state. ------------------------------------------------------------------- */
+/* A candidate or owned key received is copied whole into a struct peer_key. */
+_Static_assert(HOT_MAX_KEY == SYNC_MAX_KEY, "SYNC carries keys of up to HOT_MAX_KEY bytes");
 
 struct peer_key {
 	uint64_t keyhash;
@@ -179,7 +85,7 @@ struct peer_slot {
 	struct peer_key *owned;
 	bool owned_fresh; /* a new complete list arrived since reconcile.c last applied it */
 	/* its node scores, and when each arrived (our clock) */
-	struct peer_score score[CFG_MAX_NODES + 1];
+	struct sync_score score[CFG_MAX_NODES + 1];
 	uint64_t score_rx_us[CFG_MAX_NODES + 1];
 	/* what we last sent it of each node (for deltas) */
 	uint8_t sent_health[CFG_MAX_NODES + 1];
@@ -228,7 +134,7 @@ void peer_fini(struct peer_state *ps);
 int peer_slot_of(const struct peer_state *ps, uint16_t id);
 
 /* Apply one received SYNC value (already known to come from a peer's VIP). */
-enum peer_error peer_receive(struct peer_state *ps, const void *buf, size_t len, uint64_t now_us);
+enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len, uint64_t now_us);
 
 bool peer_live(const struct peer_state *ps, unsigned slot, uint64_t now_us);
 bool peer_lease(const struct peer_state *ps, unsigned slot, uint64_t now_us);
@@ -262,7 +168,7 @@ void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t
  * get_score(arg, node, &score) for nodes 1..nnodes of the config ids given.
  */
 typedef void (*peer_emit_fn)(void *arg, const uint8_t *buf, size_t len);
-typedef void (*peer_score_fn)(void *arg, uint16_t node, struct peer_score *s);
+typedef void (*peer_score_fn)(void *arg, uint16_t node, struct sync_score *s);
 void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
 		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
 		void *arg);

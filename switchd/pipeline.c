@@ -315,8 +315,22 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	struct sw *sw = w->sw;
 	uint8_t op = p->msg.op;
 
-	_Static_assert(WIRE_OP_GET + 1 == WIRE_OP_PUT && WIRE_OP_PUT + 1 == WIRE_OP_DEL,
-		       "requests are ops GET..DEL");
+	/*
+	 * The cases are the op table's sets (proto/ops.h), checked here at
+	 * compile time: an op given a switch role there and no case here fails
+	 * the build. Data ops are the range GET..DEL, tested first.
+	 */
+	_Static_assert(WIRE_OPS_SW_ROUTE == WIRE_OPS_RANGE(WIRE_OP_GET, WIRE_OP_DEL),
+		       "routed requests are ops GET..DEL");
+	_Static_assert(WIRE_OPS_SW_WORKER ==
+			   (WIRE_OPS_ONE(WIRE_OP_HINT) | WIRE_OPS_ONE(WIRE_OP_RC_ACK)),
+		       "a worker serves HINT and RC_ACK");
+	_Static_assert(WIRE_OPS_SW_CONTROL ==
+			   (WIRE_OPS_ONE(WIRE_OP_DIGEST) | WIRE_OPS_ONE(WIRE_OP_SYNC)),
+		       "the control thread takes DIGEST and SYNC");
+	_Static_assert(WIRE_OPS_SW_REPLIES == (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
+					       WIRE_OPS_ONE(WIRE_OP_UNREPLICATE)),
+		       "replies: of data ops (forwarded) and of REPLICATE, UNREPLICATE (consumed)");
 	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
 		return K_REQUEST; /* most datagrams */
 	switch (op) {

@@ -19,7 +19,10 @@
 #include "egress.h"
 #include "fmt.h"
 #include "keyhash.h"
+#include "payload.h"
 #include "switchd.h"
+
+_Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name every replica");
 
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define REC_COMPLETIONS SW_COMPLETION_RING
@@ -115,18 +118,18 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st,
 		      uint64_t version)
 {
-	uint16_t targets[CDT_MAX_REPLICAS];
-	unsigned want = e->want_replicas, n;
+	struct wire_replicate req = {.owner = sw->self->id};
+	unsigned want = e->want_replicas;
 	uint16_t key_len;
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
 	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
 	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
 		return;
-	n = pick_targets(sw, st, e->home, want - st->nreplicas, targets);
-	if (n == 0)
+	req.ntargets = (uint8_t)pick_targets(sw, st, e->home, want - st->nreplicas, req.targets);
+	if (req.ntargets == 0)
 		return;
-	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, targets, n);
+	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
 }
 
 /* REPLICATE the entry's completed version to as many nodes as it is short of. */

@@ -12,6 +12,8 @@
 #include "config.h"
 #include "digest.h"
 
+#include "../common/digest_sample.h"
+
 static inline struct cfg_digest default_digest_cfg(void)
 {
 	static const char *json =
@@ -27,39 +29,6 @@ static inline struct cfg_digest default_digest_cfg(void)
 	d = cfg->digest;
 	free(cfg);
 	return d;
-}
-
-/* A valid digest with every metric at `load` (0..100). */
-static inline struct dig_digest digest_at(uint32_t seq, uint8_t load)
-{
-	struct dig_digest d;
-
-	memset(&d, 0, sizeof(d));
-	d.interval_ms = 100;
-	d.seq = seq;
-	d.boot_id = 42;
-	d.ts_us = 1000000ull * seq;
-	d.queue_len = load;
-	d.p95_us = 100u * load;
-	d.rx_rate = 500u * load;
-	d.m = (struct dig_metrics){load, load, load, load, load, load};
-	d.health = (uint8_t)(100 - load);
-	return d;
-}
-
-/* Field-wise equality (struct padding is not part of a digest). */
-static inline void assert_same_digest(const struct dig_digest *a, const struct dig_digest *b)
-{
-	ck_assert_uint_eq(a->flags, b->flags);
-	ck_assert_uint_eq(a->interval_ms, b->interval_ms);
-	ck_assert_uint_eq(a->seq, b->seq);
-	ck_assert_uint_eq(a->boot_id, b->boot_id);
-	ck_assert_uint_eq(a->ts_us, b->ts_us);
-	ck_assert_uint_eq(a->queue_len, b->queue_len);
-	ck_assert_uint_eq(a->p95_us, b->p95_us);
-	ck_assert_uint_eq(a->rx_rate, b->rx_rate);
-	ck_assert_mem_eq(&a->m, &b->m, sizeof(a->m)); /* six bytes, no padding */
-	ck_assert_uint_eq(a->health, b->health);
 }
 
 #endif

@@ -11,7 +11,7 @@
 #include "wire.h"
 
 static const uint8_t all_ops[] = {
-#define X(name, value, str) value,
+#define X(name, value, ...) value,
 	WIRE_OPS(X)
 #undef X
 };

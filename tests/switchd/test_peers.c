@@ -1,7 +1,6 @@
 /*
  * test_peers.c - the peer-switch protocol (switchd/peers.c) on a simulated
- * clock: the SYNC codec (round trips, every truncation, every bad field),
- * window merge and the majority rule, rendezvous ownership, the lease and
+ * clock: window merge and the majority rule, rendezvous ownership, the lease and
  * liveness state machine, owned lists across several datagrams, score deltas.
  * Two protocol states talk through peer_build() -> peer_receive().
  */
@@ -65,10 +64,10 @@ static void capture(void *arg, const uint8_t *buf, size_t len)
 
 struct fake_scores {
 	struct wire_log log;
-	struct peer_score s[8];
+	struct sync_score s[8];
 };
 
-static void fake_score(void *arg, uint16_t node, struct peer_score *s)
+static void fake_score(void *arg, uint16_t node, struct sync_score *s)
 {
 	struct fake_scores *f = arg;
 
@@ -95,7 +94,7 @@ static unsigned exchange(struct peer_state *from, struct peer_state *to, uint64_
 	n = net.log.n;
 	for (unsigned i = 0; i < n; i++)
 		ck_assert_int_eq(peer_receive(to, net.log.buf[i], net.log.len[i], now + delay),
-				 PEER_OK);
+				 SYNC_OK);
 	return n;
 }
 
@@ -104,172 +103,9 @@ static void two(struct peer_state *a, struct peer_state *b)
 	ck_assert_int_eq(peer_init(a, cfg, 1, 0xa1, 0), 0);
 	ck_assert_int_eq(peer_init(b, cfg, 2, 0xb2, 0), 0);
 	for (int i = 1; i <= 4; i++)
-		net.s[i] = (struct peer_score){
+		net.s[i] = (struct sync_score){
 		    .node = (uint16_t)i, .health = 90, .alive = 1, .age_ms = 20};
 }
-
-/* ---- Codec. ---------------------------------------------------------------------------------- */
-
-static size_t sample_datagram(uint8_t *buf, uint8_t kind)
-{
-	struct peer_msg h = {.kind = kind,
-			     .sender = 2,
-			     .incarnation = 7,
-			     .seq = 9,
-			     .echo_incarnation = 5,
-			     .ts_us = 123456789,
-			     .echo_ts_us = 1111,
-			     .confirmed = 3,
-			     .window_id = 42,
-			     .samples = 1000,
-			     .owned_version = 4,
-			     .owned_total = 3,
-			     .owned_first = 1};
-	struct peer_enc e;
-	struct peer_score s = {.node = 3, .health = 77, .alive = 1, .age_ms = 250};
-
-	ck_assert_int_eq(peer_enc_begin(&e, buf, 2048, &h), 0);
-	if (kind == PEER_K_SCORES) {
-		ck_assert_int_eq(peer_enc_score(&e, &s), 0);
-		s.node = 4, s.alive = 0, s.health = 0, s.age_ms = PEER_AGE_NEVER;
-		ck_assert_int_eq(peer_enc_score(&e, &s), 0);
-	} else {
-		ck_assert_int_eq(
-		    peer_enc_cand(&e, 0x1122334455667788ull, 17, (const uint8_t *)"key:1", 5), 0);
-		ck_assert_int_eq(peer_enc_cand(&e, 0x99, 3, (const uint8_t *)"k2", 2), 0);
-	}
-	return peer_enc_end(&e);
-}
-
-START_TEST(codec_round_trips_every_kind)
-{
-	uint8_t buf[2048];
-	struct peer_msg m;
-	struct peer_score s;
-	struct peer_cand c;
-	size_t off = 0, len;
-
-	len = sample_datagram(buf, PEER_K_SCORES);
-	ck_assert_uint_eq(len, PEER_HDR_LEN + 2 * PEER_SCORE_LEN);
-	ck_assert_int_eq(peer_decode(buf, len, &m), PEER_OK);
-	ck_assert_uint_eq(m.sender, 2);
-	ck_assert_uint_eq(m.incarnation, 7);
-	ck_assert_uint_eq(m.seq, 9);
-	ck_assert_uint_eq(m.echo_incarnation, 5);
-	ck_assert_uint_eq(m.ts_us, 123456789);
-	ck_assert_uint_eq(m.echo_ts_us, 1111);
-	ck_assert_uint_eq(m.confirmed, 3);
-	ck_assert_uint_eq(m.count, 2);
-	peer_msg_score(&m, 0, &s);
-	ck_assert(s.node == 3 && s.health == 77 && s.alive && s.age_ms == 250);
-	peer_msg_score(&m, 1, &s);
-	ck_assert(s.node == 4 && s.health == 0 && !s.alive && s.age_ms == PEER_AGE_NEVER);
-
-	len = sample_datagram(buf, PEER_K_CANDS);
-	ck_assert_int_eq(peer_decode(buf, len, &m), PEER_OK);
-	ck_assert_uint_eq(m.window_id, 42);
-	ck_assert_uint_eq(m.samples, 1000);
-	peer_msg_cand(&m, &off, &c);
-	ck_assert(c.keyhash == 0x1122334455667788ull && c.count == 17 && c.key_len == 5);
-	ck_assert(!memcmp(c.key, "key:1", 5));
-	peer_msg_cand(&m, &off, &c);
-	ck_assert(c.keyhash == 0x99 && c.count == 3 && c.key_len == 2 && !memcmp(c.key, "k2", 2));
-	ck_assert_uint_eq(off, m.items_len);
-
-	len = sample_datagram(buf, PEER_K_OWNED);
-	ck_assert_int_eq(peer_decode(buf, len, &m), PEER_OK);
-	ck_assert(m.owned_version == 4 && m.owned_total == 3 && m.owned_first == 1);
-	off = 0;
-	peer_msg_cand(&m, &off, &c);
-	ck_assert(c.keyhash == 0x1122334455667788ull && c.count == 0 && c.key_len == 5);
-}
-END_TEST
-
-START_TEST(codec_rejects_every_truncation_and_trailing_bytes)
-{
-	for (uint8_t kind = 0; kind < PEER_K_COUNT; kind++) {
-		uint8_t buf[2048];
-		struct peer_msg m;
-		size_t len = sample_datagram(buf, kind);
-
-		for (size_t cut = 0; cut < len; cut++) {
-			enum peer_error e = peer_decode(buf, cut, &m);
-
-			ck_assert_msg(e == PEER_ERR_SHORT || e == PEER_ERR_TRUNCATED ||
-					  (cut == 0 && e == PEER_ERR_SHORT),
-				      "kind %u cut at %zu: %s", kind, cut, peer_error_name(e));
-		}
-		buf[len] = 0;
-		ck_assert_int_eq(peer_decode(buf, len + 1, &m), PEER_ERR_TRAILING);
-	}
-}
-END_TEST
-
-START_TEST(codec_rejects_bad_fields)
-{
-	uint8_t buf[2048], bad[2048];
-	struct peer_msg m;
-	size_t len = sample_datagram(buf, PEER_K_SCORES), clen, olen;
-	uint8_t cbuf[2048], obuf[2048];
-
-#define BAD(base, blen, off, val, err)                                                             \
-	do {                                                                                       \
-		memcpy(bad, base, blen);                                                           \
-		bad[off] = (uint8_t)(val);                                                         \
-		ck_assert_int_eq(peer_decode(bad, blen, &m), err);                                 \
-	} while (0)
-	BAD(buf, len, 0, 2, PEER_ERR_LAYOUT);
-	BAD(buf, len, 1, 3, PEER_ERR_KIND);
-	memcpy(bad, buf, len);
-	memset(bad + 2, 0, 2);
-	ck_assert_int_eq(peer_decode(bad, len, &m), PEER_ERR_SENDER);
-	memcpy(bad, buf, len);
-	memset(bad + 4, 0, 4);
-	ck_assert_int_eq(peer_decode(bad, len, &m), PEER_ERR_INCARNATION);
-	memcpy(bad, buf, len);
-	memset(bad + 8, 0, 4);
-	ck_assert_int_eq(peer_decode(bad, len, &m), PEER_ERR_SEQ);
-	BAD(buf, len, 43, 1, PEER_ERR_RESERVED);
-	/* scores: node 0 and > 255, health 101, unknown flag bits */
-	memcpy(bad, buf, len);
-	memset(bad + PEER_HDR_LEN, 0, 2);
-	ck_assert_int_eq(peer_decode(bad, len, &m), PEER_ERR_NODE);
-	BAD(buf, len, PEER_HDR_LEN, 1, PEER_ERR_NODE);
-	BAD(buf, len, PEER_HDR_LEN + 2, 101, PEER_ERR_HEALTH);
-	BAD(buf, len, PEER_HDR_LEN + 3, 2, PEER_ERR_FLAGS);
-	/* candidates: window 0, key length 0 and > 256 */
-	clen = sample_datagram(cbuf, PEER_K_CANDS);
-	memcpy(bad, cbuf, clen);
-	memset(bad + PEER_HDR_LEN, 0, 8);
-	ck_assert_int_eq(peer_decode(bad, clen, &m), PEER_ERR_RANGE);
-	memcpy(bad, cbuf, clen);
-	memset(bad + PEER_HDR_LEN + PEER_CAND_HDR_LEN + 12, 0, 2);
-	ck_assert_int_eq(peer_decode(bad, clen, &m), PEER_ERR_KEY_LEN);
-	BAD(cbuf, clen, PEER_HDR_LEN + PEER_CAND_HDR_LEN + 12, 2, PEER_ERR_KEY_LEN);
-	/* owned: version 0, items beyond total */
-	olen = sample_datagram(obuf, PEER_K_OWNED);
-	memcpy(bad, obuf, olen);
-	memset(bad + PEER_HDR_LEN, 0, 8);
-	ck_assert_int_eq(peer_decode(bad, olen, &m), PEER_ERR_RANGE);
-	BAD(obuf, olen, PEER_HDR_LEN + 9, 2, PEER_ERR_RANGE); /* total 2 < first 1 + 2 items */
-#undef BAD
-}
-END_TEST
-
-START_TEST(encoder_stops_at_capacity)
-{
-	uint8_t buf[PEER_HDR_LEN + 2 * PEER_SCORE_LEN + 3];
-	struct peer_msg h = {.kind = PEER_K_SCORES, .sender = 1, .incarnation = 1, .seq = 1};
-	struct peer_score s = {.node = 1, .health = 5};
-	struct peer_enc e;
-
-	ck_assert_int_eq(peer_enc_begin(&e, buf, sizeof(buf), &h), 0);
-	ck_assert_int_eq(peer_enc_score(&e, &s), 0);
-	ck_assert_int_eq(peer_enc_score(&e, &s), 0);
-	ck_assert_int_eq(peer_enc_score(&e, &s), -EMSGSIZE);
-	ck_assert_int_eq(peer_decode(buf, peer_enc_end(&e), &(struct peer_msg){0}), PEER_OK);
-}
-END_TEST
 
 /* ---- Windows and the majority rule. -------------------------------------------------------- */
 
@@ -480,13 +316,13 @@ START_TEST(echoes_of_another_incarnation_or_the_future_are_ignored)
 	net.log.n = 0;
 	uint16_t nodes[1] = {1};
 	peer_build(&b, 1, 9100 * MS, CAP, nodes, 1, fake_score, emit_fake, &net);
-	ck_assert_int_eq(peer_receive(&a, net.log.buf[0], net.log.len[0], 8000 * MS), PEER_OK);
+	ck_assert_int_eq(peer_receive(&a, net.log.buf[0], net.log.len[0], 8000 * MS), SYNC_OK);
 	ck_assert(!peer_lease(&a, 1, 8000 * MS));
 	/* A SYNC from a switch that is not a configured peer is refused. */
 	struct peer_state c;
 	load_cfg(",\"sync\":{\"window\":5}");
 	ck_assert_int_eq(peer_init(&c, cfg, 2, 0xc3, 0), 0);
-	ck_assert_int_eq(peer_receive(&c, net.log.buf[0], net.log.len[0], 1), PEER_ERR_SENDER);
+	ck_assert_int_eq(peer_receive(&c, net.log.buf[0], net.log.len[0], 1), SYNC_ERR_SENDER);
 	peer_fini(&a);
 	peer_fini(&b);
 	peer_fini(&c);
@@ -544,12 +380,12 @@ START_TEST(owned_list_spans_datagrams_and_completes_only_whole)
 	n = net.log.n;
 	/* Deliver all but one OWNED datagram: the list is not complete. */
 	for (unsigned i = 0; i < n; i++) {
-		struct peer_msg m;
+		struct sync_msg m;
 
-		ck_assert_int_eq(peer_decode(net.log.buf[i], net.log.len[i], &m), PEER_OK);
-		if (m.kind == PEER_K_OWNED && owned_dgrams++ == 1)
+		ck_assert_int_eq(sync_decode(net.log.buf[i], net.log.len[i], &m), SYNC_OK);
+		if (m.kind == SYNC_K_OWNED && owned_dgrams++ == 1)
 			continue;
-		ck_assert_int_eq(peer_receive(&b, net.log.buf[i], net.log.len[i], 1 * MS), PEER_OK);
+		ck_assert_int_eq(peer_receive(&b, net.log.buf[i], net.log.len[i], 1 * MS), SYNC_OK);
 	}
 	ck_assert_uint_gt(owned_dgrams, 3);
 	ck_assert_uint_eq(b.slot[1].owned_version, 0);
@@ -577,7 +413,7 @@ START_TEST(scores_are_sent_when_moved_and_all_every_fifth_sync)
 	load_cfg(",\"sync\":{\"score_delta_pct\":15}");
 	two(&a, &b);
 	for (unsigned round = 1; round <= 6; round++) {
-		struct peer_msg m;
+		struct sync_msg m;
 
 		ck_assert(peer_tick(&a, (round - 1) * 200 * MS));
 		if (round == 3)
@@ -589,8 +425,8 @@ START_TEST(scores_are_sent_when_moved_and_all_every_fifth_sync)
 		net.log.n = 0;
 		peer_build(&a, 1, (round - 1) * 200 * MS, CAP, nodes, 4, fake_score, emit_fake,
 			   &net);
-		ck_assert_int_eq(peer_decode(net.log.buf[0], net.log.len[0], &m), PEER_OK);
-		ck_assert_uint_eq(m.kind, PEER_K_SCORES);
+		ck_assert_int_eq(sync_decode(net.log.buf[0], net.log.len[0], &m), SYNC_OK);
+		ck_assert_uint_eq(m.kind, SYNC_K_SCORES);
 		counts[round] = m.count;
 		for (unsigned i = 0; i < net.log.n; i++)
 			peer_receive(&b, net.log.buf[i], net.log.len[i],
@@ -617,10 +453,6 @@ int main(void)
 	int failed;
 
 	load_cfg("");
-	tcase_add_test(t, codec_round_trips_every_kind);
-	tcase_add_test(t, codec_rejects_every_truncation_and_trailing_bytes);
-	tcase_add_test(t, codec_rejects_bad_fields);
-	tcase_add_test(t, encoder_stops_at_capacity);
 	tcase_add_test(t, majority_of_windows_alone_reduces_to_local);
 	tcase_add_test(t, merged_windows_sum_counts_over_live_switches);
 	tcase_add_test(t, after_a_partition_both_switches_merge_the_same_windows);

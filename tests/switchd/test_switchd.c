@@ -1294,11 +1294,11 @@ static uint64_t mono_us(void)
 }
 
 /* s2's view of every node: alive, never heard a digest. */
-static void s2_score(void *arg, uint16_t node, struct peer_score *sc)
+static void s2_score(void *arg, uint16_t node, struct sync_score *sc)
 {
 	(void)arg;
 	*sc =
-	    (struct peer_score){.node = node, .health = 100, .alive = 1, .age_ms = PEER_AGE_NEVER};
+	    (struct sync_score){.node = node, .health = 100, .alive = 1, .age_ms = SYNC_AGE_NEVER};
 }
 
 /* One SYNC value from s2, as a datagram into s1's client port. */

@@ -1,12 +1,12 @@
 /*
- * codec.c - the DIGEST payload (layout 1, docs/protocol.md "DIGEST payload")
- * and the whole DIGEST datagram around it. Decoding trusts nothing: every
- * field is range-checked before the digest reaches the health table.
+ * digest_codec.c - the DIGEST payload (layout 1, docs/protocol.md "DIGEST
+ * payload") and the whole DIGEST datagram around it (see digest_codec.h). Decoding trusts nothing:
+ * every field is range-checked before the digest reaches the health table.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "digest.h"
+#include "digest_codec.h"
 
 /* Payload field offsets (layout 1). */
 enum dig_off {
@@ -31,7 +31,7 @@ enum dig_off {
 
 static const char *const error_names[] = {
 #define X(name, str) str,
-	DIG_ERRORS(X)
+    DIG_ERRORS(X)
 #undef X
 };
 
@@ -127,7 +127,7 @@ int dig_datagram_build(uint16_t node, const struct dig_digest *d, void *buf, siz
 	struct wire_msg msg;
 	int n;
 
-	if (node == 0 || node > CFG_MAX_NODES)
+	if (node == 0 || node > WIRE_MAX_NODE)
 		return -EINVAL;
 	n = dig_payload_encode(d, payload, sizeof(payload));
 	if (n < 0)
@@ -146,7 +146,7 @@ enum dig_error dig_msg_decode(const struct wire_msg *msg, uint16_t *node, struct
 		return DIG_ERR_OP;
 	if (msg->key_len != 0)
 		return DIG_ERR_KEY;
-	if (msg->node == 0 || msg->node > CFG_MAX_NODES)
+	if (msg->node == 0 || msg->node > WIRE_MAX_NODE)
 		return DIG_ERR_NODE;
 	enum dig_error err = dig_payload_decode(msg->value, msg->val_len, d);
 	if (err == DIG_OK && node)
@@ -154,8 +154,7 @@ enum dig_error dig_msg_decode(const struct wire_msg *msg, uint16_t *node, struct
 	return err;
 }
 
-enum dig_error dig_datagram_parse(const void *buf, size_t len, uint16_t *node,
-				  struct dig_digest *d)
+enum dig_error dig_datagram_parse(const void *buf, size_t len, uint16_t *node, struct dig_digest *d)
 {
 	struct wire_msg msg;
 
