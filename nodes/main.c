@@ -22,6 +22,7 @@
 #include "log.h"
 #include "node.h"
 #include "report.h"
+#include "send.h"
 #include "server.h"
 #include "store.h"
 #include "ttl.h"
@@ -77,7 +78,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	};
 	int c;
 
-	*a = (struct args){.service_time_us = -1, .log_level = NLOG_INFO};
+	*a = (struct args){.service_time_us = -1, .log_level = LOG_LVL_INFO};
 	while ((c = getopt_long(argc, argv, "c:n:d:s:l:h", opts, NULL)) != -1) {
 		uint64_t v;
 
@@ -105,7 +106,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->ack_delay_ms = (long)v;
 			break;
 		case 'l':
-			a->log_level = nlog_parse(optarg);
+			a->log_level = log_parse_level(optarg);
 			if (a->log_level < 0)
 				die("--log-level: expected error|warn|info|debug, got \"%s\"%s",
 				    optarg, "");
@@ -189,7 +190,7 @@ int main(int argc, char **argv)
 	n.self = cfg_node_lookup(&cfg, a.node);
 	if (!n.self)
 		die("%s: no node \"%s\" in nodes[] (give a node name or id)", a.config, a.node);
-	nlog_set((enum nlog_level)a.log_level, n.self->name);
+	log_init("skewless-node", n.self->name, (enum log_level)a.log_level);
 	if (a.data_dir && !*a.data_dir)
 		die("--data-dir: expected a directory, got \"%s\"%s", a.data_dir, "");
 	if (a.data_dir && strlen(a.data_dir) + sizeof("/rocksdb") > sizeof(n.data_dir)) {
@@ -211,7 +212,7 @@ int main(int argc, char **argv)
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]%s", a.config, "");
 	resolve_switches(&n);
-	if (server_bind(&n, err, sizeof(err)) != 0)
+	if (node_socket_open(&n, err, sizeof(err)) != 0)
 		die("%s%s", err, "");
 
 	struct store_options so = {.block_cache_mb = cfg.node.block_cache_mb,
@@ -226,7 +227,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
 		die("cannot start threads: %s%s", strerror(errno), "");
-	nlog_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
+	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
 		  "service time %u us",
 		  n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
 		  n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
@@ -241,15 +242,16 @@ int main(int argc, char **argv)
 		}
 		break;
 	}
-	nlog_info("signal %d: draining", sig);
+	log_info("signal %d: draining", sig);
 	server_stop(&n, cfg.node.workers);
 	ttl_stop(&n);
 	report_stop(&n);
+	node_socket_close(&n); /* every sender has stopped */
 	store_close(n.store);
 	node_dump_counters(&n);
 	ring_free(&n.ring);
 	dedup_fini(n.dedup);
 	free(n.dedup);
-	nlog_info("stopped");
+	log_info("stopped");
 	return 0;
 }

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "log.h"
-#include "server.h"
+#include "send.h"
 
 /* REPLICATE value: be16 owner switch id, then 1..16 be16 target node ids. */
 static int replicate_payload_ok(const struct wire_msg *m)
@@ -238,7 +238,7 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	}
 	if (rc == 0) {
 		node_count(n, NODE_CTR_rc_req_stale);
-		nlog_debug("stale RC_REQ: v%llu < held v%llu", (unsigned long long)m->version,
+		log_debug("stale RC_REQ: v%llu < held v%llu", (unsigned long long)m->version,
 			   (unsigned long long)held);
 	} else {
 		node_count(n, NODE_CTR_rc_req);
