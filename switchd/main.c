@@ -7,7 +7,9 @@
  * --file-prefix, ...). The main lcore runs the control thread; every other
  * lcore named by the switch's "lcores" (or every EAL worker lcore) runs a
  * poll-mode worker. SIGINT/SIGTERM stop it gracefully. A bad config or a port
- * that cannot be set up is one line on stderr and exit code 1.
+ * that cannot be set up is one line on stderr ("skewless-switchd: ...") and
+ * exit code 1; once the switch is known, the rest goes through log.h
+ * ("HH:MM:SS.mmm skewless-switchd[s1] info: ...").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +24,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
+#include "log.h"
 #include "switchd.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -129,6 +132,7 @@ int main(int argc, char **argv)
 			 switch_name);
 		return die(err);
 	}
+	log_init("skewless-switchd", self->name, LOG_LVL_INFO);
 	/* The control socket's directory (/run/skewless) may not exist yet. */
 	const char *sock = so.socket_path ? so.socket_path : self->control_socket;
 
@@ -151,15 +155,14 @@ int main(int argc, char **argv)
 	}
 	char vip[16];
 
-	fprintf(stderr,
-		"skewless-switchd: %s (%s) running: %u ports, %u workers, VIP %s:%u, "
-		"control socket %s, idle sleep %u us after %u empty polls\n",
-		self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
-		cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
-		sw.idle_sleep_us, sw.idle_polls);
+	log_info("%s (%s) running: %u ports, %u workers, VIP %s:%u, control socket %s, idle sleep "
+		 "%u us after %u empty polls",
+		 self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
+		 cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
+		 sw.idle_sleep_us, sw.idle_polls);
 	while (!stop_requested)
 		sw_control_poll(&sw, 10);
-	fprintf(stderr, "skewless-switchd: stopping\n");
+	log_info("stopping");
 	sw_fini(&sw);
 	rte_eal_cleanup();
 	return 0;
