@@ -750,6 +750,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	char err[CFG_ERR_LEN];
 	int rc = CLI_EXIT_SOFTWARE;
 	double elapsed;
+	uint64_t now;
 	json_t *sum;
 
 	if (!b)
@@ -850,7 +851,8 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	if (b->preload)
 		run_preload(b);
 	run_load(b);
-	elapsed = (double)(clock_mono_ns() < b->end_ns ? clock_mono_ns() - b->t0 : b->end_ns - b->t0) / 1e9;
+	now = clock_mono_ns();
+	elapsed = (double)((now < b->end_ns ? now : b->end_ns) - b->t0) / 1e9;
 	sum = summary_json(b, elapsed);
 	if (b->json_stdout) {
 		json_dumpf(sum, stdout, JSON_INDENT(2));

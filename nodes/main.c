@@ -228,10 +228,10 @@ int main(int argc, char **argv)
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
 		die("cannot start threads: %s%s", strerror(errno), "");
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
-		  "service time %u us",
-		  n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
-		  n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
-		  n.service_time_us);
+		 "service time %u us",
+		 n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
+		 n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
+		 n.service_time_us);
 
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)

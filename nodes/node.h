@@ -115,7 +115,7 @@ struct node {
 	struct ring ring;
 	struct store *store;
 	char data_dir[CFG_MAX_PATH];
-	int fd;			  /* the UDP socket (send.h): rx thread receives, every thread sends */
+	int fd;			  /* the UDP socket (send.c): rx receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */

@@ -239,7 +239,7 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	if (rc == 0) {
 		node_count(n, NODE_CTR_rc_req_stale);
 		log_debug("stale RC_REQ: v%llu < held v%llu", (unsigned long long)m->version,
-			   (unsigned long long)held);
+			  (unsigned long long)held);
 	} else {
 		node_count(n, NODE_CTR_rc_req);
 	}

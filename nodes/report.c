@@ -54,7 +54,8 @@ static void *report_main(void *arg)
 		uint64_t rx =
 		    atomic_load_explicit(&n->ctr[NODE_CTR_rx_datagrams], memory_order_relaxed);
 		uint32_t queue = node_load(n), p95;
-		uint64_t now = clock_real_us(); /* a digest's ts_us is real time (docs/protocol.md) */
+		/* A digest's ts_us is real time (docs/protocol.md). */
+		uint64_t now = clock_real_us();
 		uint8_t dgram[DIG_DATAGRAM_LEN];
 		struct dig_digest d;
 		int len;
