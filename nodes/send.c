@@ -59,3 +59,18 @@ int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, siz
 	}
 	return 0;
 }
+
+void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+{
+	for (unsigned sent = 0; sent < count;) {
+		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
+
+		if (r <= 0) {
+			/* Count the one that failed and go on with the rest. */
+			node_count(n, NODE_CTR_send_errors);
+			sent++;
+			continue;
+		}
+		sent += (unsigned)r;
+	}
+}

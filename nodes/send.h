@@ -11,6 +11,7 @@
 
 #include <netinet/in.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "node.h"
 
@@ -27,5 +28,11 @@ void node_socket_close(struct node *n);
 
 /* Send one datagram from the node's socket; counts failures (send_errors). 0 or -errno. */
 int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
+/*
+ * Send count prepared datagrams in as few system calls as the kernel takes
+ * (sendmmsg(): a worker's batch of replies); each one that fails is counted
+ * and skipped.
+ */
+void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count);
 
 #endif

@@ -651,17 +651,7 @@ static void *worker_main(void *arg)
 			msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
 			nmsg++;
 		}
-		for (unsigned sent = 0; sent < nmsg;) {
-			int r = sendmmsg(n->fd, msgs + sent, nmsg - sent, 0);
-
-			if (r <= 0) {
-				/* Count the one that failed and go on with the rest. */
-				node_count(n, NODE_CTR_send_errors);
-				sent++;
-				continue;
-			}
-			sent += (unsigned)r;
-		}
+		node_send_many(n, msgs, nmsg);
 		uint64_t now = clock_mono_ns();
 
 		for (uint32_t i = 0; i < k; i++)
