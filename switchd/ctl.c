@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -613,20 +614,24 @@ static void client_serve(struct sw *sw, struct ctl_client *cl)
 void ctl_poll(struct sw *sw, int timeout_ms)
 {
 	struct ctl *c = sw->ctl;
-	struct pollfd pf[CTL_MAX_CLIENTS + 1];
+	struct pollfd pf[CTL_MAX_CLIENTS + 2];
+	eventfd_t woken;
 	int n = 0;
 
-	if (!c || c->listen_fd < 0) {
-		if (timeout_ms > 0)
-			usleep((useconds_t)timeout_ms * 1000);
-		return;
+	/* Index 0: a worker's wake-up (directory.c), which ends the wait early. */
+	pf[n++] = (struct pollfd){.fd = sw->wake_fd, .events = POLLIN};
+	if (c && c->listen_fd >= 0) {
+		pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+		for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+			pf[n++] = (struct pollfd){.fd = c->clients[i].fd, .events = POLLIN};
 	}
-	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		pf[n++] = (struct pollfd){.fd = c->clients[i].fd, .events = POLLIN};
 	if (poll(pf, (nfds_t)n, timeout_ms) <= 0)
 		return;
-	if (pf[0].revents & POLLIN) {
+	if (pf[0].revents & POLLIN)
+		(void)!eventfd_read(sw->wake_fd, &woken);
+	if (n == 1)
+		return;
+	if (pf[1].revents & POLLIN) {
 		int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
@@ -641,8 +646,8 @@ void ctl_poll(struct sw *sw, int timeout_ms)
 		}
 	}
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (c->clients[i].fd >= 0 && pf[i + 1].fd == c->clients[i].fd &&
-		    (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (c->clients[i].fd >= 0 && pf[i + 2].fd == c->clients[i].fd &&
+		    (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR)))
 			client_serve(sw, &c->clients[i]);
 }
 

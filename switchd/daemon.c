@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -98,6 +99,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	int rc;
 
 	memset(sw, 0, sizeof(*sw));
+	sw->wake_fd = -1;
 	sw->cfg = cfg;
 	sw->self = self;
 	snprintf(sw->tag, sizeof(sw->tag), "%u_%u", self->id, sw_seq++);
@@ -161,6 +163,10 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	if (!sw->digest_ring || !sw->arp_ring || !sw->log_ring || !sw->ctl_tx_ring ||
 	    !sw->sync_ring)
 		return fail(err, errlen, "cannot create rings: %s", rte_strerror(rte_errno));
+	sw->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sw->wake_fd < 0)
+		return fail(err, errlen, "cannot create the control thread's eventfd: %s",
+			    strerror(errno));
 
 	if (dir_init(sw, err, errlen) != 0 || cluster_init(sw, err, errlen) != 0)
 		return -1;
@@ -219,6 +225,9 @@ void sw_fini(struct sw *sw)
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
 	rte_ring_free(sw->log_ring);
+	if (sw->wake_fd >= 0)
+		close(sw->wake_fd);
+	sw->wake_fd = -1;
 	dir_fini(sw);
 	cdt_free(sw->cdt);
 	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */

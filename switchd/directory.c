@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include <rte_ring.h>
 
@@ -105,7 +106,10 @@ void dir_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 {
 	struct dir_completion c = {.keyhash = keyhash, .version = version};
 
-	rte_ring_mp_enqueue_elem(w->sw->dir->completions, &c, sizeof(c));
+	/* Wake the control thread: until the copy is out, every read of the key
+	 * goes to its home. One system call per write to a directory key. */
+	if (rte_ring_mp_enqueue_elem(w->sw->dir->completions, &c, sizeof(c)) == 0)
+		(void)!eventfd_write(w->sw->wake_fd, 1);
 }
 
 /* ---- Control thread. ------------------------------------------------------------------------ */

@@ -50,10 +50,12 @@ uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_repl
 {
 	/*
 	 * A key carrying share s of the load puts s*n node-loads' worth on the
-	 * cluster; serving it from 1 + ceil(4 s n) nodes keeps each replica's part
-	 * of it under a quarter of an average node's load.
+	 * cluster; serving it from 1 + ceil(2 s n) nodes keeps each replica's part
+	 * of it under half an average node's load. Not more: every write to the
+	 * key copies the new version to the whole set again, one request's work
+	 * at the home and at each replica (docs/benchmarks.md).
 	 */
-	double want = 1.0 + ceil(4.0 * share * (double)nnodes);
+	double want = 1.0 + ceil(2.0 * share * (double)nnodes);
 	uint32_t cap = max_replicas < nnodes ? max_replicas : nnodes;
 
 	if (want > cap)

@@ -145,6 +145,7 @@ struct sw {
 	struct rte_ring *digest_ring;
 	struct rte_ring *arp_ring;
 	struct rte_ring *log_ring;
+	int wake_fd; /* eventfd: a worker queued work the control thread must not sit on */
 	struct rte_ring
 	    *ctl_tx_ring; /* control thread -> worker 0: frames to send (m->port = index) */
 

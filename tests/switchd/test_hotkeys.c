@@ -148,7 +148,7 @@ START_TEST(replicas_grow_with_share)
 {
 	ck_assert_uint_eq(hot_replicas_for_share(0.0, 8, 8), 1);
 	ck_assert_uint_eq(hot_replicas_for_share(0.003, 8, 8), 2);
-	ck_assert_uint_eq(hot_replicas_for_share(0.07, 8, 8), 4);
+	ck_assert_uint_eq(hot_replicas_for_share(0.07, 8, 8), 3);
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 8), 8);
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 3), 3);
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 2, 8), 2);
