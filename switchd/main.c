@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +39,20 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: skewless-switchd [EAL args] -- --config FILE --switch ID|NAME "
-		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout]\n");
+		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout] "
+		   "[--log-level error|warn|info|debug]\n");
 }
 
-static int die(const char *msg)
+/* A start-up error: one line on stderr; main returns what this returns. */
+static int __attribute__((format(printf, 1, 2))) die(const char *fmt, ...)
 {
-	fprintf(stderr, "skewless-switchd: %s\n", msg);
+	char line[CFG_ERR_LEN + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "skewless-switchd: %s\n", line);
 	rte_eal_cleanup();
 	return 1;
 }
@@ -56,6 +65,7 @@ int main(int argc, char **argv)
 	    {"idle-sleep-us", required_argument, NULL, 'i'},
 	    {"socket", required_argument, NULL, 'S'},
 	    {"no-digest-timeout", no_argument, NULL, 'D'},
+	    {"log-level", required_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -65,6 +75,7 @@ int main(int argc, char **argv)
 	static struct sw sw;
 	const struct cfg_switch *self;
 	char err[CFG_ERR_LEN + 64];
+	int log_level = LOG_LVL_INFO;
 	int n, c;
 
 	n = rte_eal_init(argc, argv);
@@ -85,15 +96,11 @@ int main(int argc, char **argv)
 			break;
 		case 'i': {
 			uint64_t v;
-			char msg[160];
 
-			if (cfg_parse_uint(optarg, 0, 1000000, &v) != 0) {
-				snprintf(msg, sizeof(msg),
-					 "--idle-sleep-us: expected an integer 0..1000000, got "
-					 "\"%.64s\"",
-					 optarg);
-				return die(msg);
-			}
+			if (cfg_parse_uint(optarg, 0, 1000000, &v) != 0)
+				return die("--idle-sleep-us: expected an integer 0..1000000, got "
+					   "\"%.64s\"",
+					   optarg);
 			so.idle_sleep_us = (int64_t)v;
 			break;
 		}
@@ -102,6 +109,13 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			so.no_digest_timeout = true;
+			break;
+		case 'L':
+			log_level = log_parse_level(optarg);
+			if (log_level < 0)
+				return die("--log-level: expected error|warn|info|debug, got "
+					   "\"%.64s\"",
+					   optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -114,25 +128,19 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		char msg[160];
-
 		usage(stderr);
-		snprintf(msg, sizeof(msg), "unexpected argument \"%.64s\"", argv[optind]);
-		return die(msg);
+		return die("unexpected argument \"%.64s\"", argv[optind]);
 	}
 	if (!config || !switch_name) {
 		usage(stderr);
 		return die("--config and --switch are required");
 	}
 	if (cfg_load(config, &cfg, err, sizeof(err)) != 0)
-		return die(err);
+		return die("%s", err);
 	self = cfg_switch_lookup(&cfg, switch_name);
-	if (!self) {
-		snprintf(err, sizeof(err), "%s: no switch \"%s\" in switches[]", config,
-			 switch_name);
-		return die(err);
-	}
-	log_init("skewless-switchd", self->name, LOG_LVL_INFO);
+	if (!self)
+		return die("%s: no switch \"%s\" in switches[]", config, switch_name);
+	log_init("skewless-switchd", self->name, (enum log_level)log_level);
 	/* The control socket's directory (/run/skewless) may not exist yet. */
 	const char *sock = so.socket_path ? so.socket_path : self->control_socket;
 
@@ -144,7 +152,7 @@ int main(int argc, char **argv)
 	}
 	if (sw_init(&sw, &cfg, self, &so, err, sizeof(err)) != 0) {
 		sw_fini(&sw);
-		return die(err);
+		return die("%s", err);
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
