@@ -2,7 +2,9 @@
  * config.h - the cluster config (docs/design.md section 9), loaded from one JSON file.
  *
  * cfg_load() reads and validates the whole file into a struct cfg with every
- * default filled in; docs/config.md lists each key. Unknown keys, wrong
+ * default filled in. Each key, with its default and bounds, is a row of the
+ * key table (keys.h), from which docs/config.md's key tables are generated; a
+ * new key is a member here and a row there. Unknown keys, wrong
  * types, out-of-range values and duplicate node ids, names or addresses are
  * errors whose message names the file, the JSON path, what was expected and
  * what was found. The struct is plain data: every process loads its own copy.

@@ -112,6 +112,9 @@ START_TEST(error_messages)
 	expect_error("{" SERVICE "," NODES2 ",\"colour\":1}",
 		     "conf/x.json: colour: unknown key (expected one of: service, switches, "
 		     "nodes, agents, ring, directory, digest, sync, agent, node)");
+	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"epoch\":1}}",
+		     "conf/x.json: directory.epoch: unknown key (expected one of: enabled, "
+		     "max_keys, top_k, epoch_ms, retire_epochs, max_replicas, sample_every)");
 	/* Wrong type. */
 	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"enabled\":\"yes\"}}",
 		     "conf/x.json: directory.enabled: expected true or false, got \"yes\"");
@@ -131,6 +134,9 @@ START_TEST(error_messages)
 	expect_error("{" NODES2 "}", "conf/x.json: service: missing (required)");
 	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"ip\":\"10.0.0.1\"}]}",
 		     "conf/x.json: nodes[0].name: missing (required)");
+	expect_error("{" SERVICE "," NODES2
+		     ",\"switches\":[{\"ports\":[{\"vdev\":\"net_null0\"}]}]}",
+		     "conf/x.json: switches[0].id: missing (required)");
 	/* Duplicates. */
 	expect_error("{" SERVICE ",\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"
 		     "{\"id\":1,\"name\":\"n2\",\"ip\":\"10.0.0.2\"}]}",
