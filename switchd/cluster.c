@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_ip.h>
@@ -18,8 +17,10 @@
 #include <rte_ring.h>
 #include <rte_udp.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "health.h"
+#include "log.h"
 #include "switchd.h"
 
 struct cluster {
@@ -580,14 +581,13 @@ void cluster_poll(struct sw *sw, uint64_t now_us)
 	if (took_us > c->st.slowest_round_us)
 		c->st.slowest_round_us = took_us;
 	if (took_us > 50000)
-		fprintf(stderr,
-			"skewless-switchd: peers: a control round took %llu ms (resets %llu, "
-			"installs %llu+%llu, removes %llu+%llu)\n",
-			(unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
-			(unsigned long long)c->st.owned_installs,
-			(unsigned long long)c->st.remote_installs,
-			(unsigned long long)c->st.owned_retires,
-			(unsigned long long)c->st.remote_removes);
+		log_warn("peers: a control round took %llu ms (resets %llu, installs %llu+%llu, "
+			 "removes %llu+%llu)",
+			 (unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
+			 (unsigned long long)c->st.owned_installs,
+			 (unsigned long long)c->st.remote_installs,
+			 (unsigned long long)c->st.owned_retires,
+			 (unsigned long long)c->st.remote_removes);
 }
 
 unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased)
@@ -611,13 +611,11 @@ json_t *cluster_json(struct sw *sw)
 	struct cluster_row rows[PEER_MAX];
 	json_t *arr = json_array(), *hot = json_array(), *o;
 	uint64_t now_us, until = 0;
-	struct timespec ts;
 
 	if (!c)
 		return json_pack("{s:b, s:b, s:o, s:o}", "ok", 1, "peers_configured", 0, "switches",
 				 arr, "hot", hot);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	now_us = clock_mono_us();
 	fill_rows(sw, now_us, rows);
 	for (unsigned s = 0; s < c->ps.nslots; s++) {
 		const struct cluster_row *r = &rows[s];

@@ -350,10 +350,9 @@ static json_t *cmd_debug(struct sw *sw, const char *arg)
 	else if (!arg || strcmp(arg, "show"))
 		return error("debug: expected on, off or show, got \"%s\"", arg ? arg : "");
 	json_t *lines = json_array();
-	uint32_t n = RTE_MIN(sw->log_next, (uint32_t)SW_LOG_KEEP);
 
-	for (uint32_t i = sw->log_next - n; i != sw->log_next; i++)
-		json_array_append_new(lines, json_string(sw->log_lines[i % SW_LOG_KEEP]));
+	for (unsigned i = 0; i < log_keep_count(&sw->decisions); i++)
+		json_array_append_new(lines, json_string(log_keep_line(&sw->decisions, i)));
 	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
 }
 

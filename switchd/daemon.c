@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -24,10 +23,12 @@
 #include <rte_random.h>
 #include <rte_udp.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "ctl.h"
 #include "health.h"
 #include "keyhash.h"
+#include "log.h"
 #include "switchd.h"
 
 #define SW_MAC_AGE_S	 300
@@ -35,14 +36,6 @@
 #define SW_ARP_RETRY_MS	 100  /* at most one ARP per address bucket per 100 ms */
 #define SW_NODE_ARP_MS	 1000 /* re-ARP nodes the switch cannot reach, every second */
 #define SW_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static unsigned sw_seq; /* distinguishes DPDK object names of successive switches */
 
@@ -147,7 +140,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));
 	if (!sw->dig || dig_table_init(sw->dig, &cfg->digest) != 0 ||
-	    dig_table_track_all(sw->dig, cfg, now_us()) != 0)
+	    dig_table_track_all(sw->dig, cfg, clock_mono_us()) != 0)
 		return fail(err, errlen, "cannot create the health table%s", "");
 	sw->l2 = rte_zmalloc("l2", sizeof(*sw->l2), RTE_CACHE_LINE_SIZE);
 	if (!sw->l2)
@@ -193,7 +186,7 @@ int sw_start(struct sw *sw)
 	 * 3 silent intervals and mark every node down before its first digest
 	 * could arrive, and a restarted switch would answer UNAVAILABLE meanwhile.
 	 */
-	int rc = dig_table_track_all(sw->dig, sw->cfg, now_us());
+	int rc = dig_table_track_all(sw->dig, sw->cfg, clock_mono_us());
 
 	if (rc != 0)
 		return rc;
@@ -507,11 +500,11 @@ static void take_logs(struct sw *sw)
 	struct sw_decision d;
 
 	while (rte_ring_sc_dequeue_elem(sw->log_ring, &d, sizeof(d)) == 0) {
-		char *line = sw->log_lines[sw->log_next % SW_LOG_KEEP];
+		char line[LOG_KEEP_WIDTH];
 
-		format_decision(sw, &d, line, sizeof(sw->log_lines[0]));
-		fprintf(stderr, "skewless-switchd: decision %s\n", line);
-		sw->log_next++;
+		format_decision(sw, &d, line, sizeof(line));
+		log_info("decision %s", line);
+		log_keep_add(&sw->decisions, line);
 	}
 }
 
@@ -519,7 +512,7 @@ static void take_logs(struct sw *sw)
 
 void sw_control_poll(struct sw *sw, int timeout_ms)
 {
-	uint64_t now = rte_rdtsc(), now_u = now_us();
+	uint64_t now = rte_rdtsc(), now_u = clock_mono_us();
 	uint32_t ip;
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);

@@ -31,6 +31,7 @@
 #include "counters.h"
 #include "directory.h"
 #include "l2.h"
+#include "log.h"
 #include "ring.h"
 #include "scores.h"
 #include "select.h"
@@ -45,7 +46,6 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_DIGEST_RING	 1024 /* DIGEST mbufs waiting for the control thread */
 #define SW_ARP_RING	 1024 /* addresses workers want resolved */
 #define SW_LOG_RING	 1024 /* decision-log records */
-#define SW_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
 #define SW_CTL_TX_RING	 4096 /* frames the control thread sends through worker 0 */
 #define SW_SYNC_RING	 1024 /* SYNC mbufs from peer switches waiting for the control thread */
 #define SW_MAX_PEERS	 (CFG_MAX_SWITCHES - 1)
@@ -181,8 +181,7 @@ struct sw {
 	bool no_digest_timeout;
 	uint64_t last_tick_tsc;
 	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
-	char log_lines[SW_LOG_KEEP][384];
-	uint32_t log_next;
+	struct log_keep decisions; /* the newest decision-log lines, for cdtctl debug show */
 	uint64_t ctl_counters[SW_CNT_COUNT];
 	pthread_mutex_t tel_lock; /* serialises telemetry readers (one QSBR id) */
 	uint64_t digests_received;
