@@ -40,9 +40,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "keyhash.h"
 #include "payload.h"
@@ -165,14 +165,6 @@ static const char *const counter_names[] = {
 #undef X
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static struct sockaddr_in sockaddr_of(uint32_t ip, uint16_t port)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -273,7 +265,7 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	a->agent_id = opt ? opt->agent_id : 0;
 	while (a->agent_id == 0)
 		if (getrandom(&a->agent_id, sizeof(a->agent_id), 0) != sizeof(a->agent_id))
-			a->agent_id = (uint32_t)getpid() ^ (uint32_t)now_ns();
+			a->agent_id = (uint32_t)getpid() ^ (uint32_t)clock_mono_ns();
 	while (nslots < 2 * a->max_inflight)
 		nslots <<= 1;
 	a->slots = calloc(nslots, sizeof(*a->slots));
@@ -282,7 +274,7 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	if (!a->slots || !a->tx || !a->rx)
 		return -ENOMEM;
 	a->slot_mask = nslots - 1;
-	a->now = now_ns();
+	a->now = clock_mono_ns();
 	/* 1 ms ticks; 1024 slots cover a second, longer timeouts take extra turns. */
 	if ((rc = tw_init(&a->tw, 1000000, 1024, a->now)) ||
 	    (rc = rc_init(&a->rc, a->cfg->agent.route_cache_entries,
@@ -957,7 +949,7 @@ static int receive(struct skl_agent *a)
 		if (n < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0
 											 : -errno;
-		a->now = now_ns();
+		a->now = clock_mono_ns();
 		for (int i = 0; i < n; i++)
 			on_datagram(a, iov[i].iov_base, msgs[i].msg_len, &from[i]);
 		total += n;
@@ -972,7 +964,7 @@ int skl_poll(struct skl_agent *a, int timeout_ms)
 	uint64_t before = a->st.completed;
 	int rc;
 
-	a->now = now_ns();
+	a->now = clock_mono_ns();
 	run_deferred(a);
 	tw_advance(&a->tw, a->now, on_timeout, a);
 	recheck(a);
@@ -987,7 +979,7 @@ int skl_poll(struct skl_agent *a, int timeout_ms)
 			return -errno;
 	}
 	rc = receive(a);
-	a->now = now_ns();
+	a->now = clock_mono_ns();
 	tw_advance(&a->tw, a->now, on_timeout, a);
 	run_deferred(a);
 	if (rc < 0)
@@ -1002,7 +994,7 @@ int skl_fd(const struct skl_agent *a)
 
 int skl_next_timeout_ms(struct skl_agent *a)
 {
-	uint64_t next = tw_next_ns(&a->tw), now = now_ns();
+	uint64_t next = tw_next_ns(&a->tw), now = clock_mono_ns();
 
 	if (a->done_head != UINT32_MAX)
 		return 0;
@@ -1047,7 +1039,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	memcpy(r->data, key, key_len);
 	if (value_len)
 		memcpy(r->data + key_len, value, value_len);
-	a->now = now_ns();
+	a->now = clock_mono_ns();
 	r->in_use = true;
 	r->req_id = (uint64_t)a->agent_id << 32 | a->seq;
 	r->op = op;
@@ -1230,7 +1222,7 @@ void skl_close(struct skl_agent *a)
 		return;
 	if (a->slots) {
 		run_deferred(a);
-		a->now = now_ns();
+		a->now = clock_mono_ns();
 		for (uint32_t i = 0; i <= a->slot_mask; i++)
 			if (a->slots[i].in_use)
 				complete(a, &a->slots[i], SKL_CANCELLED, NULL, false);

@@ -27,6 +27,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "hist.h"
 #include "rng.h"
@@ -104,14 +105,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void bench_usage(FILE *out)
@@ -332,7 +325,7 @@ static void on_preload(void *arg, const struct skl_result *res)
 static int run_preload(struct bench *b)
 {
 	char key[96], *value = malloc(b->value_size + 1);
-	uint64_t next = 0, t = mono_ns();
+	uint64_t next = 0, t = clock_mono_ns();
 
 	if (!value)
 		return -ENOMEM;
@@ -351,7 +344,7 @@ static int run_preload(struct bench *b)
 			break;
 	}
 	free(value);
-	b->preload_ns = mono_ns() - t;
+	b->preload_ns = clock_mono_ns() - t;
 	return 0;
 }
 
@@ -368,14 +361,14 @@ static void run_load(struct bench *b)
 	uint64_t next_shift;
 
 	clock_gettime(CLOCK_REALTIME, &b->started);
-	b->t0 = mono_ns();
+	b->t0 = clock_mono_ns();
 	b->end_ns = b->t0 + (uint64_t)(b->duration_s * 1e9);
 	next_arrival = (double)b->t0;
 	next_shift = b->wl.dynamic != WL_STATIC ? b->t0 + (uint64_t)(b->wl.dynamic_period_s * 1e9)
 						: UINT64_MAX;
 	b->measuring = true;
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t now = clock_mono_ns();
 		int wait_ms = 10;
 
 		if (now >= b->end_ns || interrupted)
@@ -399,7 +392,7 @@ static void run_load(struct bench *b)
 				wait_ms = 0;
 		} else {
 			while (skl_inflight(b->agent) < b->concurrency)
-				if (start_op(b, mono_ns()))
+				if (start_op(b, clock_mono_ns()))
 					break;
 		}
 		if (wait_ms > 10)
@@ -413,9 +406,9 @@ static void run_load(struct bench *b)
 			next_arrival += exp_interval_ns(b);
 		}
 	{
-		uint64_t deadline = mono_ns() + DRAIN_NS;
+		uint64_t deadline = clock_mono_ns() + DRAIN_NS;
 
-		while (skl_inflight(b->agent) && mono_ns() < deadline && !interrupted)
+		while (skl_inflight(b->agent) && clock_mono_ns() < deadline && !interrupted)
 			skl_poll(b->agent, 10);
 	}
 	close_second(b);
@@ -757,6 +750,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	char err[CFG_ERR_LEN];
 	int rc = CLI_EXIT_SOFTWARE;
 	double elapsed;
+	uint64_t now;
 	json_t *sum;
 
 	if (!b)
@@ -772,7 +766,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	b->value_size = 64;
 	b->key_prefix = "key:";
 	b->duration_s = 10;
-	b->seed = mono_ns();
+	b->seed = clock_mono_ns();
 	rc = parse_flags(b, argc, argv);
 	if (rc) {
 		rc = rc < 0 ? CLI_EXIT_OK : rc;
@@ -857,7 +851,8 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	if (b->preload)
 		run_preload(b);
 	run_load(b);
-	elapsed = (double)(mono_ns() < b->end_ns ? mono_ns() - b->t0 : b->end_ns - b->t0) / 1e9;
+	now = clock_mono_ns();
+	elapsed = (double)((now < b->end_ns ? now : b->end_ns) - b->t0) / 1e9;
 	sum = summary_json(b, elapsed);
 	if (b->json_stdout) {
 		json_dumpf(sum, stdout, JSON_INDENT(2));

@@ -19,6 +19,7 @@
 
 #include <rocksdb/c.h>
 
+#include "clock.h"
 #include "keyhash.h"
 #include "store.h"
 #include "wire.h"
@@ -27,10 +28,7 @@
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / 1e9;
 }
 
 static uint64_t rng = 88172645463325252ull;

@@ -246,6 +246,8 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(DIRECTORY, "retire_epochs", retire_epochs, 1, 10000, 5,
 	     "M: epochs a key may stay out of the top K before UNREPLICATE"),
     KEY_UINT(DIRECTORY, "max_replicas", max_replicas, 1, CFG_MAX_REPLICAS, 8, "replicas per key"),
+    KEY_DOUBLE(DIRECTORY, "replica_factor", replica_factor, 0, 64, 2,
+	       "f: a key with share s of the load wants `1 + ceil(f * s * n)` replicas"),
     KEY_UINT(DIRECTORY, "sample_every", sample_every, 1, 1u << 16, 1,
 	     "count 1 in N requests in the heavy-hitter sketch"),
 

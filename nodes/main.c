@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "log.h"
 #include "node.h"
 #include "report.h"
+#include "send.h"
 #include "server.h"
 #include "store.h"
 #include "ttl.h"
@@ -55,10 +57,15 @@ static void usage(FILE *out)
 	    "Signals: SIGUSR1 writes counters to DIR/counters and the log; SIGTERM drains.\n");
 }
 
-static void die(const char *fmt, const char *a, const char *b)
+/* A start-up error: one line on stderr, exit code 1. */
+static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "skewless-node: ");
-	fprintf(stderr, fmt, a, b);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n");
 	exit(1);
 }
@@ -77,7 +84,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	};
 	int c;
 
-	*a = (struct args){.service_time_us = -1, .log_level = NLOG_INFO};
+	*a = (struct args){.service_time_us = -1, .log_level = LOG_LVL_INFO};
 	while ((c = getopt_long(argc, argv, "c:n:d:s:l:h", opts, NULL)) != -1) {
 		uint64_t v;
 
@@ -94,21 +101,21 @@ static void parse_args(int argc, char **argv, struct args *a)
 		case 's':
 			if (cfg_parse_uint(optarg, 0, 10000000, &v) != 0)
 				die("--service-time-us: expected an integer 0..10000000, got "
-				    "\"%s\"%s",
-				    optarg, "");
+				    "\"%s\"",
+				    optarg);
 			a->service_time_us = (long)v;
 			break;
 		case 'a':
 			if (cfg_parse_uint(optarg, 0, 10000, &v) != 0)
-				die("--ack-delay-ms: expected an integer 0..10000, got \"%s\"%s",
-				    optarg, "");
+				die("--ack-delay-ms: expected an integer 0..10000, got \"%s\"",
+				    optarg);
 			a->ack_delay_ms = (long)v;
 			break;
 		case 'l':
-			a->log_level = nlog_parse(optarg);
+			a->log_level = log_parse_level(optarg);
 			if (a->log_level < 0)
-				die("--log-level: expected error|warn|info|debug, got \"%s\"%s",
-				    optarg, "");
+				die("--log-level: expected error|warn|info|debug, got \"%s\"",
+				    optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -119,9 +126,9 @@ static void parse_args(int argc, char **argv, struct args *a)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument \"%s\"%s; see --help", argv[optind], "");
+		die("unexpected argument \"%s\"; see --help", argv[optind]);
 	if (!a->config || !a->node)
-		die("--config FILE and --node NAME|ID are required%s%s; see --help", "", "");
+		die("--config FILE and --node NAME|ID are required; see --help");
 }
 
 /* mkdir -p dir, then check it is writable. Returns 0 or -1 with errno set. */
@@ -184,14 +191,14 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	parse_args(argc, argv, &a);
 	if (cfg_load(a.config, &cfg, err, sizeof(err)) != 0)
-		die("%s%s", err, "");
+		die("%s", err);
 	n.cfg = &cfg;
 	n.self = cfg_node_lookup(&cfg, a.node);
 	if (!n.self)
 		die("%s: no node \"%s\" in nodes[] (give a node name or id)", a.config, a.node);
-	nlog_set((enum nlog_level)a.log_level, n.self->name);
+	log_init("skewless-node", n.self->name, (enum log_level)a.log_level);
 	if (a.data_dir && !*a.data_dir)
-		die("--data-dir: expected a directory, got \"%s\"%s", a.data_dir, "");
+		die("--data-dir: expected a directory, got \"%s\"", a.data_dir);
 	if (a.data_dir && strlen(a.data_dir) + sizeof("/rocksdb") > sizeof(n.data_dir)) {
 		char limit[16];
 
@@ -206,13 +213,13 @@ int main(int argc, char **argv)
 	n.ack_delay_ms = (uint32_t)a.ack_delay_ms;
 	n.dedup = malloc(sizeof(*n.dedup));
 	if (!n.dedup)
-		die("out of memory%s%s", "", "");
+		die("out of memory");
 	dedup_init(n.dedup);
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
-		die("%s: cannot build the ring of nodes[]%s", a.config, "");
+		die("%s: cannot build the ring of nodes[]", a.config);
 	resolve_switches(&n);
-	if (server_bind(&n, err, sizeof(err)) != 0)
-		die("%s%s", err, "");
+	if (node_socket_open(&n, err, sizeof(err)) != 0)
+		die("%s", err);
 
 	struct store_options so = {.block_cache_mb = cfg.node.block_cache_mb,
 				   .write_buffer_mb = cfg.node.write_buffer_mb,
@@ -221,16 +228,16 @@ int main(int argc, char **argv)
 	snprintf(dbdir, sizeof(dbdir), "%s/rocksdb", n.data_dir);
 	n.store = store_open(dbdir, &so, err, sizeof(err));
 	if (!n.store)
-		die("%s%s", err, "");
+		die("%s", err);
 
 	signal(SIGPIPE, SIG_IGN);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
-		die("cannot start threads: %s%s", strerror(errno), "");
-	nlog_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
-		  "service time %u us",
-		  n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
-		  n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
-		  n.service_time_us);
+		die("cannot start threads: %s", strerror(errno));
+	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
+		 "service time %u us",
+		 n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
+		 n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
+		 n.service_time_us);
 
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)
@@ -241,15 +248,16 @@ int main(int argc, char **argv)
 		}
 		break;
 	}
-	nlog_info("signal %d: draining", sig);
+	log_info("signal %d: draining", sig);
 	server_stop(&n, cfg.node.workers);
 	ttl_stop(&n);
 	report_stop(&n);
+	node_socket_close(&n); /* every sender has stopped */
 	store_close(n.store);
 	node_dump_counters(&n);
 	ring_free(&n.ring);
 	dedup_fini(n.dedup);
 	free(n.dedup);
-	nlog_info("stopped");
+	log_info("stopped");
 	return 0;
 }

@@ -115,7 +115,7 @@ struct node {
 	struct ring ring;
 	struct store *store;
 	char data_dir[CFG_MAX_PATH];
-	int fd;			  /* the UDP socket: rx thread receives, every thread sends */
+	int fd;			  /* the UDP socket (send.c): rx receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
@@ -168,9 +168,6 @@ static inline void node_reply_moved(struct wire_msg *rep, uint16_t home)
 	rep->status = WIRE_ST_MOVED;
 	rep->node = home;
 }
-
-/* Send one datagram from the node's socket; counts failures. */
-int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
 
 /* Write the counters to <data_dir>/counters (name value lines) and log them in one line. */
 void node_dump_counters(struct node *n);

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "log.h"
-#include "server.h"
+#include "send.h"
 
 /* An RC_REQ carries a store record's kind as its copy kind. */
 _Static_assert((int)STORE_VALUE == (int)WIRE_COPY_VALUE &&
@@ -238,8 +238,8 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	}
 	if (rc == 0) {
 		node_count(n, NODE_CTR_rc_req_stale);
-		nlog_debug("stale RC_REQ: v%llu < held v%llu", (unsigned long long)m->version,
-			   (unsigned long long)held);
+		log_debug("stale RC_REQ: v%llu < held v%llu", (unsigned long long)m->version,
+			  (unsigned long long)held);
 	} else {
 		node_count(n, NODE_CTR_rc_req);
 	}

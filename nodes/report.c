@@ -16,10 +16,12 @@
 #include <errno.h>
 #include <time.h>
 
+#include "clock.h"
 #include "digest.h"
 #include "emit.h"
 #include "log.h"
 #include "meter.h"
+#include "send.h"
 #include "store.h"
 
 /* Poll tick: fine enough for 20 ms fast intervals and prompt triggers, cheap when idle. */
@@ -29,15 +31,6 @@
 
 /* Workers write the histogram with atomic adds; only the digest thread samples. */
 static struct dig_meter meter;
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	/* The digest's ts_us is CLOCK_REALTIME (docs/protocol.md). */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
-}
 
 void report_latency(uint64_t latency_ns)
 {
@@ -53,15 +46,16 @@ static void *report_main(void *arg)
 	uint64_t rx_seen = 0, ticks = 0;
 	struct timespec tick = {.tv_sec = 0, .tv_nsec = REPORT_TICK_MS * 1000000L};
 
-	if (dig_emitter_init(&em, &n->cfg->digest, now_us()) != 0) {
-		nlog_error("digest emitter: bad digest config; no digests will be sent");
+	if (dig_emitter_init(&em, &n->cfg->digest, clock_real_us()) != 0) {
+		log_error("digest emitter: bad digest config; no digests will be sent");
 		return NULL;
 	}
 	while (!atomic_load(&n->stop_bg)) {
 		uint64_t rx =
 		    atomic_load_explicit(&n->ctr[NODE_CTR_rx_datagrams], memory_order_relaxed);
 		uint32_t queue = node_load(n), p95;
-		uint64_t now = now_us();
+		/* A digest's ts_us is real time (docs/protocol.md). */
+		uint64_t now = clock_real_us();
 		uint8_t dgram[DIG_DATAGRAM_LEN];
 		struct dig_digest d;
 		int len;
@@ -90,7 +84,7 @@ static void *report_main(void *arg)
 
 int report_start(struct node *n)
 {
-	if (dig_meter_init(&meter, &n->cfg->digest, NULL, 0, now_us()) != 0)
+	if (dig_meter_init(&meter, &n->cfg->digest, NULL, 0, clock_real_us()) != 0)
 		return -EINVAL; /* a config cfg_load() accepted never gets here */
 	return -pthread_create(&n->report_thread, NULL, report_main, n);
 }

@@ -9,66 +9,19 @@
  */
 #include "server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "clock.h"
 #include "keyhash.h"
 #include "log.h"
 #include "repl.h"
 #include "report.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
-{
-	if (sendto(n->fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
-		node_count(n, NODE_CTR_send_errors);
-		nlog_debug("sendto %s:%u: %s", inet_ntoa(to->sin_addr), ntohs(to->sin_port),
-			   strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-int server_bind(struct node *n, char *err, size_t errlen)
-{
-	struct sockaddr_in addr = {.sin_family = AF_INET};
-	int rcvbuf = 4 << 20; /* absorb bursts while the workers catch up */
-	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000}; /* rx thread checks stop_rx */
-	char ip[16];
-
-	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (n->fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	setsockopt(n->fd, SOL_SOCKET, SO_SNDBUF, &rcvbuf, sizeof(rcvbuf));
-	setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	addr.sin_addr.s_addr = htonl(n->self->ip);
-	addr.sin_port = htons(n->self->port);
-	if (bind(n->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		snprintf(err, errlen, "%s:%u: cannot bind: %s%s", cfg_format_ipv4(n->self->ip, ip),
-			 n->self->port, strerror(errno),
-			 errno == EADDRINUSE ? " (is another node running on this port?)" : "");
-		close(n->fd);
-		n->fd = -1;
-		return -1;
-	}
-	return 0;
-}
+#include "send.h"
 
 /* ---- bounded queue ---- */
 
@@ -219,7 +172,7 @@ static size_t reply_encode(struct node *n, struct wire_msg *rep, uint8_t *out, s
 	rep->load = node_load(n);
 	len = wire_encode(rep, out, cap);
 	if (len < 0) {
-		nlog_warn("cannot encode %s reply: %s", wire_op_name(rep->op), strerror(-len));
+		log_warn("cannot encode %s reply: %s", wire_op_name(rep->op), strerror(-len));
 		return 0;
 	}
 	return (size_t)len;
@@ -378,7 +331,7 @@ static void *rx_main(void *arg)
 	struct sockaddr_in from[RX_BATCH];
 
 	if (!bufs || !out) {
-		nlog_error("receive thread: out of memory");
+		log_error("receive thread: out of memory");
 		free(bufs);
 		free(out);
 		return NULL;
@@ -397,10 +350,10 @@ static void *rx_main(void *arg)
 
 		if (got < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				nlog_warn("recvmmsg: %s", strerror(errno));
+				log_warn("recvmmsg: %s", strerror(errno));
 			continue;
 		}
-		uint64_t now = mono_ns();
+		uint64_t now = clock_mono_ns();
 
 		for (int i = 0; i < got; i++)
 			rx_one(n, &from[i], iov[i].iov_base, msgs[i].msg_len, now, out);
@@ -416,7 +369,7 @@ static void *rx_main(void *arg)
 static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 {
 	node_count(n, NODE_CTR_store_errors);
-	nlog_warn("store error on %s: %s", wire_op_name(rep->op), strerror(-rc));
+	log_warn("store error on %s: %s", wire_op_name(rep->op), strerror(-rc));
 	rep->status = WIRE_ST_INTERNAL;
 	rep->val_len = 0;
 }
@@ -722,14 +675,14 @@ static void *worker_main(void *arg)
 		ok = ok && reqs[i].buf;
 	}
 	if (!ok) {
-		nlog_error("worker: out of memory");
+		log_error("worker: out of memory");
 		goto out;
 	}
 	while ((k = queue_pop(n, reqs, batch)) > 0) {
 		unsigned nmsg = 0;
 
 		for (uint32_t i = 0; i < k; i++) {
-			uint64_t start = mono_ns();
+			uint64_t start = clock_mono_ns();
 			uint8_t *out = outs + cap * i;
 			size_t len;
 
@@ -751,18 +704,8 @@ static void *worker_main(void *arg)
 			msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
 			nmsg++;
 		}
-		for (unsigned sent = 0; sent < nmsg;) {
-			int r = sendmmsg(n->fd, msgs + sent, nmsg - sent, 0);
-
-			if (r <= 0) {
-				/* Count the one that failed and go on with the rest. */
-				node_count(n, NODE_CTR_send_errors);
-				sent++;
-				continue;
-			}
-			sent += (unsigned)r;
-		}
-		uint64_t now = mono_ns();
+		node_send_many(n, msgs, nmsg);
+		uint64_t now = clock_mono_ns();
 
 		for (uint32_t i = 0; i < k; i++)
 			report_latency(now - reqs[i].rx_ns);
@@ -811,6 +754,4 @@ void server_stop(struct node *n, uint32_t workers)
 	free(n->workers);
 	n->workers = NULL;
 	queue_free(&n->queue);
-	close(n->fd);
-	n->fd = -1;
 }

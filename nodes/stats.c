@@ -38,9 +38,9 @@ void node_dump_counters(struct node *n)
 	if (f) {
 		fprintf(f, "load %u\n", node_load(n));
 		if (fclose(f) != 0 || rename(tmp, path) != 0)
-			nlog_warn("%s: cannot write counters", path);
+			log_warn("%s: cannot write counters", path);
 	} else {
-		nlog_warn("%s: cannot write counters", tmp);
+		log_warn("%s: cannot write counters", tmp);
 	}
-	nlog_info("counters:%s", used ? line : " (all zero)");
+	log_info("counters:%s", used ? line : " (all zero)");
 }

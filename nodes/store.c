@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rocksdb/c.h>
 
+#include "clock.h"
 #include "keyhash.h"
 #include "wire.h"
 
@@ -46,10 +46,7 @@ struct store {
 
 uint64_t store_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_real_ms();
 }
 
 void store_record_header(const struct store_record *rec, uint8_t out[STORE_REC_HDR])

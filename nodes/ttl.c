@@ -28,7 +28,7 @@ static void ttl_period(struct node *n)
 	for (int i = 0; i < TTL_MAX_REPEATS && !atomic_load(&n->stop_bg); i++) {
 		if (store_expire_round(n->store, store_now_ms(), p->ttl_sample_keys, &visited,
 				       &removed) != 0) {
-			nlog_warn("TTL sampler: store error");
+			log_warn("TTL sampler: store error");
 			break;
 		}
 		node_count_n(n, NODE_CTR_ttl_expired, removed);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_ip.h>
@@ -19,10 +18,12 @@
 #include <rte_telemetry.h>
 #include <rte_udp.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"
 #include "health.h"
+#include "log.h"
 #include "switchd.h"
 
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux);
@@ -280,14 +281,13 @@ void cluster_note_round(struct sw *sw, uint64_t took_us)
 	if (took_us > c->st.slowest_round_us)
 		c->st.slowest_round_us = took_us;
 	if (took_us > 50000)
-		fprintf(stderr,
-			"skewless-switchd: peers: a control round took %llu ms (resets %llu, "
-			"installs %llu+%llu, removes %llu+%llu)\n",
-			(unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
-			(unsigned long long)c->st.owned_installs,
-			(unsigned long long)c->st.remote_installs,
-			(unsigned long long)c->st.owned_retires,
-			(unsigned long long)c->st.remote_removes);
+		log_warn("peers: a control round took %llu ms (resets %llu, installs %llu+%llu, "
+			 "removes %llu+%llu)",
+			 (unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
+			 (unsigned long long)c->st.owned_installs,
+			 (unsigned long long)c->st.remote_installs,
+			 (unsigned long long)c->st.owned_retires,
+			 (unsigned long long)c->st.remote_removes);
 }
 
 unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased)
@@ -313,7 +313,6 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 	json_t *arr = json_array(), *hot = json_array(), *o;
 	uint64_t now_us, until = 0;
 	struct eg_stats eg;
-	struct timespec ts;
 
 	(void)argc;
 	(void)argv;
@@ -321,8 +320,7 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 	if (!c)
 		return json_pack("{s:b, s:b, s:o, s:o}", "ok", 1, "peers_configured", 0, "switches",
 				 arr, "hot", hot);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	now_us = clock_mono_us();
 	fill_rows(sw, now_us, rows);
 	for (unsigned s = 0; s < c->ps.nslots; s++) {
 		struct fmt f;

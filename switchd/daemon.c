@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -28,6 +27,7 @@
 #include <rte_malloc.h>
 #include <rte_random.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "ctl.h"
 #include "decide.h"
@@ -40,14 +40,6 @@
 
 #define SW_MAC_AGE_S 300
 #define SW_NB_AGE_S  300
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static unsigned sw_seq; /* distinguishes DPDK object names of successive switches */
 
@@ -152,7 +144,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));
 	if (!sw->dig || dig_table_init(sw->dig, &cfg->digest) != 0 ||
-	    dig_table_track_all(sw->dig, cfg, now_us()) != 0)
+	    dig_table_track_all(sw->dig, cfg, clock_mono_us()) != 0)
 		return fail(err, errlen, "cannot create the health table%s", "");
 	sw->l2 = rte_zmalloc("l2", sizeof(*sw->l2), RTE_CACHE_LINE_SIZE);
 	if (!sw->l2)
@@ -202,7 +194,7 @@ int sw_start(struct sw *sw)
 	 * 3 silent intervals and mark every node down before its first digest
 	 * could arrive, and a restarted switch would answer UNAVAILABLE meanwhile.
 	 */
-	int rc = dig_table_track_all(sw->dig, sw->cfg, now_us());
+	int rc = dig_table_track_all(sw->dig, sw->cfg, clock_mono_us());
 
 	if (rc != 0)
 		return rc;
@@ -266,7 +258,7 @@ void sw_fini(struct sw *sw)
 
 void sw_control_poll(struct sw *sw, int timeout_ms)
 {
-	uint64_t now = rte_rdtsc(), now_u = now_us();
+	uint64_t now = rte_rdtsc(), now_u = clock_mono_us();
 	struct rec_want want;
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);

@@ -30,6 +30,7 @@ struct hot_detector {
 	uint32_t top_k;
 	uint32_t nnodes;
 	uint32_t max_replicas;
+	double replica_factor;
 	uint32_t retire_epochs;
 	uint64_t epoch;
 	uint64_t samples;
@@ -46,16 +47,17 @@ struct hot_detector {
 #define HOT_FLOOR_DIVISOR 16
 #define HOT_MIN_COUNT	  4
 
-uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas)
+uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas,
+				double factor)
 {
 	/*
 	 * A key carrying share s of the load puts s*n node-loads' worth on the
-	 * cluster; serving it from 1 + ceil(2 s n) nodes keeps each replica's part
-	 * of it under half an average node's load. Not more: every write to the
+	 * cluster; serving it from 1 + ceil(f s n) nodes keeps each replica's part
+	 * of it under 1/f of an average node's load. Not more: every write to the
 	 * key copies the new version to the whole set again, one request's work
 	 * at the home and at each replica (docs/benchmarks.md).
 	 */
-	double want = 1.0 + ceil(2.0 * share * (double)nnodes);
+	double want = 1.0 + ceil(factor * share * (double)nnodes);
 	uint32_t cap = max_replicas < nnodes ? max_replicas : nnodes;
 
 	if (want > cap)
@@ -76,6 +78,7 @@ struct hot_detector *hot_create(const struct cfg *cfg, int socket)
 		h->top_k = HOT_MAX_TOP;
 	h->nnodes = cfg->nnodes;
 	h->max_replicas = cfg->directory.max_replicas;
+	h->replica_factor = cfg->directory.replica_factor;
 	h->retire_epochs = cfg->directory.retire_epochs;
 
 	snprintf(name, sizeof(name), "hot_sketch_%u", instance);
@@ -197,7 +200,8 @@ void hot_epoch(struct hot_detector *h, struct hot_report *out)
 		k->keyhash = keyhash;
 		k->count = counts[i];
 		k->share = h->samples ? (double)counts[i] / (double)h->samples : 0;
-		k->replicas = hot_replicas_for_share(k->share, h->nnodes, h->max_replicas);
+		k->replicas = hot_replicas_for_share(k->share, h->nnodes, h->max_replicas,
+							     h->replica_factor);
 		k->key_len = name->key_len;
 		memcpy(k->key, name->key, name->key_len);
 		name->cold_epochs = 0;

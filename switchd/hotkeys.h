@@ -59,7 +59,11 @@ void hot_forget(struct hot_detector *h, uint64_t keyhash);
 /* End the epoch: fill *out, reset the sketch for the next one. */
 void hot_epoch(struct hot_detector *h, struct hot_report *out);
 
-/* Replicas for a key with this share of load among n nodes (1..max_replicas, <= n). */
-uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas);
+/*
+ * Replicas for a key with this share of load among n nodes:
+ * 1 + ceil(factor * share * n), within 1..max_replicas and <= n.
+ */
+uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas,
+				double factor);
 
 #endif

@@ -20,11 +20,11 @@
 #include "egress.h"
 #include "fmt.h"
 #include "health.h"
+#include "log.h"
 #include "reconcile.h"
 #include "switchd.h"
 
 #define IN_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
-#define IN_LOG_KEEP	 256  /* decision-log lines kept for cdtctl debug show */
 
 /* A sampled request key; its size is a multiple of 4 as rte_ring elements need. */
 struct in_sample {
@@ -44,8 +44,7 @@ struct intake {
 	struct rte_ring *completions; /* workers -> control thread */
 	uint64_t last_lost_tsc;
 	uint64_t digests_received;
-	char log_lines[IN_LOG_KEEP][384];
-	uint32_t log_next;
+	struct log_keep decisions; /* the newest decision-log lines, for cdtctl debug show */
 };
 
 static void register_commands(struct sw *sw);
@@ -262,11 +261,11 @@ static void take_logs(struct sw *sw)
 	struct sw_decision d;
 
 	while (rte_ring_sc_dequeue_elem(sw->log_ring, &d, sizeof(d)) == 0) {
-		char *line = in->log_lines[in->log_next % IN_LOG_KEEP];
+		char line[LOG_KEEP_WIDTH];
 
-		format_decision(sw, &d, line, sizeof(in->log_lines[0]));
-		fprintf(stderr, "skewless-switchd: decision %s\n", line);
-		in->log_next++;
+		format_decision(sw, &d, line, sizeof(line));
+		log_info("decision %s", line);
+		log_keep_add(&in->decisions, line);
 	}
 }
 
@@ -346,10 +345,9 @@ static json_t *cmd_debug(struct sw *sw, int argc, char **argv, void *aux)
 	else if (!arg || strcmp(arg, "show"))
 		return ctl_error("debug: expected on, off or show, got \"%s\"", arg ? arg : "");
 	json_t *lines = json_array();
-	uint32_t n = RTE_MIN(in->log_next, (uint32_t)IN_LOG_KEEP);
 
-	for (uint32_t i = in->log_next - n; i != in->log_next; i++)
-		json_array_append_new(lines, json_string(in->log_lines[i % IN_LOG_KEEP]));
+	for (unsigned i = 0; i < log_keep_count(&in->decisions); i++)
+		json_array_append_new(lines, json_string(log_keep_line(&in->decisions, i)));
 	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
 }
 

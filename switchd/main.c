@@ -7,12 +7,15 @@
  * --file-prefix, ...). The main lcore runs the control thread; every other
  * lcore named by the switch's "lcores" (or every EAL worker lcore) runs a
  * poll-mode worker. SIGINT/SIGTERM stop it gracefully. A bad config or a port
- * that cannot be set up is one line on stderr and exit code 1.
+ * that cannot be set up is one line on stderr ("skewless-switchd: ...") and
+ * exit code 1; once the switch is known, the rest goes through log.h
+ * ("HH:MM:SS.mmm skewless-switchd[s1] info: ...").
  */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
+#include "log.h"
 #include "switchd.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -35,12 +39,20 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: skewless-switchd [EAL args] -- --config FILE --switch ID|NAME "
-		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout]\n");
+		   "[--idle-sleep-us N] [--socket PATH] [--no-digest-timeout] "
+		   "[--log-level error|warn|info|debug]\n");
 }
 
-static int die(const char *msg)
+/* A start-up error: one line on stderr; main returns what this returns. */
+static int __attribute__((format(printf, 1, 2))) die(const char *fmt, ...)
 {
-	fprintf(stderr, "skewless-switchd: %s\n", msg);
+	char line[CFG_ERR_LEN + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "skewless-switchd: %s\n", line);
 	rte_eal_cleanup();
 	return 1;
 }
@@ -53,6 +65,7 @@ int main(int argc, char **argv)
 	    {"idle-sleep-us", required_argument, NULL, 'i'},
 	    {"socket", required_argument, NULL, 'S'},
 	    {"no-digest-timeout", no_argument, NULL, 'D'},
+	    {"log-level", required_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -62,6 +75,7 @@ int main(int argc, char **argv)
 	static struct sw sw;
 	const struct cfg_switch *self;
 	char err[CFG_ERR_LEN + 64];
+	int log_level = LOG_LVL_INFO;
 	int n, c;
 
 	n = rte_eal_init(argc, argv);
@@ -82,15 +96,11 @@ int main(int argc, char **argv)
 			break;
 		case 'i': {
 			uint64_t v;
-			char msg[160];
 
-			if (cfg_parse_uint(optarg, 0, 1000000, &v) != 0) {
-				snprintf(msg, sizeof(msg),
-					 "--idle-sleep-us: expected an integer 0..1000000, got "
-					 "\"%.64s\"",
-					 optarg);
-				return die(msg);
-			}
+			if (cfg_parse_uint(optarg, 0, 1000000, &v) != 0)
+				return die("--idle-sleep-us: expected an integer 0..1000000, got "
+					   "\"%.64s\"",
+					   optarg);
 			so.idle_sleep_us = (int64_t)v;
 			break;
 		}
@@ -99,6 +109,13 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			so.no_digest_timeout = true;
+			break;
+		case 'L':
+			log_level = log_parse_level(optarg);
+			if (log_level < 0)
+				return die("--log-level: expected error|warn|info|debug, got "
+					   "\"%.64s\"",
+					   optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -111,24 +128,19 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		char msg[160];
-
 		usage(stderr);
-		snprintf(msg, sizeof(msg), "unexpected argument \"%.64s\"", argv[optind]);
-		return die(msg);
+		return die("unexpected argument \"%.64s\"", argv[optind]);
 	}
 	if (!config || !switch_name) {
 		usage(stderr);
 		return die("--config and --switch are required");
 	}
 	if (cfg_load(config, &cfg, err, sizeof(err)) != 0)
-		return die(err);
+		return die("%s", err);
 	self = cfg_switch_lookup(&cfg, switch_name);
-	if (!self) {
-		snprintf(err, sizeof(err), "%s: no switch \"%s\" in switches[]", config,
-			 switch_name);
-		return die(err);
-	}
+	if (!self)
+		return die("%s: no switch \"%s\" in switches[]", config, switch_name);
+	log_init("skewless-switchd", self->name, (enum log_level)log_level);
 	/* The control socket's directory (/run/skewless) may not exist yet. */
 	const char *sock = so.socket_path ? so.socket_path : self->control_socket;
 
@@ -140,7 +152,7 @@ int main(int argc, char **argv)
 	}
 	if (sw_init(&sw, &cfg, self, &so, err, sizeof(err)) != 0) {
 		sw_fini(&sw);
-		return die(err);
+		return die("%s", err);
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -151,15 +163,14 @@ int main(int argc, char **argv)
 	}
 	char vip[16];
 
-	fprintf(stderr,
-		"skewless-switchd: %s (%s) running: %u ports, %u workers, VIP %s:%u, "
-		"control socket %s, idle sleep %u us after %u empty polls\n",
-		self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
-		cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
-		sw.idle_sleep_us, sw.idle_polls);
+	log_info("%s (%s) running: %u ports, %u workers, VIP %s:%u, control socket %s, idle sleep "
+		 "%u us after %u empty polls",
+		 self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
+		 cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
+		 sw.idle_sleep_us, sw.idle_polls);
 	while (!stop_requested)
 		sw_control_poll(&sw, 10);
-	fprintf(stderr, "skewless-switchd: stopping\n");
+	log_info("stopping");
 	sw_fini(&sw);
 	rte_eal_cleanup();
 	return 0;

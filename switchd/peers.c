@@ -37,6 +37,7 @@ int peer_init(struct peer_state *ps, const struct cfg *cfg, uint16_t self_id, ui
 		ps->top_k = 1;
 	ps->nnodes = cfg->nnodes;
 	ps->max_replicas = cfg->directory.max_replicas;
+	ps->replica_factor = cfg->directory.replica_factor;
 	ps->dead_us = (uint64_t)PEER_DEAD_INTERVALS * ps->interval_ms * 1000u;
 	ps->lease_us = (uint64_t)PEER_LEASE_INTERVALS * ps->interval_ms * 1000u;
 	ps->next_tick_us = now_us;
@@ -511,7 +512,8 @@ static uint32_t peer_merge(const struct peer_state *ps, const bool *use, struct 
 
 			*o = *votes[j].k;
 			o->count = total;
-			o->replicas = hot_replicas_for_share(share, ps->nnodes, ps->max_replicas);
+			o->replicas = hot_replicas_for_share(share, ps->nnodes, ps->max_replicas,
+							     ps->replica_factor);
 		}
 		j = k;
 	}

@@ -99,6 +99,7 @@ struct peer_state {
 	uint16_t nslots; /* 1 + configured peers */
 	struct peer_slot slot[PEER_MAX];
 	uint32_t interval_ms, delta_pct, nwin, top_k, nnodes, max_replicas;
+	double replica_factor;
 	uint32_t owned_cap; /* keys an owned list may hold: directory.max_keys, capped */
 	uint64_t dead_us, lease_us;
 	uint32_t seq;

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "counters.h"
 #include "l2.h"
+#include "log.h"
 #include "ring.h"
 #include "scores.h"
 #include "select.h"

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "keyhash.h"
 #include "skewless.h"
 #include "wire.h"
@@ -54,14 +55,6 @@ struct fake {
 	struct held *held;
 	size_t nheld, cap_held;
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct fake *fake_new(uint16_t id, enum fake_mode mode)
 {
@@ -223,9 +216,9 @@ static void pump_all(struct skl_agent *a, struct fake **fakes, int nf)
 static void run_until(struct skl_agent *a, struct fake **fakes, int nf, struct outcome *o,
 		      int max_ms)
 {
-	uint64_t end = mono_ms() + (uint64_t)max_ms;
+	uint64_t end = clock_mono_ms() + (uint64_t)max_ms;
 
-	while (!o->done && mono_ms() < end)
+	while (!o->done && clock_mono_ms() < end)
 		pump_all(a, fakes, nf);
 	ck_assert_msg(o->done, "request did not complete within %d ms", max_ms);
 }
@@ -308,8 +301,8 @@ START_TEST(ten_thousand_in_flight_unique_req_ids)
 	}
 	ck_assert_uint_eq(skl_inflight(a), 10000);
 	ck_assert_int_eq(skl_get(a, "x", 1, NULL, count_ok, NULL), -EBUSY);
-	end = mono_ms() + 5000;
-	while (n1->nheld < 10000 && mono_ms() < end)
+	end = clock_mono_ms() + 5000;
+	while (n1->nheld < 10000 && clock_mono_ms() < end)
 		fake_pump(n1);
 	ck_assert_uint_eq(n1->nheld, 10000);
 	/* Every req_id distinct and carrying the agent id. */
@@ -336,8 +329,8 @@ START_TEST(ten_thousand_in_flight_unique_req_ids)
 		free(ids);
 	}
 	/* Answer them all, a batch at a time, while the agent polls. */
-	end = mono_ms() + 20000;
-	while (completed_ok < 10000 && mono_ms() < end) {
+	end = clock_mono_ms() + 20000;
+	while (completed_ok < 10000 && clock_mono_ms() < end) {
 		fake_release(n1, 500);
 		skl_poll(a, 1);
 	}
@@ -418,7 +411,7 @@ START_TEST(timeout_and_retry_counts)
 				  .switch_failures = 100};
 	struct skl_agent *a = make_agent(sw, &n1, 1, &opt);
 	struct outcome o;
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = clock_mono_ms();
 
 	do_get(a, all, 2, "user:1", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
@@ -426,8 +419,8 @@ START_TEST(timeout_and_retry_counts)
 	ck_assert_uint_eq(sw->rx_total, 3);
 	ck_assert_uint_eq(sw->req_ids[0], sw->req_ids[2]); /* a retry keeps its req_id */
 	ck_assert_uint_eq(n1->rx_total, 0);
-	ck_assert_uint_ge(mono_ms() - t0, 60);
-	ck_assert_uint_lt(mono_ms() - t0, 1000);
+	ck_assert_uint_ge(clock_mono_ms() - t0, 60);
+	ck_assert_uint_lt(clock_mono_ms() - t0, 1000);
 	ck_assert_uint_eq(stats(a).timeouts, 3);
 	ck_assert_uint_eq(stats(a).retries, 2);
 	skl_close(a);
@@ -476,17 +469,17 @@ START_TEST(fallback_linearizable_and_recheck)
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(o.res.sends, 2);
 	/* ...and the next request fails fast, without a datagram. */
-	t0 = mono_ms();
+	t0 = clock_mono_ms();
 	do_get(a, all, 2, "user:2", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
 	ck_assert_uint_eq(o.res.sends, 0);
-	ck_assert_uint_lt(mono_ms() - t0, 15);
+	ck_assert_uint_lt(clock_mono_ms() - t0, 15);
 	ck_assert_uint_eq(stats(a).fail_fast, 1);
 	/* The switch comes back: the re-check notices within recheck_ms. */
 	sw->mode = FAKE_SWITCH;
 	sw->hint_node = 1;
-	end = mono_ms() + 1000;
-	while (!skl_using_switch(a) && mono_ms() < end)
+	end = clock_mono_ms() + 1000;
+	while (!skl_using_switch(a) && clock_mono_ms() < end)
 		pump_all(a, all, 2);
 	ck_assert_int_eq(skl_using_switch(a), 1);
 	ck_assert_uint_ge(stats(a).rechecks, 1);
@@ -724,9 +717,9 @@ START_TEST(sync_wrappers)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		uint64_t end = mono_ms() + 3000;
+		uint64_t end = clock_mono_ms() + 3000;
 
-		while (mono_ms() < end)
+		while (clock_mono_ms() < end)
 			fake_pump(n1), usleep(200);
 		_exit(0);
 	}

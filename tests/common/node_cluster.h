@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #ifndef MAX_NODES
 #error "define MAX_NODES before including node_cluster.h"
 #endif
@@ -33,14 +35,6 @@ static char base[128], dir[256], conf_path[300];
 static uint16_t base_port; /* the service port; node i listens on base_port + i */
 static pid_t pids[MAX_NODES + 1];
 static int sw_fd = -1; /* bound to 127.0.0.1:base_port */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void rm_tree(const char *path)
 {

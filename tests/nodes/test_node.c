@@ -73,7 +73,7 @@ static int rpc_to(int id, struct wire_msg *req, struct wire_msg *rep, uint8_t *b
 	struct sockaddr_in to = node_addr(id);
 	uint8_t out[12000];
 	int len;
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
 
 	if (!req->req_id) /* a caller that sets one is retrying */
 		req->req_id = ((uint64_t)7 << 32) | ++seq;
@@ -83,7 +83,7 @@ static int rpc_to(int id, struct wire_msg *req, struct wire_msg *rep, uint8_t *b
 	ck_assert_int_gt(len, 0);
 	ck_assert_int_eq(sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
 			 len);
-	while (now_ms() < deadline) {
+	while (clock_mono_ms() < deadline) {
 		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
 
 		if (poll(&p, 1, 20) <= 0)
@@ -218,9 +218,9 @@ static const char *key_homed_at(int id, char *buf, const char *prefix)
 /* Wait for one datagram of op on the switch socket (skipping others), 2 s at most. */
 static int recv_op(int fd, uint8_t op, struct wire_msg *m, uint8_t *buf, size_t cap)
 {
-	uint64_t deadline = now_ms() + 2000;
+	uint64_t deadline = clock_mono_ms() + 2000;
 
-	while (now_ms() < deadline) {
+	while (clock_mono_ms() < deadline) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 
 		if (poll(&p, 1, 20) <= 0)
@@ -539,9 +539,9 @@ START_TEST(overloaded_burst)
 	/* Every request is answered (OVERLOADED at once, the rest within ~5 x 20
 	 * ms) but for those that waited in the queue past the agent timeout (50
 	 * ms): their sender gave up, so they are dropped unserved and counted. */
-	uint64_t deadline = now_ms() + 3000;
+	uint64_t deadline = clock_mono_ms() + 3000;
 
-	while (now_ms() < deadline) {
+	while (clock_mono_ms() < deadline) {
 		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
 		struct wire_msg r;
 
@@ -693,9 +693,9 @@ START_TEST(kill9_keeps_acked_puts)
 	start_node(1, NULL);
 	to = node_addr(1);
 	/* PUTs with WINDOW outstanding; SIGKILL after 300 acks while more are in flight. */
-	uint64_t deadline = now_ms() + 20000;
+	uint64_t deadline = clock_mono_ms() + 20000;
 
-	while (!killed && now_ms() < deadline) {
+	while (!killed && clock_mono_ms() < deadline) {
 		while (sent < MAXK && sent - nacked < WINDOW) {
 			snprintf(keys[sent], sizeof(keys[0]), "k9-%d", sent);
 			struct wire_msg m = {.op = WIRE_OP_PUT,

@@ -146,12 +146,14 @@ END_TEST
 
 START_TEST(replicas_grow_with_share)
 {
-	ck_assert_uint_eq(hot_replicas_for_share(0.0, 8, 8), 1);
-	ck_assert_uint_eq(hot_replicas_for_share(0.003, 8, 8), 2);
-	ck_assert_uint_eq(hot_replicas_for_share(0.07, 8, 8), 3);
-	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 8), 8);
-	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 3), 3);
-	ck_assert_uint_eq(hot_replicas_for_share(0.5, 2, 8), 2);
+	ck_assert_uint_eq(hot_replicas_for_share(0.0, 8, 8, 2), 1);
+	ck_assert_uint_eq(hot_replicas_for_share(0.003, 8, 8, 2), 2);
+	ck_assert_uint_eq(hot_replicas_for_share(0.07, 8, 8, 2), 3);
+	ck_assert_uint_eq(hot_replicas_for_share(0.07, 8, 8, 4), 4);
+	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 8, 2), 8);
+	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 3, 2), 3);
+	ck_assert_uint_eq(hot_replicas_for_share(0.5, 2, 8, 2), 2);
+	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 8, 0), 1); /* factor 0: home only */
 }
 END_TEST
 

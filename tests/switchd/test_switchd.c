@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_arp.h>
@@ -32,6 +31,7 @@
 
 #include "../common/eal_cleanup.h"
 #include "cdt.h"
+#include "clock.h"
 #include "ctl.h"
 #include "digest.h"
 #include "keyhash.h"
@@ -1285,14 +1285,6 @@ static const char *peers_json =
 #define S2_IP 0x0a4d0066u /* 10.77.0.102 */
 static const uint8_t s2_mac[6] = {0x02, 0x53, 0x4b, 0x4c, 0x00, 0x66};
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* s2's view of every node: alive, never heard a digest. */
 static void s2_score(void *arg, uint16_t node, struct sync_score *sc)
 {
@@ -1325,8 +1317,8 @@ static unsigned peer_round(struct peer_state *s2, bool s2_talks)
 	struct rte_mbuf *out[256];
 	unsigned n, syncs = 0;
 
-	if (s2_talks && peer_tick(s2, mono_us()))
-		peer_build(s2, 1, mono_us(), 1400, nodes, 4, s2_score, s2_emit, NULL);
+	if (s2_talks && peer_tick(s2, clock_mono_us()))
+		peer_build(s2, 1, clock_mono_us(), 1400, nodes, 4, s2_score, s2_emit, NULL);
 	run();
 	sw_control_poll(&sw, 0);
 	run(); /* worker 0 sends what the control thread queued */
@@ -1343,7 +1335,8 @@ static unsigned peer_round(struct peer_state *s2, bool s2_talks)
 				ck_assert_mem_eq(p.eth->dst_addr.addr_bytes, s2_mac, 6);
 				syncs++;
 				if (s2_talks)
-					peer_receive(s2, p.msg.value, p.msg.val_len, mono_us());
+					peer_receive(s2, p.msg.value, p.msg.val_len,
+						     clock_mono_us());
 			}
 		}
 		free_all(out, n);
@@ -1385,7 +1378,7 @@ START_TEST(peer_lease_held_then_lost)
 			  0,
 		      "sw_init: %s", err);
 	learn_nodes();
-	ck_assert_int_eq(peer_init(&s2, &two, 2, 0x5eed, mono_us()), 0);
+	ck_assert_int_eq(peer_init(&s2, &two, 2, 0x5eed, clock_mono_us()), 0);
 	ck_assert(command_has("peers", "\"leased\":false"));
 	for (int i = 0; i < 1000 && !__atomic_load_n(&sw.lease_until_tsc, __ATOMIC_RELAXED); i++) {
 		syncs += peer_round(&s2, true);
@@ -1398,7 +1391,7 @@ START_TEST(peer_lease_held_then_lost)
 	ck_assert(
 	    command_has("peers", "\"name\":\"s2\",\"self\":false,\"live\":true,\"lease\":true"));
 	/* s2 falls silent: the lease (3 intervals, 60 ms) runs out. */
-	for (uint64_t t0 = mono_us(); mono_us() - t0 < 200000;) {
+	for (uint64_t t0 = clock_mono_us(); clock_mono_us() - t0 < 200000;) {
 		peer_round(&s2, false);
 		usleep(1000);
 	}

@@ -1,0 +1,76 @@
+/*
+ * send.c - the node's UDP socket and node_send() (see send.h).
+ */
+#include "send.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int node_socket_open(struct node *n, char *err, size_t errlen)
+{
+	struct sockaddr_in addr = {.sin_family = AF_INET};
+	int rcvbuf = 4 << 20; /* absorb bursts while the workers catch up */
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000}; /* rx thread checks stop_rx */
+	char ip[16];
+
+	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (n->fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(n->fd, SOL_SOCKET, SO_SNDBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	addr.sin_addr.s_addr = htonl(n->self->ip);
+	addr.sin_port = htons(n->self->port);
+	if (bind(n->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		snprintf(err, errlen, "%s:%u: cannot bind: %s%s", cfg_format_ipv4(n->self->ip, ip),
+			 n->self->port, strerror(errno),
+			 errno == EADDRINUSE ? " (is another node running on this port?)" : "");
+		close(n->fd);
+		n->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void node_socket_close(struct node *n)
+{
+	if (n->fd >= 0)
+		close(n->fd);
+	n->fd = -1;
+}
+
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+{
+	if (sendto(n->fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
+		int rc = -errno; /* before logging, which may change errno */
+
+		node_count(n, NODE_CTR_send_errors);
+		log_debug("sendto %s:%u: %s", inet_ntoa(to->sin_addr), ntohs(to->sin_port),
+			  strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+{
+	for (unsigned sent = 0; sent < count;) {
+		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
+
+		if (r <= 0) {
+			/* Count the one that failed and go on with the rest. */
+			node_count(n, NODE_CTR_send_errors);
+			sent++;
+			continue;
+		}
+		sent += (unsigned)r;
+	}
+}
