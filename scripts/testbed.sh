@@ -75,14 +75,16 @@ for s in c.get("switches", []):
 PY
 }
 
-ns_exists() { ip netns list | awk '{print $1}' | grep -qx -- "$1"; }
+# grep without -q after a pipe: -q quits at the first match, and under pipefail
+# the writer's SIGPIPE would make a found match read as a failure.
+ns_exists() { ip netns list | awk '{print $1}' | grep -x -- "$1" >/dev/null; }
 log() { echo "testbed: $*"; }
 die() { echo "testbed: $*" >&2; exit 1; }
 prefix_of() { echo "$nsp$name-$1"; } # DPDK --file-prefix of switch NAME
 
 # Does PID run a skewless process started with this config?
 ours() {
-	[ -r "/proc/$1/cmdline" ] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$config"
+	[ -r "/proc/$1/cmdline" ] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -xF -- "$config" >/dev/null
 }
 
 # kill_proc NAME: stop the process of pid file NAME (TERM, then KILL after 5 s).
@@ -184,11 +186,11 @@ check_free() {
 	local kind a b c d e
 	while read -r kind a b c d e; do
 		case $kind in
-		vip) if ip -o addr show | grep -q " inet $a/"; then
+		vip) if ip -o addr show | grep " inet $a/" >/dev/null; then
 			die "address $a (VIP) is already in use in the root namespace"; fi ;;
 		host) if ns_exists "$nsp$a"; then
 			die "namespace $nsp$a already exists; if it is a leftover: $0 down $config"; fi
-			if ip -o addr show | grep -q " inet $b/"; then
+			if ip -o addr show | grep " inet $b/" >/dev/null; then
 				die "address $b ($a) is already in use in the root namespace"; fi ;;
 		switch) if ns_exists "$nsp$b"; then
 			die "namespace $nsp$b already exists; if it is a leftover: $0 down $config"; fi
@@ -254,7 +256,7 @@ start_switch() { # id name role socket
 # promiscuous mode is the last thing it sets by name, or, for a device that
 # refuses it, the control socket answers (every port is set up by then).
 port_started() {
-	ip -n "$1" link show "$2" 2>/dev/null | grep -q 'PROMISC' && return 0
+	ip -n "$1" link show "$2" 2>/dev/null | grep 'PROMISC' >/dev/null && return 0
 	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1
 }
 
