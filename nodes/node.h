@@ -47,6 +47,9 @@
 	X(expired)	     /* client requests that waited in the queue past the agent timeout: \
 				dropped unserved, their sender has given up on them */            \
 	X(bad_payload)	     /* malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none */  \
+	X(src_not_switch)    /* REPLICATE from no configured switch address: dropped, no reply */ \
+	X(src_not_node)	     /* RC_REQ from no configured node, UNREPLICATE from no node nor \
+				switch: dropped, no reply */                                      \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \

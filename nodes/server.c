@@ -253,12 +253,39 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 	return 0;
 }
 
+/*
+ * Whether a control op may come from `from`: the op table's `by` column names
+ * who sends it, and the config where they are. Addresses only, not ports: a
+ * home's UNREPLICATE comes from a socket of its own (repl.c). Ops that agents
+ * send are taken from anyone. The fabric's source addresses are trusted
+ * (docs/operations.md, "Threat model").
+ */
+static enum node_counter source_check(const struct node *n, uint8_t op,
+				      const struct sockaddr_in *from)
+{
+	unsigned by = wire_op_senders(op);
+	uint32_t ip = ntohl(from->sin_addr.s_addr);
+
+	if (by & WIRE_BY_AGENT)
+		return NODE_CTR_COUNT;
+	if (by & (WIRE_BY_SWITCH | WIRE_BY_PEER))
+		for (int i = 0; i < n->cfg->nswitches; i++)
+			if (n->cfg->switches[i].vip == ip)
+				return NODE_CTR_COUNT;
+	if (by & WIRE_BY_NODE)
+		for (int i = 0; i < n->cfg->nnodes; i++)
+			if (n->cfg->nodes[i].ip == ip)
+				return NODE_CTR_COUNT;
+	return (by & WIRE_BY_NODE) ? NODE_CTR_src_not_node : NODE_CTR_src_not_switch;
+}
+
 /* Classify one datagram: answer it at once, or queue it for a worker. */
 static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
 		   uint64_t now, uint8_t *out)
 {
 	struct wire_msg m;
 	enum wire_error err;
+	enum node_counter foreign;
 
 	node_count(n, NODE_CTR_rx_datagrams);
 	err = wire_decode_header(buf, len, &m);
@@ -279,6 +306,11 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 	if (wire_op_lane(m.op) == WIRE_LANE_NONE) {
 		node_count(n, NODE_CTR_unsupported_op);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
+		return;
+	}
+	foreign = source_check(n, m.op, from);
+	if (foreign != NODE_CTR_COUNT) {
+		node_count(n, foreign); /* no reply: a spoofer learns nothing */
 		return;
 	}
 	if (keyhash(m.key, m.key_len) != m.keyhash) {

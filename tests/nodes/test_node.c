@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,92 @@ START_TEST(replication)
 	/* A malformed REPLICATE payload gets BAD_REQUEST. */
 	r = req(1, WIRE_OP_REPLICATE, k, payload, 3, v, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_BAD_REQUEST);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
+/*
+ * Send a control op to node id from 127.0.0.2, an address that is neither the
+ * switch's (service.vip 127.0.0.1) nor a node's, and wait briefly for an
+ * answer: true when one came (the node must stay silent).
+ */
+static bool spoof(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
+		  uint64_t version)
+{
+	uint8_t out[512], in[512];
+	struct wire_msg m = {.op = op,
+			     .req_id = 77,
+			     .version = version,
+			     .node = (uint16_t)id,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .keyhash = keyhash(key, strlen(key)),
+			     .value = val,
+			     .val_len = vlen};
+	struct sockaddr_in from = {.sin_family = AF_INET}, to = node_addr(id);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), len = wire_encode(&m, out, sizeof(out));
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	bool answered;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(len, 0);
+	from.sin_addr.s_addr = htonl(0x7f000002u);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	ck_assert_int_eq(sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)), len);
+	answered = poll(&p, 1, 300) > 0 && recv(fd, in, sizeof(in), 0) > 0;
+	close(fd);
+	return answered;
+}
+
+/* Control ops from an address the config does not name are dropped, counted and change nothing. */
+START_TEST(spoofed_control_dropped)
+{
+	char k[64];
+	uint8_t payload[4], copy[8 + 5] = {0, 1, 0, 0, 0, 0, 0, 0, 'e', 'v', 'i', 'l', '!'};
+	struct wire_msg r, ack;
+	static uint8_t sbuf[12000];
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "spoof");
+	uint64_t v = req(1, WIRE_OP_PUT, k, "real", 4, 0, 0).version;
+
+	/* A spoofed REPLICATE pushes nothing. */
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	ck_assert(!spoof(1, WIRE_OP_REPLICATE, k, payload, 4, v));
+	ck_assert_uint_eq(counter(1, "src_not_switch"), 1);
+	ck_assert_uint_eq(counter(1, "rc_req_sent"), 0);
+	ck_assert_uint_eq(counter(1, "replicate"), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+
+	/* A spoofed RC_REQ stores no copy and sends no RC_ACK. */
+	ck_assert(!spoof(2, WIRE_OP_RC_REQ, k, copy, sizeof(copy), v + 1));
+	ck_assert_int_ne(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(counter(2, "src_not_node"), 1);
+	ck_assert_uint_eq(counter(2, "rc_req"), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+
+	/* The real switch's REPLICATE (from 127.0.0.1) still works. */
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.version, v);
+
+	/* A spoofed UNREPLICATE leaves the copy in place. */
+	ck_assert(!spoof(2, WIRE_OP_UNREPLICATE, k, NULL, 0, 0));
+	ck_assert_uint_eq(counter(2, "src_not_node"), 2);
+	ck_assert_uint_eq(counter(2, "unreplicate"), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_int_eq(memcmp(r.value, "real", 4), 0);
+
+	/* Data ops are taken from anyone. */
+	ck_assert(spoof(1, WIRE_OP_GET, k, NULL, 0, 0));
 	stop_node(2);
 	stop_node(1);
 }
@@ -963,6 +1050,7 @@ int main(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, data_ops_and_moved);
 	tcase_add_test(tc, replication);
+	tcase_add_test(tc, spoofed_control_dropped);
 	tcase_add_test(tc, versions_across_restart_and_gc);
 	tcase_add_test(tc, ttl_expiry);
 	tcase_add_test(tc, overloaded_burst);
