@@ -133,6 +133,18 @@ static const uint8_t *udp_payload(struct rte_mbuf *m, size_t *len)
 	return (const uint8_t *)(udp + 1);
 }
 
+/*
+ * Whether a DIGEST the fast path took (its source address is the node's own,
+ * pipeline.c) came in on the port the L2 table has that node behind (m->port
+ * holds the port index it came in on); true while that port is not known yet.
+ */
+static bool on_node_port(const struct sw *sw, const struct rte_mbuf *m, uint16_t node)
+{
+	uint8_t mac[6], port;
+
+	return !l2_node_nb(sw->l2, node, mac, &port) || port == m->port;
+}
+
 /* Digests (from the workers' ring) into the health table, then failure detection. */
 static void take_digests(struct sw *sw, uint64_t now)
 {
@@ -142,6 +154,11 @@ static void take_digests(struct sw *sw, uint64_t now)
 		size_t len;
 		const uint8_t *p = udp_payload(m, &len);
 
+		if (!on_node_port(sw, m, wire_get16(p + WIRE_OFF_NODE))) {
+			sw->ctl_counters[SW_CNT_DROP_DIGEST_PORT]++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
 		if (dig_table_receive_datagram(sw->dig, p, len, now) == 0)
 			sw->intake->digests_received++;
 		rte_pktmbuf_free(m);

@@ -346,11 +346,14 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
 	case WIRE_OP_DIGEST:
+		/* Only from the address of the node it names; the control thread checks the port. */
 		if (!from_node(sw, p)) {
-			drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
+			drop(w, p->m, SW_CNT_DROP_DIGEST_SRC);
 			return K_DONE;
 		}
-		/* The control thread is the single writer of health: hand it the frame. */
+		/* The control thread is the single writer of health: hand it the frame,
+		 * with the port index it came in on (intake.c checks it against L2). */
+		p->m->port = in_port;
 		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
 			drop(w, p->m, SW_CNT_DROP_DIGEST_QUEUE);
 			return K_DONE;

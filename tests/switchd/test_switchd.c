@@ -34,6 +34,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "digest.h"
+#include "intake.h"
 #include "keyhash.h"
 #include "peers.h"
 #include "switchd.h"
@@ -995,6 +996,53 @@ START_TEST(digests_drive_health_and_liveness)
 }
 END_TEST
 
+/*
+ * DIGEST only from the address of the node it names and on the port that node
+ * sits behind; SYNC only from a configured peer (s1 has none). Spoofs are
+ * dropped, counted, and change no health.
+ */
+START_TEST(spoofed_digest_and_sync_dropped)
+{
+	struct rte_mbuf *m = digest_from(2, 1, 100);
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint8_t dgram[64], mac[6];
+	struct wire_msg sync = {.op = WIRE_OP_SYNC, .flags = WIRE_F_VIA_SWITCH, .val_len = 4,
+				.value = (const uint8_t *)"sync"};
+	int n = wire_encode(&sync, dgram, sizeof(dgram));
+
+	/* n2's digest from n3's address. */
+	ip->src_addr = htonl(0x0a4d0003u);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	inject(3, 0, m);
+	/* n2's digest from n2's address, on n3's port. */
+	inject(3, 0, digest_from(2, 2, 100));
+	/* A SYNC from a node's address: no peer. */
+	ck_assert_int_gt(n, 0);
+	node_mac(4, mac);
+	inject(4, 0, frame(mac, vip_mac, 0x0a4d0004u, VIP, SVC, SVC, dgram, (size_t)n));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(drain_all(), 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_DIGEST_SRC), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_DIGEST_PORT), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_SYNC), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_SYNCS), 0);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UNKNOWN);
+	ck_assert_uint_eq(intake_digests_received(&sw), 0);
+
+	/* The same digest from n2, where n2 is: taken. */
+	inject(2, 0, digest_from(2, 3, 100));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
+	ck_assert_uint_eq(intake_digests_received(&sw), 1);
+}
+END_TEST
+
 /* ---- Two workers under concurrent CDT updates. ------------------------------------------ */
 
 START_TEST(two_workers_concurrent_updates)
@@ -1431,6 +1479,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, commands_come_from_the_registry);
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
+	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
