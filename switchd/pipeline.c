@@ -346,7 +346,7 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
 	case WIRE_OP_DIGEST:
-		/* Only from the address of the node it names; the control thread checks the port. */
+		/* Only from the address of the node it names (intake.c checks the port). */
 		if (!from_node(sw, p)) {
 			drop(w, p->m, SW_CNT_DROP_DIGEST_SRC);
 			return K_DONE;

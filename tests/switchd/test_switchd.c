@@ -1007,7 +1007,9 @@ START_TEST(spoofed_digest_and_sync_dropped)
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 	uint8_t dgram[64], mac[6];
-	struct wire_msg sync = {.op = WIRE_OP_SYNC, .flags = WIRE_F_VIA_SWITCH, .val_len = 4,
+	struct wire_msg sync = {.op = WIRE_OP_SYNC,
+				.flags = WIRE_F_VIA_SWITCH,
+				.val_len = 4,
 				.value = (const uint8_t *)"sync"};
 	int n = wire_encode(&sync, dgram, sizeof(dgram));
 
