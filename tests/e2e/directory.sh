@@ -14,10 +14,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$repo/build}
 template=${SKL_TESTBED_CONFIG:-$repo/conf/testbed.json}
 export SKL_BUILD=$build
-# Every test's prefix, skl-test-: scripts/sweep.sh clears what a killed run left.
-"$repo/scripts/sweep.sh" skl-test- || exit 1
-export SKL_RUN_DIR=$(mktemp -d /tmp/skl-test-dir.XXXXXX)
-export SKL_NS_PREFIX=skl-test-dir- # never the namespaces of an operator's testbed
+# Every test's prefix (SKL_TEST_PREFIX, default skl-test-): scripts/sweep.sh
+# clears what a killed run left.
+prefix=${SKL_TEST_PREFIX:-skl-test-}
+"$repo/scripts/sweep.sh" "$prefix" || exit 1
+export SKL_RUN_DIR=$(mktemp -d /tmp/${prefix}dir.XXXXXX)
+export SKL_NS_PREFIX=${prefix}dir- # never the namespaces of an operator's testbed
 export SKL_SERVICE_TIME_US=200
 export SKL_NODE_ARGS="--ack-delay-ms 20"
 run=$SKL_RUN_DIR

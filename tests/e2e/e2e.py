@@ -5,7 +5,7 @@ usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overloa
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
-namespaces named skl-test-* (SKL_NS_PREFIX) so that it never collides with a
+namespaces named skl-test-* (SKL_TEST_PREFIX) so that it never collides with a
 testbed an operator has up, runs real processes (skewless-switchd,
 skewless-node, the skewless CLI) and tears everything down on every exit path
 (failure, exception, SIGTERM from meson's timeout). Every wait is bounded.
@@ -42,7 +42,9 @@ from private_config import private_config
 
 SRC = os.environ.get("SKL_SOURCE_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
-NSP = "skl-test-"  # every test's prefix: scripts/sweep.sh removes what a killed run left
+# Every test's prefix (SKL_TEST_PREFIX, default skl-test-): scripts/sweep.sh
+# removes what a killed run left. Another prefix lets two runs share a machine.
+NSP = os.environ.get("SKL_TEST_PREFIX", "skl-test-")
 SKIP = 77
 
 

@@ -22,10 +22,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$repo/build}
 testbed=$repo/scripts/testbed.sh
 export SKL_BUILD=$build
-# Every test's prefix, skl-test-: scripts/sweep.sh clears what a killed run left.
-"$repo/scripts/sweep.sh" skl-test- || exit 1
-export SKL_RUN_DIR=$(mktemp -d /tmp/skl-test-peers.XXXXXX)
-export SKL_NS_PREFIX=skl-test-pr- # never the namespaces of an operator's testbed
+# Every test's prefix (SKL_TEST_PREFIX, default skl-test-): scripts/sweep.sh
+# clears what a killed run left.
+prefix=${SKL_TEST_PREFIX:-skl-test-}
+"$repo/scripts/sweep.sh" "$prefix" || exit 1
+export SKL_RUN_DIR=$(mktemp -d /tmp/${prefix}peers.XXXXXX)
+export SKL_NS_PREFIX=${prefix}pr- # never the namespaces of an operator's testbed
 export SKL_SERVICE_TIME_US=200
 run=$SKL_RUN_DIR
 ns=$SKL_NS_PREFIX
