@@ -256,6 +256,21 @@ static bool from_switch(const struct node *n, uint16_t owner, const struct socka
 }
 
 /*
+ * Whether an UNREPLICATE reply on drop_copy_at()'s socket may confirm the
+ * drop: with a key it must carry a valid MAC (a forged confirmation would let
+ * a write through while a copy still serves the old value).
+ */
+static bool confirmed(struct node *n, const uint8_t *in, size_t len)
+{
+	size_t body;
+
+	if (!n->keyed || wire_auth_check(&n->key, in, len, &body) == WIRE_AUTH_OK)
+		return true;
+	node_count(n, NODE_CTR_auth_bad_reply);
+	return false;
+}
+
+/*
  * UNREPLICATE key at node `target`, floor `version`, and wait for its answer,
  * from a socket of this worker's own (replies to it never reach the receive
  * thread).
@@ -289,13 +304,14 @@ static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t targ
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_msg r;
 
-		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) != len)
+		if (node_send_on(n, fd, &to, out, (size_t)len) != 0)
 			continue;
 		while (poll(&p, 1, REPL_DROP_WAIT_MS) > 0) {
 			ssize_t got = recv(fd, in, sizeof(in), 0);
 
 			if (got > 0 && wire_decode_header(in, (size_t)got, &r) == WIRE_OK &&
-			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY))
+			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY) &&
+			    confirmed(n, in, (size_t)got))
 				return r.status == WIRE_ST_OK;
 		}
 	}
