@@ -1050,7 +1050,7 @@ END_TEST
 
 /* ---- The cluster key. ------------------------------------------------------------------- */
 
-/* m's datagram with the MAC of key appended (key NULL: 32 bytes that are no MAC), as a new frame. */
+/* m's datagram with key's MAC appended (key NULL: 32 bytes that are no MAC), as a new frame. */
 static struct rte_mbuf *sealed(struct rte_mbuf *m, const struct wire_key *key)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
@@ -1122,7 +1122,8 @@ START_TEST(keyed_control_needs_mac)
 	}
 	ck_assert_uint_ge(n, 1);
 	{
-		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(out[0], struct rte_ipv4_hdr *, 14);
+		struct rte_ipv4_hdr *ip =
+		    rte_pktmbuf_mtod_offset(out[0], struct rte_ipv4_hdr *, 14);
 		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 		size_t len = ntohs(udp->dgram_len) - 8, body;
 		struct wire_msg msg;
