@@ -203,20 +203,23 @@ def ip_header(src, dst, length):
     return h[:10] + struct.pack("!H", csum(h)) + h[12:]
 
 
-def node_source(op, rng):
-    """The address the op's sender has (docs/protocol.md "Control ops"); now and then another."""
-    if rng.random() < 0.15:
+def node_source(op, rng=None):
+    """The address the op's sender has (docs/protocol.md "Control ops"); with rng, now
+    and then another."""
+    if rng and rng.random() < 0.15:
         return rng.choice((VIP, NODE2, CLIENT))
     op &= 0x7f
     if op == 0x12:
         return VIP
-    if op in (0x10, 0x13):
-        return rng.choice((NODE2, VIP)) if op == 0x13 else NODE2
+    if op == 0x13:
+        return rng.choice((NODE2, VIP)) if rng else VIP
+    if op == 0x10:
+        return NODE2
     return CLIENT
 
 
-def switch_source(op, rng):
-    if rng.random() < 0.15:
+def switch_source(op, rng=None):
+    if rng and rng.random() < 0.15:
         return rng.choice((NODE1, PEER_VIP, CLIENT))
     if op & 0x80 or op & 0x7f in (0x11, 0x20):
         return NODE1
@@ -299,8 +302,8 @@ class Inner:
         names = sorted({n for n, _ in pool})
         # The corpus as it is: every item valid (the caller checks the decode counters).
         for name, d in pool:
-            self.to_node(node_source(d[3], _NoOther()), d)
-            self.to_switch(switch_source(d[3], _NoOther()), d)
+            self.to_node(node_source(d[3]), d)
+            self.to_switch(switch_source(d[3]), d)
             time.sleep(0.001)
         time.sleep(0.3)
         print(json.dumps({"corpus": len(pool), "ops": names}), flush=True)
@@ -331,13 +334,6 @@ class Inner:
                 return {"error": f"after {sent}: {err}", "sent": sent}
         return {"sent": sent, "rounds": rounds, "seconds": round(time.monotonic() - t0, 1),
                 "switch_get_statuses": self.statuses}
-
-
-class _NoOther(random.Random):
-    """The corpus pass sends every item from its sender's own address."""
-
-    def random(self):
-        return 1.0
 
 
 # ---- Outside: the namespace, the daemons, the verdict. ------------------------------------------
