@@ -477,6 +477,13 @@ DECODE_ERRORS_NODE = ("drop_short", "drop_bad_magic", "drop_bad_version", "drop_
                       "bad_keyhash", "bad_payload")
 
 
+# Counters that move only when a datagram got past decoding into an op's handler:
+# the fuzz must reach each of them.
+DEEP_SWITCH = ("requests_forwarded", "replies_forwarded", "control_replies", "rc_acks",
+               "hints_answered", "digests", "syncs_received")
+DEEP_NODE = ("put", "get", "del", "probe", "replicate", "rc_req", "unreplicate", "bad_payload")
+
+
 def outer(args):
     if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
         print("fuzz_daemons: skipped: needs root and /dev/net/tun")
@@ -539,11 +546,19 @@ def outer(args):
         nmoved = sorted(((nd2[c] - nd1.get(c, 0), c) for c in nd2 if nd2[c] > nd1.get(c, 0)),
                         reverse=True)[:12]
         log("node counters moved most: " + ", ".join(f"{c} {v}" for v, c in nmoved))
+        peers = rig.cdtctl("peers") or {}
+        deep = {f"switch.{c}": sw2.get(c, 0) - sw1.get(c, 0) for c in DEEP_SWITCH}
+        deep["switch.sync_rejected"] = peers.get("stats", {}).get("sync_rejected", 0)
+        deep.update({f"node.{c}": nd2.get(c, 0) - nd1.get(c, 0) for c in DEEP_NODE})
+        log("parsers reached: " + ", ".join(f"{c} {v}" for c, v in deep.items()))
         codes = rig.stop()
         reports = rig.sanitizer_reports()
         log(f"exit codes after SIGTERM: {codes}")
         if "error" in result:
             raise RuntimeError(result["error"])
+        shallow = [c for c, v in deep.items() if v == 0 and c != "switch.sync_rejected"]
+        if shallow:
+            raise RuntimeError(f"mutated datagrams never reached {shallow}")
         if reports:
             raise RuntimeError("sanitizer reports:\n" + "\n".join(reports))
         if codes != {"node": 0, "switch": 0}:
