@@ -154,7 +154,7 @@ static void reply_init(struct node *n, const struct wire_msg *m, struct wire_msg
 {
 	memset(rep, 0, sizeof(*rep));
 	rep->op = (uint8_t)(m->op | WIRE_REPLY);
-	rep->flags = m->flags & WIRE_F_ALL;
+	rep->flags = m->flags & WIRE_F_ALL & ~WIRE_F_WRITE_THROUGH; /* only a home sets it */
 	rep->req_id = m->req_id;
 	rep->keyhash = m->keyhash;
 	rep->node = n->self->id;
@@ -407,8 +407,35 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
+ * A GET the switch stamped with the version it has seen complete (docs/design.md
+ * section 5, "Write-through"), where rec holds a different one: rec becomes
+ * what to serve. 1: serve rec; 0: answer MOVED to the home.
+ */
+static int serve_stamped(struct node *n, const struct wire_msg *m, bool at_home,
+			 struct store_record *rec, uint8_t *val, size_t cap)
+{
+	/* A write is being pushed or its reply has not reached the switch yet. */
+	if (rec->version > m->version &&
+	    through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+		node_count(n, NODE_CTR_stamp_previous);
+		return 1;
+	}
+	if (rec->version < m->version)
+		return at_home; /* a copy older than complete: the home has it */
+	/*
+	 * Only newer versions here. Through the switch the newest is served: the
+	 * switch takes a version above its completed one as that write's
+	 * completion and sends later reads to this node only. A direct read has
+	 * no switch behind it: a replica sends it home, the home serves it.
+	 */
+	node_count(n, NODE_CTR_stamp_newer);
+	return at_home || (m->flags & WIRE_F_VIA_SWITCH);
+}
+
+/*
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
- * node. The value is read straight into the reply buffer after the key.
+ * node. The value is read straight into the reply buffer after the key. A
+ * stamped GET (version set) gets exactly that version where the node has it.
  */
 static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
@@ -416,6 +443,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 	uint16_t other_home = node_other_home(n, m->keyhash);
 	enum store_cf cf = other_home ? STORE_REPLICA : STORE_OWNED;
 	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
+	size_t val_cap = cap - WIRE_HDR_LEN - m->key_len;
 	struct store_record rec;
 	int rc;
 
@@ -429,8 +457,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_count(n, NODE_CTR_get_replica);
 		rep->flags |= WIRE_F_REPLICATED;
 	}
-	rc =
-	    store_get(n->store, cf, m->key, m->key_len, &rec, val, cap - WIRE_HDR_LEN - m->key_len);
+	rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
@@ -441,6 +468,12 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		 * found" would be a lie about a key that may well exist. Send the
 		 * reader to the home, which always holds the latest version.
 		 */
+		node_count(n, NODE_CTR_replica_miss);
+		node_reply_moved(rep, other_home);
+		return;
+	}
+	if (rc > 0 && m->version && rec.version != m->version &&
+	    !serve_stamped(n, m, cf == STORE_OWNED, &rec, val, val_cap)) {
 		node_count(n, NODE_CTR_replica_miss);
 		node_reply_moved(rep, other_home);
 		return;
@@ -496,8 +529,9 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 			struct wire_msg *rep)
 {
 	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
+	uint8_t holders[THROUGH_HOLDERS];
 	uint16_t owner = 0;
-	bool applied;
+	bool applied, through;
 	int bypass;
 
 	if (done) {
@@ -515,6 +549,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
+	/* Through the owner switch, to a key it spreads over copies: write through them. */
+	through = !bypass && owner && repl_through_begin(n, m, holders);
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
 	else
@@ -523,6 +559,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
+	if (through && rep->status == WIRE_ST_OK && rep->version)
+		repl_through_push(n, m, owner, holders, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -602,12 +640,12 @@ static bool on_replicate(struct node *n, const struct wire_msg *m, const struct 
 	return true;
 }
 
-/* RC_REQ is answered by the RC_ACK it sends to the switch, not to its sender. */
+/* RC_REQ is answered by the RC_ACK it sends (to the switch, or to a home writing through). */
 static bool on_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		      struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	(void)from, (void)rep, (void)out, (void)cap;
-	repl_rc_req(n, m);
+	(void)rep, (void)out, (void)cap;
+	repl_rc_req(n, m, from);
 	return false;
 }
 

@@ -1,0 +1,59 @@
+/*
+ * through.h - write-through state of directory keys at a node (docs/design.md
+ * section 5, "Write-through").
+ *
+ * A write to a key the switch spreads over copies goes to its home, which
+ * pushes the new version to the nodes holding copies before it answers. Until
+ * the switch has seen that answer it still sends reads of the previous
+ * version, stamped with it; so the home and every holder keep that previous
+ * version here, beside the new one in RocksDB, and serve it to a read stamped
+ * with it. The home also keeps the key's holders: the nodes the switch has
+ * copies on now (those REPLICATE pushed to, and those that confirmed the last
+ * write), which the next write pushes to.
+ *
+ * A fixed table of slots by keyhash, in memory only: a restart, or another
+ * key in the same slot, forgets a key's state. That is always safe: with no
+ * holders the write is not pushed (the switch's set falls back to the home
+ * and it re-replicates), and a read whose stamp no node can serve exactly is
+ * answered with the node's current version, which the switch takes as the
+ * completion it is (docs/design.md section 5, "Defence in depth").
+ */
+#ifndef SKL_THROUGH_H
+#define SKL_THROUGH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define THROUGH_SLOTS	  1024 /* power of 2 */
+#define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
+#define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
+
+struct through;
+
+struct through *through_create(void);
+void through_destroy(struct through *t);
+
+/* Keep rec (value bytes at rec->value) as keyhash's previous version. */
+void through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
+/*
+ * keyhash's previous version when it is exactly version: 1 with *rec filled
+ * and its value copied to buf (rec->value = buf), else 0 (also when it does
+ * not fit cap).
+ */
+int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
+		     struct store_record *rec, uint8_t *buf, size_t cap);
+
+/* Add nodes (a bitmap) to keyhash's holders. */
+void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);
+/* Replace keyhash's holders with the bitmap (all zero: none). */
+void through_holders_set(struct through *t, uint64_t keyhash, const uint8_t *holders);
+/* Copy keyhash's holders into out; false when it has none. */
+bool through_holders(struct through *t, uint64_t keyhash, uint8_t *out);
+
+/* Forget keyhash (the switch retired it). */
+void through_forget(struct through *t, uint64_t keyhash);
+
+#endif
