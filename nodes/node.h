@@ -55,9 +55,10 @@
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
 	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
-	X(stamp_previous)    /* reads stamped with the version before a write: served it */       \
-	X(stamp_newer)	     /* reads stamped older than all held: the newest served (via the \
-				switch, which takes it as the completion) or MOVED (direct) */    \
+	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
+	X(read_while_pushing) /* home reads served the previous version while a write-through \
+				 was out */                                                        \
+	X(stamp_moved)	     /* replica reads stamped with a version not held: MOVED to the home */ \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \

@@ -136,24 +136,29 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 /* ---- Write-through (docs/design.md section 5): the home pushes before it answers. ---- */
 
-bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
-{
-	static __thread uint8_t val[THROUGH_MAX_VALUE];
-	struct store_record cur;
-
-	if (!through_holders(n->through, m->keyhash, holders))
-		return false;
-	/* Reads stamped with the version the switch completed get it until it sees this write. */
-	if (store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, val, sizeof(val)) > 0 &&
-	    cur.value_len <= sizeof(val))
-		through_keep_previous(n->through, m->keyhash, &cur);
-	return true;
-}
-
 /* How long a home waits for its holders: their control lane's wait and one service time. */
 static int through_wait_ms(const struct node *n)
 {
 	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
+}
+
+bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
+{
+	static __thread uint8_t val[THROUGH_MAX_VALUE];
+	struct store_record cur = {.kind = STORE_TOMBSTONE}; /* none yet: "not found", version 0 */
+	int rc;
+
+	if (!through_holders(n->through, m->keyhash, holders) ||
+	    !through_push_begin(n->through, m->keyhash, (unsigned)through_wait_ms(n)))
+		return false;
+	/* The version readers see until the switch has seen this write's reply. */
+	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, val, sizeof(val));
+	if (rc < 0 || cur.value_len > sizeof(val) ||
+	    !through_keep_previous(n->through, m->keyhash, &cur)) {
+		through_push_end(n->through, m->keyhash);
+		return false;
+	}
+	return true;
 }
 
 /* Send the RC_REQ (encoded in dgram) to every holder from fd; the number sent. */
@@ -211,8 +216,9 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 	return got;
 }
 
-void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
-		       const uint8_t *holders, struct wire_msg *rep)
+/* Push rep's version to the holders; list those that confirmed in rep. */
+static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t owner,
+			  const uint8_t *holders, struct wire_msg *rep)
 {
 	static __thread int fd = -1;
 	static __thread uint8_t list[2 * CFG_MAX_NODES];
@@ -266,6 +272,15 @@ void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
 	rep->flags |= WIRE_F_WRITE_THROUGH;
 	rep->value = nlist ? list : NULL;
 	rep->val_len = 2 * nlist;
+}
+
+void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
+		      const uint8_t *holders, struct wire_msg *rep)
+{
+	if (rep->status == WIRE_ST_OK && rep->version)
+		push_and_list(n, m, owner, holders, rep);
+	/* Readers see the new version from here: its reply goes to the switch next. */
+	through_push_end(n->through, m->keyhash);
 }
 
 /* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */

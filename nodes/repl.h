@@ -38,16 +38,18 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
 /*
  * Write-through, at the home, for a write through the owner switch (docs/design.md
  * section 5). Before applying: whether the key has holders to push to (into
- * holders, a bitmap of THROUGH_HOLDERS bytes); if so the current version is
- * kept as the previous one. After applying (rep: the write's reply, with its
- * new version): push it to the holders, wait up to REPL_THROUGH_WAIT_MS plus
- * three service times for their RC_ACKs, and list those that confirmed in
- * rep's value (16-bit node ids), flag WIRE_F_WRITE_THROUGH.
+ * holders, a bitmap of THROUGH_HOLDERS bytes); if so this write's push is
+ * marked out (after the key's previous one ended) and the current version
+ * kept as the previous one, which readers see until the push ends. After
+ * applying (rep: the write's reply): push the new version to the holders,
+ * wait up to REPL_THROUGH_WAIT_MS plus three service times for their RC_ACKs,
+ * list those that confirmed in rep's value (16-bit node ids) with flag
+ * WIRE_F_WRITE_THROUGH, and end the push. Call end whenever begin was true.
  */
 #define REPL_THROUGH_WAIT_MS 20
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
-void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
-		       const uint8_t *holders, struct wire_msg *rep);
+void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
+		      const uint8_t *holders, struct wire_msg *rep);
 
 /* Replica: drop the copy; from a home, keep its version as a floor (store_replica_drop()). */
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

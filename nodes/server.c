@@ -407,35 +407,48 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
- * A GET the switch stamped with the version it has seen complete (docs/design.md
- * section 5, "Write-through"), where rec holds a different one: rec becomes
- * what to serve. 1: serve rec; 0: answer MOVED to the home.
+ * The version a GET gets at the home, when not the stored one (rec): the one
+ * the switch stamped it with if that is the previous one, else, while a
+ * write-through of the key is out, the previous version, which the switch
+ * still stamps its reads with (docs/design.md section 5, "Write-through").
+ * 1 with rec (and its value in val) replaced; 0 to serve rec as it is.
  */
-static int serve_stamped(struct node *n, const struct wire_msg *m, bool at_home,
-			 struct store_record *rec, uint8_t *val, size_t cap)
+static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
+			uint8_t *val, size_t cap)
 {
-	/* A write is being pushed or its reply has not reached the switch yet. */
-	if (rec->version > m->version &&
-	    through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+	if (m->version && through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return 1;
 	}
-	if (rec->version < m->version)
-		return at_home; /* a copy older than complete: the home has it */
-	/*
-	 * Only newer versions here. Through the switch the newest is served: the
-	 * switch takes a version above its completed one as that write's
-	 * completion and sends later reads to this node only. A direct read has
-	 * no switch behind it: a replica sends it home, the home serves it.
-	 */
-	node_count(n, NODE_CTR_stamp_newer);
-	return at_home || (m->flags & WIRE_F_VIA_SWITCH);
+	if (through_while_pushing(n->through, m->keyhash, rec, val, cap)) {
+		node_count(n, NODE_CTR_read_while_pushing);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether a replica holds the version a GET is stamped with: its copy, or
+ * the copy's previous version (rec replaced). A GET without a stamp takes the copy.
+ */
+static bool replica_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
+			    uint8_t *val, size_t cap)
+{
+	if (!m->version || rec->version == m->version)
+		return true;
+	if (through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+		node_count(n, NODE_CTR_stamp_previous);
+		return true;
+	}
+	node_count(n, NODE_CTR_stamp_moved);
+	return false;
 }
 
 /*
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
  * node. The value is read straight into the reply buffer after the key. A
- * stamped GET (version set) gets exactly that version where the node has it.
+ * GET the switch stamped with a version (docs/design.md section 5) gets that
+ * version from a replica, or is sent to the home.
  */
 static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
@@ -472,12 +485,13 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_reply_moved(rep, other_home);
 		return;
 	}
-	if (rc > 0 && m->version && rec.version != m->version &&
-	    !serve_stamped(n, m, cf == STORE_OWNED, &rec, val, val_cap)) {
-		node_count(n, NODE_CTR_replica_miss);
-		node_reply_moved(rep, other_home);
+	if (cf == STORE_REPLICA && !replica_version(n, m, &rec, val, val_cap)) {
+		node_reply_moved(rep, other_home); /* the home has it */
 		return;
 	}
+	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version) &&
+	    home_version(n, m, &rec, val, val_cap))
+		rc = 1;
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
 		return;
@@ -559,8 +573,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
-	if (through && rep->status == WIRE_ST_OK && rep->version)
-		repl_through_push(n, m, owner, holders, rep);
+	if (through)
+		repl_through_end(n, m, owner, holders, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
