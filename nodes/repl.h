@@ -46,7 +46,7 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
  * list those that confirmed in rep's value (16-bit node ids) with flag
  * WIRE_F_WRITE_THROUGH, and end the push. Call end whenever begin was true.
  */
-#define REPL_THROUGH_WAIT_MS 20
+#define REPL_THROUGH_WAIT_MS 50
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
 void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
 		      const uint8_t *holders, struct wire_msg *rep);
