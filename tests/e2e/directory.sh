@@ -86,7 +86,6 @@ for mode in inpath hint; do
 	kill $churn_pid 2>/dev/null || true
 	wait $churn_pid 2>/dev/null || true
 	cdtctl directory on >/dev/null
-	cp "$run/lin-$mode.history" /tmp/wt-lin-$mode.history
 	python3 "$repo/tests/lincheck/lincheck.py" "$run/lin-$mode.history" ||
 		fail "$mode mode: the history is not linearizable"
 	python3 - "$run/lin-$mode.json" "$mode" <<'PY' || fail "$mode: replicas never served a read"
