@@ -731,6 +731,29 @@ def scenario_spoof(tb):
     outsider = next(n for n in sorted(nodes) if n not in entry["replicas"])
     digest_node = next(n for n in sorted(nodes) if n not in (home, holder, outsider))
 
+    def node_counters(name):
+        path = os.path.join(tb.run_dir, "data", name, "counters")
+        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+        os.kill(tb.pid(name), signal.SIGUSR1)
+        for _ in range(200):
+            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        with open(path) as f:
+            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
+
+    # A write of the key goes through to both holders, sealed both ways (the
+    # home's RC_REQ on its own socket, the holders' RC_ACKs back to it).
+    through0 = node_counters(home)
+    check(cli("put", key, "real-2").get("status") == "OK",
+          f"put {key} = real-2 through the switch")
+    through1 = node_counters(home)
+    confirmed = (through1.get("write_through_confirmed", 0) -
+                 through0.get("write_through_confirmed", 0))
+    check(confirmed == 2 and through1.get("auth_bad_reply", 0) == 0,
+          f"with the key, the write went through to both holders ({confirmed} confirmed)")
+
     def wire(op, key_bytes, value, version=0, node=0, flags=2):
         return struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, op, flags, 0, 0,
                            0x5300000000000000 | random.getrandbits(32),
@@ -738,6 +761,7 @@ def scenario_spoof(tb):
                            len(key_bytes), len(value)) + key_bytes + value
 
     kb = key.encode()
+    entry = next(e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key)
     completed = entry["completed"]
     dig = struct.pack("!BBHIIQIIIBBBBBBBB", 1, 0, 100, 0xfffffff0, 0x5eed, int(time.time() * 1e6),
                       1000, 10 ** 6, 10 ** 6, 100, 100, 100, 100, 100, 100, 0, 0)
@@ -764,18 +788,6 @@ def scenario_spoof(tb):
                      count])  # another key's MAC
         plan.append([agent["ip"], dst, d.hex(), count])  # the agent's own address
 
-    def node_counters(name):
-        path = os.path.join(tb.run_dir, "data", name, "counters")
-        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
-        os.kill(tb.pid(name), signal.SIGUSR1)
-        for _ in range(200):
-            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
-                break
-            time.sleep(0.01)
-        time.sleep(0.05)
-        with open(path) as f:
-            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
-
     def replica_read(name):
         """A GET with REPLICA_READ straight at node name: its status and value."""
         r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", REPLICA_READ_PY,
@@ -797,7 +809,7 @@ def scenario_spoof(tb):
                 "peer_resets": peers["stats"]["resets"]}
 
     before = state()
-    check(before["holder"] == {"status": 0, "value": "real"} and
+    check(before["holder"] == {"status": 0, "value": "real-2"} and
           before["outsider"]["status"] == 2,
           f"before: {holder} serves its copy, {outsider} has none (MOVED)")
     sw_before = tb.counters()
