@@ -79,15 +79,15 @@ int cfg_read_key(const struct cfg *cfg, struct wire_key *key, char *err, size_t 
 	text[n] = '\0';
 	if (n < 2 * WIRE_KEY_MIN_LEN || n > 2 * WIRE_KEY_MAX_LEN ||
 	    cfg_parse_hex(text, key->bytes, sizeof(key->bytes), &len) != 0) {
-		memset(text, 0, sizeof(text));
+		explicit_bzero(text, sizeof(text));
 		snprintf(err, errlen,
 			 "%s: auth.key_file %s: expected %d..%d hex digits (make one with "
 			 "`openssl rand -hex 32`), got %zu characters",
 			 cfg->path, path, 2 * WIRE_KEY_MIN_LEN, 2 * WIRE_KEY_MAX_LEN, n);
-		memset(key, 0, sizeof(*key));
+		explicit_bzero(key, sizeof(*key));
 		return -1;
 	}
-	memset(text, 0, sizeof(text));
+	explicit_bzero(text, sizeof(text));
 	key->len = (uint8_t)len;
 	return 1;
 }

@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 	dedup_fini(n.dedup);
 	free(n.dedup);
 	through_destroy(n.through);
-	memset(&n.key, 0, sizeof(n.key));
+	explicit_bzero(&n.key, sizeof(n.key)); /* the key outlives no thread that uses it */
 	log_info("stopped");
 	return 0;
 }

@@ -255,6 +255,7 @@ void sw_fini(struct sw *sw)
 		rte_free(sw->workers[i]);
 	ring_free(&sw->ring);
 	pthread_mutex_destroy(&sw->tel_lock);
+	explicit_bzero(&sw->key, sizeof(sw->key));
 }
 
 /* ---- The control round. ------------------------------------------------------------------ */
