@@ -1,8 +1,8 @@
 /*
- * fuzz_wire.c - libFuzzer target for the v1 decoder and every payload
- * decoder (proto/payload.h, digest_codec.h, sync.h), and the MAC trailer's check (auth.h). Whatever the bytes, no
- * decoder may read past them, and anything one accepts must re-encode to the
- * same bytes.
+ * fuzz_wire.c - libFuzzer target for the v1 decoder, every payload decoder
+ * (proto/payload.h, digest_codec.h, sync.h) and the MAC trailer's check
+ * (auth.h). Whatever the bytes, no decoder may read past them, and anything
+ * one accepts must re-encode to the same bytes.
  *
  * The input is tried twice: as a whole datagram (wire_decode(), then the
  * decoder its op calls for), and as a bare payload behind a header built
