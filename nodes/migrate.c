@@ -315,6 +315,13 @@ int mig_advance(struct mig *m, uint64_t epoch)
 	return rc;
 }
 
+bool mig_joining(const struct mig *m)
+{
+	const struct mig_view *v = view_of(m);
+
+	return v && v->joining;
+}
+
 uint64_t mig_epoch(const struct mig *m)
 {
 	const struct mig_view *v = view_of(m);
@@ -470,6 +477,7 @@ bool mig_warm_done(const struct mig *m)
 
 struct warm_ctx {
 	struct mig *m;
+	uint32_t pushed, budget;
 	uint64_t epoch, now_ms;
 	uint8_t *buf;
 	size_t cap;
@@ -514,6 +522,9 @@ static int warm_one(void *arg, const void *key, size_t klen, const struct store_
 	m->cursor_len = (uint16_t)klen;
 	if (++m->since_cursor >= MIG_CURSOR_EVERY && persist_warm(m, view_of(m)->version) != 0)
 		return -EIO;
+	/* The budget is in pushes: the rate bounds what crosses the network. */
+	if (home != m->self && home != 0 && ++c->pushed >= c->budget)
+		return 1;
 	return 0;
 }
 
@@ -521,7 +532,7 @@ int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
 {
 	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
 	const struct mig_view *v = view_of(m);
-	struct warm_ctx c = {.m = m, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
+	struct warm_ctx c = {.m = m, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
 	bool end = false;
 	int n;
 
@@ -529,7 +540,8 @@ int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
 	if (*done || active_of(v) < v->change.narcs)
 		return 0;
 	c.epoch = mig_epoch(m);
-	n = store_scan_owned(m->st, m->cursor, m->cursor_len, budget, warm_one, &c, &end);
+	n = store_scan_owned(m->st, m->cursor, m->cursor_len, budget * MIG_SCAN_PER_PUSH, warm_one,
+			     &c, &end);
 	if (n < 0) {
 		persist_warm(m, v->version);
 		return n;

@@ -46,6 +46,7 @@
 #define MIG_LOCKS	     1024 /* hand-over lock stripes, by keyhash */
 #define MIG_CURSOR_EVERY     256  /* warm-up keys between two persisted cursors */
 #define MIG_MAX_VIEWS	     64	  /* changes one process lives through */
+#define MIG_SCAN_PER_PUSH    16	  /* warm-up: records visited per push allowed, at most */
 
 /* A record as it moves between homes: ttl_ms is what remains of its TTL (0: none). */
 struct mig_record {
@@ -149,6 +150,8 @@ int mig_begin(struct mig *m, const struct ring *prev, const struct ring *next, u
 /* Advance to epoch (same version, more arcs, or complete). 1 advanced, 0 not newer, -ESTALE (another version), -EIO. */
 int mig_advance(struct mig *m, uint64_t epoch);
 
+/* Whether this node joined and was not told its change yet. */
+bool mig_joining(const struct mig *m);
 /* The current epoch (version << 20 | active); 0 before any view. */
 uint64_t mig_epoch(const struct mig *m);
 
@@ -182,8 +185,9 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 		   const struct mig_record *rec, uint64_t now_ms);
 
 /*
- * One warm-up step of at most budget records: push the owned records whose
- * home moved, delete those acknowledged. Returns the records visited (0 when
+ * One warm-up step of at most budget pushes (and MIG_SCAN_PER_PUSH times as
+ * many records visited): push the owned records whose home moved, delete
+ * those acknowledged. Returns the records visited (0 when
  * there is nothing to do: no change, arcs not all active, or done), or a
  * negative errno (a push failed: the cursor stays before that key, the next
  * step retries it). *done is set when this node's warm-up has finished.
