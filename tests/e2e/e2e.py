@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload
+usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|membership
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -25,6 +25,10 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                node blamed, nothing failed fast, throughput back within 1 s
   overload     256 in flight against 1000 us nodes: no UNAVAILABLE, no node
                marked down; requests that run out of time end TIMEOUT
+  membership   add a 9th node under load (cdtctl ring apply), then remove n3
+               (weight 0): no acknowledged write lost, the history (and a final
+               read pass) linearizable, errors rare and only while a change
+               runs (one-arm)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
@@ -665,7 +669,167 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
+def ring_change(tb, edit, t0, events):
+    """Rewrite the private config with edit(cfg) and a ring.version one higher (every
+    process reads that one file: agents and nodes reload it), start the nodes it adds
+    (testbed.sh start: --join), apply it, and wait until the switch says the change is
+    complete. Appends (name, start, end) to events, times relative to t0."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    before = {n["name"] for n in cfg["nodes"]}
+    cfg.setdefault("ring", {})["version"] = cfg.get("ring", {}).get("version", 1) + 1
+    edit(cfg)
+    tmp = tb.config + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=1)
+    os.replace(tmp, tb.config)
+    for n in cfg["nodes"]:
+        if n["name"] not in before:
+            tb.testbed("start", n["name"])
+            log(f"{n['name']} started (--join) at {time.monotonic() - t0:.1f} s")
+    start = time.monotonic() - t0
+    r = tb.cdtctl("ring", "apply", tb.config)
+    log(f"ring apply version {r['version']}: {r['arcs']} arcs move"
+        f" ({100 * r['moved_share']:.1f}% of the keyspace) at {start:.1f} s")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        show = tb.cdtctl("ring", "show")
+        if show["state"] == "stable":
+            break
+        time.sleep(0.2)
+    end = time.monotonic() - t0
+    check(show["state"] == "stable", f"ring version {show['version']} complete in"
+          f" {end - start:.1f} s ({show['ring_sent']} RING sent, {show['rehomed']} hot keys"
+          f" re-homed)")
+    events.append((f"v{show['version']}", start, end))
+
+
+def lost_acked(histories):
+    """Keys whose last acknowledged write is newer than every read after the run
+    (the final read-only pass): acknowledged writes that were lost."""
+    last_write, final_read = {}, {}
+    for path, final in histories:
+        with open(path) as f:
+            for line in f:
+                op = json.loads(line)
+                if op["status"] not in ("OK", "NOT_FOUND"):
+                    continue
+                if not final and op["op"] in ("put", "del"):
+                    last_write[op["key"]] = max(last_write.get(op["key"], 0), op["version"])
+                if final and op["op"] == "get":
+                    final_read[op["key"]] = max(final_read.get(op["key"], 0), op["version"])
+    return sorted(k for k, v in last_write.items() if k in final_read and final_read[k] < v), \
+        sum(1 for k in last_write if k not in final_read)
+
+
+def membership_report(tb, s, final, history, events, keys):
+    """The figures bench/membership.sh prints; checks for the e2e."""
+    moved = 0
+    old_cfg = dict(tb.cfg)
+    with open(tb.config) as f:
+        new_cfg = json.load(f)
+    names = [f"key:{i}" for i in range(keys)]
+    # Homes under the first and the last config: keys that moved at least once.
+    first_path = os.path.join(tb.dir, "first.json")
+    with open(first_path, "w") as f:
+        json.dump(old_cfg, f)
+    r1 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", first_path,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    r2 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", tb.config,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    h1 = [line.split()[-1] for line in r1.stdout.splitlines()]
+    h2 = [line.split()[-1] for line in r2.stdout.splitlines()]
+    moved = sum(1 for a, b in zip(h1, h2) if a != b)
+    migrated = 0
+    for n in new_cfg["nodes"]:
+        try:
+            os.kill(tb.pid(n["name"]), signal.SIGUSR1)
+        except OSError:
+            continue
+    time.sleep(0.5)
+    for n in new_cfg["nodes"]:
+        try:
+            with open(os.path.join(tb.run_dir, "data", n["name"], "counters")) as f:
+                c = dict(line.split() for line in f if len(line.split()) == 2)
+            migrated += int(c.get("mig_pushed", 0)) + int(c.get("mig_read_through", 0))
+        except OSError:
+            pass
+    lost, unread = lost_acked([(history, False), (final, True)])
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history, final], capture_output=True, text=True, timeout=300)
+    print(r.stdout.strip())
+    seconds = sum(end - start for _, start, end in events)
+    errors = s["errors"]
+    print(f"ops={s['ops']} errors={errors} moved_keys={moved} migrated={migrated}"
+          f" seconds_to_migrate={seconds:.1f} lost_acked={len(lost)}"
+          f" linearizable={'yes' if r.returncode == 0 else 'no'}", flush=True)
+    return lost, unread, r.returncode == 0
+
+
+def scenario_membership(tb):
+    """Add a 9th node under load, then remove another (one-arm): 0 acknowledged
+    writes lost, the history linearizable, errors only inside the changes."""
+    tb.up()
+    keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
+    events = []
+
+    def add_then_remove(t0):
+        time.sleep(3)
+
+        def add(cfg):
+            ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+            cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                     ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                     data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+        ring_change(tb, add, t0, events)
+        time.sleep(2)
+
+        def remove(cfg):
+            for n in cfg["nodes"]:
+                if n["name"] == "n3":
+                    n["weight"] = 0
+        ring_change(tb, remove, t0, events)
+
+    s, history = run_bench(tb, "membership", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "7"],
+        add_then_remove)
+    check(len(events) == 2, "both ring changes ran during the load")
+    for t in s["timeline"]:
+        log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
+    # Every key read after the changes: the writes acknowledged must all be there.
+    f, final = run_bench(tb, "membership-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "8"])
+    keep = os.environ.get("SKL_MEMBERSHIP_HISTORY")
+    if keep:
+        shutil.copy(history, keep)
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    check(f["errors"] == 0, "after the changes every read succeeds")
+    check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
+          f" {unread} written keys not read by the final pass)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+    # Errors only inside the documented windows: while a change ran (+1 s).
+    bad = []
+    t_base = None
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            t_base = op["invoke_ns"] if t_base is None else min(t_base, op["invoke_ns"])
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            if op["status"] in ("OK", "NOT_FOUND"):
+                continue
+            t = (op["complete_ns"] - t_base) / 1e9
+            bad.append((t, op["status"]))
+    outside = [b for b in bad if not any(st - 1 <= b[0] <= en + 1 for _, st, en in events)]
+    log(f"errors: {len(bad)} ({sorted({b[1] for b in bad})}), outside the changes: {outside[:5]}")
+    check(len(bad) <= s["ops"] // 100, f"errors are rare: {len(bad)} of {s['ops']}")
+
+
 SCENARIOS = {
+    "membership": ("testbed-onearm.json", scenario_membership),
     "ops": ("testbed.json", scenario_ops),
     "malformed": ("testbed.json", scenario_malformed),
     "node-kill": ("testbed.json", scenario_node_kill),
