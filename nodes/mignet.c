@@ -158,8 +158,11 @@ static int begin_change(struct node *n, const struct wire_ring *r, uint64_t epoc
 		snprintf(members[i].name, sizeof(members[i].name), "%s", cn->name);
 	}
 	if (ring_build(&prev, members, r->nmembers, r->prev_version) != 0 ||
-	    cfg_build_ring(c, &next) != 0)
+	    cfg_build_ring(c, &next) != 0) {
+		log_warn("RING for ring version %lu: cannot build the rings",
+			 (unsigned long)rch_epoch_version(epoch));
 		goto out;
+	}
 	rc = mig_begin(&n->mig, &prev, &next, rch_epoch_active(epoch));
 	if (rc == 0) {
 		/* The new nodes' addresses for FETCH, MIGRATE and the source checks. */

@@ -317,7 +317,8 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		node_count(n, foreign); /* no reply: a spoofer learns nothing */
 		return;
 	}
-	if (keyhash(m.key, m.key_len) != m.keyhash) {
+	/* Keyless ops (RING) carry no keyhash. */
+	if (m.key_len && keyhash(m.key, m.key_len) != m.keyhash) {
 		node_count(n, NODE_CTR_bad_keyhash);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
 		return;

