@@ -38,7 +38,7 @@ struct members {
 	struct ring prev, next; /* ketama rings: the previous one while changing */
 	struct rchange change;
 	struct wire_ring prev_members;
-	uint64_t start_us, last_send_us, complete_us;
+	uint64_t start_us, last_send_us, last_step_us, complete_us;
 	uint32_t published; /* arcs active in the workers' ring */
 	uint64_t epoch;	    /* announced; a step is taken once every node has it */
 	uint64_t acked[CFG_MAX_NODES + 1];
@@ -210,11 +210,12 @@ void members_run(struct sw *sw, uint64_t now_us)
 	if (announced < m->change.narcs) {
 		want = rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000,
 				     sw->cfg->ramp_ms);
-		if (want > announced) {
+		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
 			struct step_arg s = {.c = &m->change, .from = announced, .to = want};
 
 			/* Hot keys whose home moves leave the directory before the nodes hear. */
 			rec_rehome_remove(sw, home_moves, &s);
+			m->last_step_us = now_us;
 			announce(sw, rch_epoch(m->next.version, want), now_us);
 		}
 		return;

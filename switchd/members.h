@@ -20,6 +20,7 @@ struct wire_msg;
 
 #define MEMBERS_RESEND_MS 100 /* RING again to a node that has not answered the epoch */
 #define MEMBERS_POLL_MS	  500 /* RING again to a previous home whose warm-up runs */
+#define MEMBERS_STEP_MS	  100 /* a ramp's steps at most this often: each one is a RING round */
 
 int members_init(struct sw *sw, char *err, size_t errlen);
 void members_fini(struct sw *sw);

@@ -3,12 +3,14 @@
  * node, the ramp, the effective ring against the arc lookup, and ring epochs.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "keyhash.h"
 #include "rchange.h"
+#include "ringmsg.h"
 #include "ring.h"
 
 static void make_ring(struct ring *r, int n, int skip, uint64_t version)
@@ -212,6 +214,50 @@ START_TEST(epochs_order_every_state)
 }
 END_TEST
 
+START_TEST(ring_payloads_round_trip_and_reject)
+{
+	struct wire_ring r = {.prev_version = 7, .nmembers = 3}, back;
+	uint8_t buf[64], pbuf[32];
+	struct wire_msg m = {.op = WIRE_OP_RING, .value = buf};
+	int len;
+
+	for (int i = 0; i < 3; i++)
+		r.members[i] = (struct wire_ring_member){.id = (uint16_t)(i + 1), .weight = 1};
+	len = wire_ring_encode(&r, buf, sizeof(buf));
+	ck_assert_int_eq(len, 10 + 12);
+	m.val_len = (uint32_t)len;
+	ck_assert_int_eq(wire_ring_decode(&m, &back), 0);
+	ck_assert_uint_eq(back.prev_version, 7);
+	ck_assert_uint_eq(back.nmembers, 3);
+	ck_assert_uint_eq(back.members[2].id, 3);
+	m.val_len = (uint32_t)len - 1; /* a length that is not 10 + 4n */
+	ck_assert_int_eq(wire_ring_decode(&m, &back), -EINVAL);
+	m.val_len = (uint32_t)len;
+	buf[10 + 4 * 1 + 3] = 101; /* a weight above 100 */
+	ck_assert_int_eq(wire_ring_decode(&m, &back), -EINVAL);
+	ck_assert_int_eq(wire_ring_encode(&r, buf, 12), -EMSGSIZE);
+
+	struct wire_mig_prefix p = {.kind = 0, .version_low = 2, .ttl_ms = 5000}, q;
+	const uint8_t *val;
+	uint32_t vlen;
+
+	ck_assert_int_eq(wire_mig_prefix_encode(&p, pbuf, sizeof(pbuf)), WIRE_MIG_PREFIX_LEN);
+	memcpy(pbuf + WIRE_MIG_PREFIX_LEN, "abc", 3);
+	m = (struct wire_msg){.op = WIRE_OP_MIGRATE, .value = pbuf, .val_len = WIRE_MIG_PREFIX_LEN + 3};
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), 0);
+	ck_assert_uint_eq(q.ttl_ms, 5000);
+	ck_assert_uint_eq(q.version_low, 2);
+	ck_assert_uint_eq(vlen, 3);
+	ck_assert(!memcmp(val, "abc", 3));
+	pbuf[0] = 1; /* a tombstone with bytes */
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+	pbuf[0] = 2; /* no such kind */
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+	m.val_len = 4;
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rchange");
@@ -226,6 +272,7 @@ int main(void)
 	tcase_add_test(tc, effective_ring_agrees_with_arcs);
 	tcase_add_test(tc, same_ring_moves_nothing);
 	tcase_add_test(tc, epochs_order_every_state);
+	tcase_add_test(tc, ring_payloads_round_trip_and_reject);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
