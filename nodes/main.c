@@ -252,8 +252,8 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
-	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0 ||
-	    mignet_start(&n) != 0)
+	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 ||
+	    report_start(&n) != 0 || mignet_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
 		 "service time %u us",

@@ -74,8 +74,11 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 {
 	static __thread uint8_t in[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	struct node *n = arg;
-	struct wire_msg req = {.op = WIRE_OP_FETCH, .keyhash = hash, .version = epoch,
-			       .key = key, .key_len = (uint16_t)klen};
+	struct wire_msg req = {.op = WIRE_OP_FETCH,
+			       .keyhash = hash,
+			       .version = epoch,
+			       .key = key,
+			       .key_len = (uint16_t)klen};
 	struct wire_msg rep;
 	struct wire_mig_prefix pre;
 	const uint8_t *val;
@@ -89,8 +92,11 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 	    pre.version_low != version_low(n) || vlen > cap)
 		return -EAGAIN;
 	memcpy(buf, val, vlen);
-	*rec = (struct mig_record){.kind = pre.kind, .version = rep.version, .ttl_ms = pre.ttl_ms,
-				   .value = buf, .value_len = vlen};
+	*rec = (struct mig_record){.kind = pre.kind,
+				   .version = rep.version,
+				   .ttl_ms = pre.ttl_ms,
+				   .value = buf,
+				   .value_len = vlen};
 	return 1;
 }
 
@@ -100,10 +106,15 @@ static int net_push(void *arg, uint16_t to, uint64_t epoch, uint64_t hash, const
 	static __thread uint8_t in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64];
 	static __thread uint8_t value[NODE_MAX_DGRAM];
 	struct node *n = arg;
-	struct wire_mig_prefix pre = {.kind = rec->kind, .version_low = (uint16_t)rch_epoch_version(epoch),
+	struct wire_mig_prefix pre = {.kind = rec->kind,
+				      .version_low = (uint16_t)rch_epoch_version(epoch),
 				      .ttl_ms = rec->ttl_ms};
-	struct wire_msg rep, req = {.op = WIRE_OP_MIGRATE, .keyhash = hash, .version = rec->version,
-				    .key = key, .key_len = (uint16_t)klen, .value = value};
+	struct wire_msg rep, req = {.op = WIRE_OP_MIGRATE,
+				    .keyhash = hash,
+				    .version = rec->version,
+				    .key = key,
+				    .key_len = (uint16_t)klen,
+				    .value = value};
 
 	if (rec->value_len > sizeof(value) - WIRE_MIG_PREFIX_LEN ||
 	    wire_mig_prefix_encode(&pre, value, sizeof(value)) < 0)
@@ -227,8 +238,8 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 		return;
 	}
-	struct wire_mig_prefix pre = {.kind = rec.kind, .version_low = version_low(n),
-				      .ttl_ms = rec.ttl_ms};
+	struct wire_mig_prefix pre = {
+	    .kind = rec.kind, .version_low = version_low(n), .ttl_ms = rec.ttl_ms};
 
 	wire_mig_prefix_encode(&pre, val, WIRE_MIG_PREFIX_LEN);
 	rep->status = WIRE_ST_OK;
@@ -254,8 +265,11 @@ void mignet_migrate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		rep->status = WIRE_ST_UNAVAILABLE; /* not in the same change (yet) */
 		return;
 	}
-	rec = (struct mig_record){.kind = pre.kind, .version = m->version, .ttl_ms = pre.ttl_ms,
-				  .value = val, .value_len = vlen};
+	rec = (struct mig_record){.kind = pre.kind,
+				  .version = m->version,
+				  .ttl_ms = pre.ttl_ms,
+				  .value = val,
+				  .value_len = vlen};
 	rc = mig_serve_push(&n->mig, mig_epoch(&n->mig), m->keyhash, m->key, m->key_len, &rec,
 			    store_now_ms());
 	rep->status = rc == 0 ? WIRE_ST_OK : rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;

@@ -162,7 +162,8 @@ static void load_warm(struct mig *m, uint64_t version)
 
 	m->warm_done = false;
 	m->cursor_len = 0;
-	if (len < 12 || wire_get64(buf) != version || 12 + (size_t)wire_get16(buf + 10) > (size_t)len)
+	if (len < 12 || wire_get64(buf) != version ||
+	    12 + (size_t)wire_get16(buf + 10) > (size_t)len)
 		return;
 	m->warm_done = buf[8] != 0;
 	m->cursor_len = wire_get16(buf + 10);
@@ -253,8 +254,8 @@ int mig_begin(struct mig *m, const struct ring *prev, const struct ring *next, u
 		pthread_mutex_unlock(&m->change_lock);
 		return mig_advance(m, rch_epoch(next->version, active)) < 0 ? -ESTALE : 0;
 	}
-	if (cur && (next->version < cur->version ||
-		    (!cur->joining && prev->version != cur->version))) {
+	if (cur &&
+	    (next->version < cur->version || (!cur->joining && prev->version != cur->version))) {
 		pthread_mutex_unlock(&m->change_lock);
 		return -ESTALE;
 	}
@@ -532,7 +533,8 @@ int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
 {
 	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
 	const struct mig_view *v = view_of(m);
-	struct warm_ctx c = {.m = m, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
+	struct warm_ctx c = {
+	    .m = m, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
 	bool end = false;
 	int n;
 

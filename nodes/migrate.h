@@ -43,10 +43,10 @@
 #include "store.h"
 #include "wire.h"
 
-#define MIG_LOCKS	     1024 /* hand-over lock stripes, by keyhash */
-#define MIG_CURSOR_EVERY     256  /* warm-up keys between two persisted cursors */
-#define MIG_MAX_VIEWS	     64	  /* changes one process lives through */
-#define MIG_SCAN_PER_PUSH    16	  /* warm-up: records visited per push allowed, at most */
+#define MIG_LOCKS	  1024 /* hand-over lock stripes, by keyhash */
+#define MIG_CURSOR_EVERY  256  /* warm-up keys between two persisted cursors */
+#define MIG_MAX_VIEWS	  64   /* changes one process lives through */
+#define MIG_SCAN_PER_PUSH 16   /* warm-up: records visited per push allowed, at most */
 
 /* A record as it moves between homes: ttl_ms is what remains of its TTL (0: none). */
 struct mig_record {
@@ -71,10 +71,10 @@ struct mig_transport {
 };
 
 struct mig_view {
-	uint64_t version; /* ring version of `next` */
+	uint64_t version;	 /* ring version of `next` */
 	_Atomic uint32_t active; /* arcs active, or RCH_COMPLETE; only grows */
-	bool changing;	  /* prev and change are valid */
-	bool joining;	  /* a node started with --join: home of nothing until told */
+	bool changing;		 /* prev and change are valid */
+	bool joining;		 /* a node started with --join: home of nothing until told */
 	struct ring next;
 	struct ring prev;
 	struct rchange change;
@@ -82,16 +82,16 @@ struct mig_view {
 
 /* Counters of the migration, read by the node's counter dump. */
 #define MIG_COUNTERS(X)                                                                            \
-	X(read_through)	    /* records fetched from a previous home and stored */                  \
-	X(read_through_miss)	/* FETCHes the previous home answered with nothing */              \
-	X(read_through_failed)	/* FETCHes unanswered: the request got UNAVAILABLE */             \
-	X(fetch_served)	    /* FETCHes this node answered as a previous home */                    \
-	X(pushed)	    /* warm-up: records pushed and acknowledged */                         \
-	X(push_failed)	    /* warm-up: pushes unacknowledged (retried later) */                   \
-	X(push_stored)	    /* MIGRATEs this node stored as a new home */                          \
-	X(push_kept)	    /* MIGRATEs older than what this node held: ignored */                 \
-	X(handed_over)	    /* records deleted after the new home held them */                     \
-	X(scanned)	    /* warm-up: owned records visited */
+	X(read_through)	       /* records fetched from a previous home and stored */               \
+	X(read_through_miss)   /* FETCHes the previous home answered with nothing */               \
+	X(read_through_failed) /* FETCHes unanswered: the request got UNAVAILABLE */               \
+	X(fetch_served)	       /* FETCHes this node answered as a previous home */                 \
+	X(pushed)	       /* warm-up: records pushed and acknowledged */                      \
+	X(push_failed)	       /* warm-up: pushes unacknowledged (retried later) */                \
+	X(push_stored)	       /* MIGRATEs this node stored as a new home */                       \
+	X(push_kept)	       /* MIGRATEs older than what this node held: ignored */              \
+	X(handed_over)	       /* records deleted after the new home held them */                  \
+	X(scanned)	       /* warm-up: owned records visited */
 
 enum mig_counter {
 #define X(name) MIG_CTR_##name,
@@ -147,7 +147,8 @@ int mig_restore(struct mig *m, const struct ring *cfg_ring, bool join);
  * persisted: nothing changed).
  */
 int mig_begin(struct mig *m, const struct ring *prev, const struct ring *next, uint32_t active);
-/* Advance to epoch (same version, more arcs, or complete). 1 advanced, 0 not newer, -ESTALE (another version), -EIO. */
+/* Advance to epoch (same version, more arcs, or complete). 1 advanced, 0 not newer, -ESTALE
+ * (another version), -EIO. */
 int mig_advance(struct mig *m, uint64_t epoch);
 
 /* Whether this node joined and was not told its change yet. */

@@ -604,8 +604,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	if (home) {
 		node_count(n, NODE_CTR_moved);
 		node_reply_moved(n, rep, home);
-	} else if ((rc = mig_ensure(&n->mig, m->keyhash, m->key, m->key_len, store_now_ms())) <
-		   0) {
+	} else if ((rc = mig_ensure(&n->mig, m->keyhash, m->key, m->key_len, store_now_ms())) < 0) {
 		/* The version the previous home gave is unknown: write nothing. */
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {

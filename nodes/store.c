@@ -741,8 +741,7 @@ int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
 	return rc ? rc : 1;
 }
 
-int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen,
-		   uint64_t version)
+int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version)
 {
 	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], fb[8], type;
 	pthread_mutex_t *lock = stripe(st, hash);
@@ -759,8 +758,9 @@ int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen
 	b = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete_cf(b, st->cf[STORE_OWNED], key, klen);
 	if (record_timer(&old, &type))
-		rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS], (char *)tk,
-					     timer_key(tk, type, old.time_ms, STORE_OWNED, key, klen));
+		rocksdb_writebatch_delete_cf(
+		    b, st->cf[CF_TIMERS], (char *)tk,
+		    timer_key(tk, type, old.time_ms, STORE_OWNED, key, klen));
 	/* As the GC does (timer_fire): the floor is raised before the record goes. */
 	if (old.version > atomic_load(&st->floor)) {
 		wire_put64(fb, old.version);

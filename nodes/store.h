@@ -204,8 +204,7 @@ int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
  * record's version in the same batch. 1 deleted, 0 none (or a newer one:
  * kept), -EIO.
  */
-int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen,
-		   uint64_t version);
+int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version);
 /*
  * Visit up to max owned records in key order, strictly after the key
  * after[0..alen) (from the first when alen is 0). fn returns 0 to go on, or

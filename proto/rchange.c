@@ -92,8 +92,8 @@ int rch_build(struct rchange *c, const struct ring *prev, const struct ring *nex
 			if (last && last->last + 1 == first && last->from == from && last->to == to)
 				last->last = b[i];
 			else
-				c->arcs[c->narcs++] =
-				    (struct rch_arc){.first = first, .last = b[i], .from = from, .to = to};
+				c->arcs[c->narcs++] = (struct rch_arc){
+				    .first = first, .last = b[i], .from = from, .to = to};
 		}
 		first = b[i] + 1; /* wraps to 0 after UINT32_MAX, the last boundary */
 	}
@@ -171,8 +171,7 @@ uint32_t rch_active_at(uint32_t narcs, uint64_t elapsed_ms, uint64_t ramp_ms)
  * One point per maximal run of the point space with one effective home, at
  * the run's last point; the final run ends at UINT32_MAX, so no lookup wraps.
  */
-int rch_effective_ring(const struct rchange *c, uint32_t active, uint64_t version,
-		       struct ring *out)
+int rch_effective_ring(const struct rchange *c, uint32_t active, uint64_t version, struct ring *out)
 {
 	uint32_t nb, n = 0;
 	uint32_t *b = boundaries(c->prev, c->next, &nb);

@@ -90,9 +90,9 @@ static int publish_ring(struct sw *sw, uint32_t active)
 
 	if (!r)
 		return -ENOMEM;
-	rc = active == RCH_COMPLETE ? ring_build(r, m->next.nodes, m->next.nnodes, m->next.version)
-				    : rch_effective_ring(&m->change, active,
-							 rch_epoch(m->next.version, active), r);
+	rc = active == RCH_COMPLETE
+		 ? ring_build(r, m->next.nodes, m->next.nnodes, m->next.version)
+		 : rch_effective_ring(&m->change, active, rch_epoch(m->next.version, active), r);
 	if (rc) {
 		free(r);
 		return rc;
@@ -208,8 +208,8 @@ void members_run(struct sw *sw, uint64_t now_us)
 		m->rehomed += rec_rehome_install(sw);
 	}
 	if (announced < m->change.narcs) {
-		want = rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000,
-				     sw->cfg->ramp_ms);
+		want =
+		    rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000, sw->cfg->ramp_ms);
 		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
 			struct step_arg s = {.c = &m->change, .from = announced, .to = want};
 
@@ -266,7 +266,8 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 	const struct members *m = sw->members;
 
 	if (next->ring_version <= m->next.version) {
-		snprintf(err, errlen, "%s: ring.version: expected more than %lu (the running ring), got %lu",
+		snprintf(err, errlen,
+			 "%s: ring.version: expected more than %lu (the running ring), got %lu",
 			 path, (unsigned long)m->next.version, (unsigned long)next->ring_version);
 		return -1;
 	}
@@ -292,10 +293,11 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 		const struct cfg_node *n = cfg_node_by_id(next, o->id);
 
 		if (!n || strcmp(n->name, o->name) || n->ip != o->ip || n->port != o->port) {
-			snprintf(err, errlen,
-				 "%s: nodes: node %s (id %u) is in the running config; keep it with "
-				 "its name and address (\"weight\": 0 drains it) until it has drained",
-				 path, o->name, o->id);
+			snprintf(
+			    err, errlen,
+			    "%s: nodes: node %s (id %u) is in the running config; keep it with "
+			    "its name and address (\"weight\": 0 drains it) until it has drained",
+			    path, o->name, o->id);
 			return -1;
 		}
 	}
@@ -314,7 +316,8 @@ static int add_nodes(struct sw *sw, const struct cfg *next)
 			continue;
 		sw->node_ip_be[n->id] = rte_cpu_to_be_32(n->ip);
 		sw->node_port_be[n->id] = rte_cpu_to_be_16(n->port);
-		if (l2_add_node(sw->l2, n->id, n->ip) != 0 || dig_table_track(sw->dig, n->id, now) != 0)
+		if (l2_add_node(sw->l2, n->id, n->ip) != 0 ||
+		    dig_table_track(sw->dig, n->id, now) != 0)
 			return -1;
 		eg_arp(sw, n->ip, rte_rdtsc());
 	}
@@ -353,7 +356,8 @@ static json_t *apply(struct sw *sw, const char *path)
 		rch_free(&change);
 		ring_free(&ring);
 		free(next);
-		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables", path);
+		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables",
+				 path);
 	}
 	/* The previous ring's members, for the nodes (RING). */
 	m->prev_members.prev_version = m->next.version;
@@ -395,10 +399,10 @@ static json_t *show(struct sw *sw)
 	struct members *m = sw->members;
 	json_t *nodes = json_array();
 	uint32_t announced = rch_epoch_active(m->epoch), done = 0;
-	const char *state = !m->changing			   ? "stable"
-			    : announced == RCH_COMPLETE		   ? "completing"
-			    : announced < m->change.narcs	   ? "ramp"
-								   : "warmup";
+	const char *state = !m->changing		  ? "stable"
+			    : announced == RCH_COMPLETE	  ? "completing"
+			    : announced < m->change.narcs ? "ramp"
+							  : "warmup";
 
 	for (uint32_t a = 0; m->changing && a < m->change.narcs; a++)
 		done += m->warm[m->change.arcs[a].from];

@@ -328,9 +328,9 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	_Static_assert(WIRE_OPS_SW_CONTROL ==
 			   (WIRE_OPS_ONE(WIRE_OP_DIGEST) | WIRE_OPS_ONE(WIRE_OP_SYNC)),
 		       "the control thread takes DIGEST and SYNC");
-	_Static_assert(WIRE_OPS_SW_REPLIES == (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
-					       WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) |
-					       WIRE_OPS_ONE(WIRE_OP_RING)),
+	_Static_assert(WIRE_OPS_SW_REPLIES ==
+			   (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
+			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
 		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
 		       "of RING (the control thread's)");
 	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))

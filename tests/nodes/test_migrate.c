@@ -384,9 +384,9 @@ START_TEST(one_change_at_a_time)
 	/* A FETCH of another version is refused (ask again once told). */
 	struct mig_record rec;
 	uint8_t buf[64];
-	ck_assert_int_eq(mig_serve_fetch(&hosts[2].mig, rch_epoch(2, 5), 1, "k", 1, &rec, buf,
-					 sizeof(buf), 0),
-			 -EAGAIN);
+	ck_assert_int_eq(
+	    mig_serve_fetch(&hosts[2].mig, rch_epoch(2, 5), 1, "k", 1, &rec, buf, sizeof(buf), 0),
+	    -EAGAIN);
 	/* Epochs only grow. */
 	ck_assert_int_eq(mig_advance(&hosts[1].mig, rch_epoch(2, narcs)), 1);
 	ck_assert_int_eq(mig_advance(&hosts[1].mig, rch_epoch(2, 1)), 0);

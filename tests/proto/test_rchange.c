@@ -243,7 +243,8 @@ START_TEST(ring_payloads_round_trip_and_reject)
 
 	ck_assert_int_eq(wire_mig_prefix_encode(&p, pbuf, sizeof(pbuf)), WIRE_MIG_PREFIX_LEN);
 	memcpy(pbuf + WIRE_MIG_PREFIX_LEN, "abc", 3);
-	m = (struct wire_msg){.op = WIRE_OP_MIGRATE, .value = pbuf, .val_len = WIRE_MIG_PREFIX_LEN + 3};
+	m = (struct wire_msg){
+	    .op = WIRE_OP_MIGRATE, .value = pbuf, .val_len = WIRE_MIG_PREFIX_LEN + 3};
 	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), 0);
 	ck_assert_uint_eq(q.ttl_ms, 5000);
 	ck_assert_uint_eq(q.version_low, 2);
