@@ -772,6 +772,14 @@ def scenario_membership(tb):
     tb.up()
     keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
     events = []
+    # A bad config is one clear line and changes nothing: the same ring version.
+    bad_path = os.path.join(tb.dir, "bad.json")
+    shutil.copy(tb.config, bad_path)
+    r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                        "ring", "apply", bad_path], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+          and "ring.version" in r.stderr and tb.cdtctl("ring", "show")["state"] == "stable",
+          f"a config without a higher ring.version is refused: {r.stderr.strip()}")
     # Hot keys: 64 pinned directory entries, some of whose homes move.
     pinned = [f"key:{i}" for i in range(64)]
     r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
