@@ -224,6 +224,9 @@ int main(int argc, char **argv)
 		die("out of memory");
 	dedup_init(n.dedup);
 	n.join = a.join;
+	n.through = through_create();
+	if (!n.through)
+		die("out of memory");
 	resolve_switches(&n);
 	if (node_socket_open(&n, err, sizeof(err)) != 0)
 		die("%s", err);
@@ -281,6 +284,7 @@ int main(int argc, char **argv)
 	node_dump_counters(&n);
 	dedup_fini(n.dedup);
 	free(n.dedup);
+	through_destroy(n.through);
 	log_info("stopped");
 	return 0;
 }
