@@ -12,7 +12,8 @@
  *     directory on|off|show          hot-key management (off: ring only, pins stay)
  *     debug on|off|show              decision logs
  *     neigh show | neigh add IP MAC PORT
- *     ring show | ring apply FILE    ring changes (docs/operations.md, "Changing the ring")
+ *     ring show | ring apply FILE | ring resume PREV_FILE
+ *                                    ring changes (docs/operations.md, "Changing the ring")
  *
  * It speaks the line protocol of switchd/ctl.h: keys are sent hex-encoded,
  * answers are JSON; --json prints them as they are, otherwise as tables.
@@ -52,6 +53,7 @@ static void usage(FILE *f)
 		   "  cdt unpin KEY... | directory on|off|show | debug on|off|show |\n"
 		   "  neigh show | neigh add IP MAC PORT\n"
 		   "  ring show | ring apply FILE   apply a config with a higher ring.version\n"
+		   "  ring resume PREV_FILE         drive again a change a restart interrupted\n"
 		   "  KEY \"-\" reads keys from stdin, one per line\n");
 }
 
@@ -502,7 +504,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "ring")) {
 		if (nargs == 1 || (nargs == 2 && !strcmp(args[1], "show")))
 			return show(request("ring show"), "ring show");
-		if (nargs == 3 && !strcmp(args[1], "apply")) {
+		if (nargs == 3 && (!strcmp(args[1], "apply") || !strcmp(args[1], "resume"))) {
 			/* The switch reads the file: give it an absolute path, hex-encoded. */
 			char *abs = realpath(args[2], NULL), *h;
 
@@ -511,10 +513,10 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			h = hex(abs);
-			snprintf(line, sizeof(line), "ring apply %s", h);
+			snprintf(line, sizeof(line), "ring %s %s", args[1], h);
 			free(h);
 			free(abs);
-			return show(request(line), "ring apply");
+			return show(request(line), args[1][0] == 'a' ? "ring apply" : "ring resume");
 		}
 	}
 	if (!strcmp(cmd, "cdt") && nargs >= 2) {

@@ -324,6 +324,95 @@ static int add_nodes(struct sw *sw, const struct cfg *next)
 	return 0;
 }
 
+/*
+ * Start driving the change from m->prev to m->next (their arcs in *change):
+ * every node's answer forgotten, the ramp from 0, the first epoch announced.
+ */
+static void begin(struct sw *sw, const struct rchange *change)
+{
+	struct members *m = sw->members;
+
+	/* The previous ring's members, for the nodes (RING). */
+	m->prev_members.prev_version = m->prev.version;
+	m->prev_members.nmembers = m->prev.nnodes;
+	for (uint16_t i = 0; i < m->prev.nnodes; i++)
+		m->prev_members.members[i] = (struct wire_ring_member){
+		    .id = m->prev.nodes[i].id, .weight = (uint16_t)m->prev.nodes[i].weight};
+	rch_free(&m->change);
+	m->change = *change;
+	m->change.prev = &m->prev; /* the rings moved into m */
+	m->change.next = &m->next;
+	memset(m->acked, 0, sizeof(m->acked));
+	memset(m->warm, 0, sizeof(m->warm));
+	memset(m->refused_logged, 0, sizeof(m->refused_logged));
+	memset(m->outgoing, 0, sizeof(m->outgoing));
+	memset(m->incoming, 0, sizeof(m->incoming));
+	rch_count_by_node(&m->change, m->outgoing, m->incoming);
+	m->changing = true;
+	m->published = 0;
+	m->steps = 0;
+	m->changes++;
+	m->start_us = clock_mono_us();
+	announce(sw, rch_epoch(m->next.version, 0), m->start_us);
+}
+
+/*
+ * `ring resume PREV_FILE`: a switch restarted in the middle of a change runs
+ * its config's ring as if the change were complete and does not drive it.
+ * Given the config the change started from, it drives it again from step 0:
+ * nodes already further answer with their own (higher) epoch, which counts
+ * as acknowledged, and the switch's steps catch up with theirs.
+ */
+static json_t *resume(struct sw *sw, const char *path)
+{
+	struct members *m = sw->members;
+	struct cfg *prev = malloc(sizeof(*prev));
+	struct ring ring = {0};
+	struct rchange change;
+	char err[CFG_ERR_LEN];
+
+	if (!prev)
+		return ctl_error("%s: out of memory", path);
+	if (m->changing) {
+		free(prev);
+		return ctl_error("%s: a ring change is in progress already", path);
+	}
+	if (cfg_load(path, prev, err, sizeof(err)) != 0) {
+		free(prev);
+		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	if (prev->ring_version >= m->next.version) {
+		snprintf(err, sizeof(err),
+			 "%s: ring.version: expected less than %lu (the running ring), got %lu",
+			 path, (unsigned long)m->next.version, (unsigned long)prev->ring_version);
+		free(prev);
+		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	for (unsigned i = 0; i < prev->nnodes; i++) {
+		const struct cfg_node *o = &prev->nodes[i], *n = cfg_node_by_id(sw->cfg, o->id);
+
+		if (!n || strcmp(n->name, o->name)) {
+			snprintf(err, sizeof(err),
+				 "%s: nodes: node %s (id %u) is not in the running config", path,
+				 o->name, o->id);
+			free(prev);
+			return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+		}
+	}
+	if (cfg_build_ring(prev, &ring) != 0 || rch_build(&change, &ring, &m->next) != 0) {
+		ring_free(&ring);
+		free(prev);
+		return ctl_error("%s: nodes: no ring can be built of them", path);
+	}
+	free(prev);
+	ring_free(&m->prev);
+	m->prev = ring;
+	begin(sw, &change);
+	log_info("ring resume from %s: version %lu -> %lu, %u arcs", path,
+		 (unsigned long)m->prev.version, (unsigned long)m->next.version, m->change.narcs);
+	return show(sw);
+}
+
 static json_t *apply(struct sw *sw, const char *path)
 {
 	struct members *m = sw->members;
@@ -359,33 +448,13 @@ static json_t *apply(struct sw *sw, const char *path)
 		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables",
 				 path);
 	}
-	/* The previous ring's members, for the nodes (RING). */
-	m->prev_members.prev_version = m->next.version;
-	m->prev_members.nmembers = m->next.nnodes;
-	for (uint16_t i = 0; i < m->next.nnodes; i++)
-		m->prev_members.members[i] = (struct wire_ring_member){
-		    .id = m->next.nodes[i].id, .weight = (uint16_t)m->next.nodes[i].weight};
-	rch_free(&m->change);
+	m->cfgs[m->ncfgs++] = next;
+	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	/* The running ring becomes the previous one. */
 	ring_free(&m->prev);
 	m->prev = m->next;
 	m->next = ring;
-	m->change = change;
-	m->change.prev = &m->prev; /* the rings moved into m */
-	m->change.next = &m->next;
-	memset(m->acked, 0, sizeof(m->acked));
-	memset(m->warm, 0, sizeof(m->warm));
-	memset(m->refused_logged, 0, sizeof(m->refused_logged));
-	memset(m->outgoing, 0, sizeof(m->outgoing));
-	memset(m->incoming, 0, sizeof(m->incoming));
-	rch_count_by_node(&m->change, m->outgoing, m->incoming);
-	m->cfgs[m->ncfgs++] = next;
-	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
-	m->changing = true;
-	m->published = 0;
-	m->steps = 0;
-	m->changes++;
-	m->start_us = clock_mono_us();
-	announce(sw, rch_epoch(m->next.version, 0), m->start_us);
+	begin(sw, &change);
 	log_info("ring apply %s: version %lu -> %lu, %u arcs move (%.1f%% of the keyspace), ramp "
 		 "%u ms",
 		 path, (unsigned long)m->prev.version, (unsigned long)m->next.version,
@@ -436,15 +505,17 @@ static json_t *cmd_ring(struct sw *sw, int argc, char **argv, void *aux)
 	(void)aux;
 	if (argc == 0 || !strcmp(argv[0], "show"))
 		return show(sw);
-	if (!strcmp(argv[0], "apply") && argc == 2) {
+	if ((!strcmp(argv[0], "apply") || !strcmp(argv[0], "resume")) && argc == 2) {
 		/* The path comes hex-encoded (cdtctl), so that any byte may be in it. */
 		if (cfg_parse_hex(argv[1], path, sizeof(path) - 1, &len) != 0)
 			return ctl_error("ring apply: expected a hex-encoded path, got \"%s\"",
 					 argv[1]);
 		path[len] = '\0';
-		return apply(sw, (const char *)path);
+		return argv[0][0] == 'a' ? apply(sw, (const char *)path)
+					 : resume(sw, (const char *)path);
 	}
-	return ctl_error("ring: expected show or apply FILE, got \"%s\"", argv[0]);
+	return ctl_error("ring: expected show, apply FILE or resume PREV_FILE, got \"%s\"",
+			 argv[0]);
 }
 
 static void register_commands(struct sw *sw)

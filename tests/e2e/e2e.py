@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|membership
+usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -29,6 +29,9 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                (weight 0): no acknowledged write lost, the history (and a final
                read pass) linearizable, errors rare and only while a change
                runs (one-arm)
+  membership-restart  add a 9th node and kill -9 the switch in the middle of
+               the ramp: restarted, `cdtctl ring resume` completes the change;
+               nothing acknowledged lost, the history linearizable (one-arm)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
@@ -669,7 +672,7 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
-def ring_change(tb, edit, t0, events):
+def ring_change(tb, edit, t0, events, interrupt=None):
     """Rewrite the private config with edit(cfg) and a ring.version one higher (every
     process reads that one file: agents and nodes reload it), start the nodes it adds
     (testbed.sh start: --join), apply it, and wait until the switch says the change is
@@ -691,6 +694,13 @@ def ring_change(tb, edit, t0, events):
     r = tb.cdtctl("ring", "apply", tb.config)
     log(f"ring apply version {r['version']}: {r['arcs']} arcs move"
         f" ({100 * r['moved_share']:.1f}% of the keyspace) at {start:.1f} s")
+    if interrupt:
+        interrupt()
+    wait_stable(tb, t0, start, events)
+
+
+def wait_stable(tb, t0, start, events):
+    """Wait (60 s at most) until the switch says the change is complete."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         show = tb.cdtctl("ring", "show")
@@ -860,7 +870,60 @@ def scenario_membership(tb):
           f"outside the changes no error but timeouts: {outside[:5]}")
 
 
+def scenario_membership_restart(tb):
+    """Add a 9th node under load and kill -9 the switch in the middle of the ramp:
+    restarted (with the new config), it resumes the change from the config it
+    started from (`cdtctl ring resume`); nothing acknowledged is lost."""
+    tb.up()
+    keys, conc, duration = 2000, 8, 24
+    events = []
+    first = os.path.join(tb.dir, "first.json")
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    with open(first, "w") as f:
+        json.dump(cfg, f, indent=1)
+
+    def add(cfg):
+        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+
+    def kill_and_resume():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and tb.cdtctl("ring", "show")["active"] < 20:
+            time.sleep(0.1)
+        show = tb.cdtctl("ring", "show")
+        os.kill(tb.pid(tb.switch), signal.SIGKILL)
+        log(f"kill -9 {tb.switch} with {show['active']} of {show['arcs']} arcs active")
+        tb.start_watching(tb.switch)
+        check(tb.cdtctl("ring", "show")["state"] == "stable",
+              "the restarted switch runs its config's ring and drives nothing")
+        r = tb.cdtctl("ring", "resume", first)
+        log(f"ring resume from the first config: {r['state']}, {r['arcs']} arcs")
+
+    def during(t0):
+        time.sleep(3)
+        ring_change(tb, add, t0, events, kill_and_resume)
+
+    s, history = run_bench(tb, "restart", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "9"], during)
+    check(len(events) == 1, "the change completed during the load")
+    f, final = run_bench(tb, "restart-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "10"])
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    bad = {k: v for k, v in s["status"].items() if k not in ("OK", "NOT_FOUND")}
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    check(set(bad) <= {"TIMEOUT", "UNAVAILABLE", "MOVED"},
+          f"errors only of the kill and the change: {bad or 'none'}")
+    check(not lost, f"no acknowledged write lost ({lost[:5]}; {unread} keys not read back)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+
+
 SCENARIOS = {
+    "membership-restart": ("testbed-onearm.json", scenario_membership_restart),
     "membership": ("testbed-onearm.json", scenario_membership),
     "ops": ("testbed.json", scenario_ops),
     "malformed": ("testbed.json", scenario_malformed),
