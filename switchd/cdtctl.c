@@ -516,7 +516,8 @@ int main(int argc, char **argv)
 			snprintf(line, sizeof(line), "ring %s %s", args[1], h);
 			free(h);
 			free(abs);
-			return show(request(line), args[1][0] == 'a' ? "ring apply" : "ring resume");
+			return show(request(line),
+				    args[1][0] == 'a' ? "ring apply" : "ring resume");
 		}
 	}
 	if (!strcmp(cmd, "cdt") && nargs >= 2) {
