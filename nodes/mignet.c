@@ -197,8 +197,11 @@ out:
 void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		 size_t cap)
 {
+	/* One RING at a time: two workers taking the switch's resends at once would
+	 * both load the config and begin the change. */
+	static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 	static __thread struct wire_ring r;
-	uint64_t cur = mig_epoch(&n->mig), want = rch_epoch_version(m->version);
+	uint64_t cur, want = rch_epoch_version(m->version);
 	int rc = 0;
 
 	rep->status = WIRE_ST_OK;
@@ -207,10 +210,13 @@ void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
+	pthread_mutex_lock(&ring_lock);
+	cur = mig_epoch(&n->mig);
 	if (want == rch_epoch_version(cur) && !mig_joining(&n->mig))
 		rc = mig_advance(&n->mig, m->version);
 	else if (want > rch_epoch_version(cur) || mig_joining(&n->mig))
 		rc = begin_change(n, &r, m->version);
+	pthread_mutex_unlock(&ring_lock);
 	if (rc < 0)
 		rep->status = WIRE_ST_UNAVAILABLE;
 	rep->version = mig_epoch(&n->mig);
