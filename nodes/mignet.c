@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "log.h"
 #include "rchange.h"
@@ -56,12 +57,19 @@ static int request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *i
 	for (int attempt = 0; attempt < MIGNET_TRIES; attempt++) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 
-		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&addr, sizeof(addr)) != len)
+		/* node_send_on() seals it under a cluster key (proto/auth.h). */
+		if (node_send_on(n, fd, &addr, out, (size_t)len) != 0)
 			continue;
 		while (poll(&p, 1, MIGNET_WAIT_MS) > 0) {
 			ssize_t got = recv(fd, in, incap, 0);
+			size_t body = got > 0 ? (size_t)got : 0;
 
-			if (got > 0 && wire_decode(in, (size_t)got, rep) == WIRE_OK &&
+			/* Under a key the answer must carry its MAC; it is checked and cut off. */
+			if (got > 0 && n->keyed &&
+			    (wire_decode_header(in, body, rep) != WIRE_OK ||
+			     wire_auth_check(&n->key, in, body, &body) != WIRE_AUTH_OK))
+				continue;
+			if (got > 0 && wire_decode(in, body, rep) == WIRE_OK &&
 			    rep->req_id == req->req_id && rep->op == (req->op | WIRE_REPLY))
 				return 0;
 		}
