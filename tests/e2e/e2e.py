@@ -36,7 +36,8 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                runs (one-arm)
   membership-restart  add a 9th node and kill -9 the switch in the middle of
                the ramp: restarted, `cdtctl ring resume` completes the change;
-               nothing acknowledged lost, the history linearizable (one-arm)
+               nothing acknowledged lost, the history linearizable (one-arm,
+               under a cluster key)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
@@ -882,7 +883,17 @@ def scenario_membership(tb):
 def scenario_membership_restart(tb):
     """Add a 9th node under load and kill -9 the switch in the middle of the ramp:
     restarted (with the new config), it resumes the change from the config it
-    started from (`cdtctl ring resume`); nothing acknowledged is lost."""
+    started from (`cdtctl ring resume`); nothing acknowledged is lost. Under a
+    cluster key (auth.key_file): RING, FETCH and MIGRATE all travel sealed."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    fd = os.open(os.path.join(tb.dir, "cluster.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (os.urandom(32).hex() + "\n").encode())
+    os.close(fd)
+    cfg["auth"] = {"key_file": "cluster.key"}
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
     tb.up()
     keys, conc, duration = 2000, 8, 24
     events = []
