@@ -46,6 +46,7 @@
 #include "config.h"
 #include "keyhash.h"
 #include "payload.h"
+#include "rchange.h"
 #include "ring.h"
 #include "route_cache.h"
 #include "skewless.h"
@@ -785,6 +786,9 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 		return;
 	}
 	r->moved_once = true;
+	/* A node answers MOVED with its ring epoch: a newer ring than ours is reloaded now. */
+	if (rch_epoch_version(m->version) > a->cfg->ring_version)
+		a->last_reload_ns = 0;
 	reload_view(a);
 	r->home = ring_home(&a->ring, r->keyhash);
 	if (owner == 0 || !a->nodes[owner].present) {
