@@ -126,7 +126,8 @@ def corpus(keys):
         # prefix and value), and their replies.
         out.append(("FETCH", datagram(0x15, k, version=0, node=1, keyhash=kh)))
         for kind, val in ((0, b"moved" * (i + 1)), (1, b"")):
-            prefix = struct.pack("!BBHI", kind, 0, 1, 1000 * i)
+            # {kind, 0, ring version & 0xffff, TTL ms}: a tombstone has no TTL
+            prefix = struct.pack("!BBHI", kind, 0, 1, 0 if kind else 1000 * i)
             out.append(("MIGRATE", datagram(0x16, k, prefix + val, version=3 + i, node=1,
                                             keyhash=kh)))
             out.append(("FETCH_REPLY", datagram(0x95, k, prefix + val, version=3 + i, node=1,
