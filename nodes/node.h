@@ -64,7 +64,8 @@
 	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
 	X(read_while_pushing) /* home reads served the previous version while a write-through \
 				 was out */                                                        \
-	X(stamp_moved)	     /* replica reads stamped with a version not held: MOVED to the home */ \
+	X(stamp_moved)	     /* reads stamped with a version not held: MOVED (a replica's to the \
+				home; the home's, to a HINT's read, to no node: ask again) */     \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \

@@ -446,11 +446,17 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
- * The version a GET gets at the home, when not the stored one (rec): the one
- * the switch stamped it with if that is the previous one, else, while a
- * write-through of the key is out, the previous version, which the switch
- * still stamps its reads with (docs/design.md section 5, "Write-through").
- * 1 with rec (and its value in val) replaced; 0 to serve rec as it is.
+ * The version a GET gets at the home, when not the stored one (rec):
+ * 1 with rec (and its value in val) replaced, 0 to serve rec as it is, -1 to
+ * answer MOVED to no node ("ask the switch again").
+ *  - Stamped with the previous version (docs/design.md section 5,
+ *    "Write-through"): that one.
+ *  - Stamped by a HINT (a direct read: no switch sees the reply) with a
+ *    version the home no longer has: nothing else is safe to serve.
+ *  - Otherwise what any read gets there: while a write-through of the key is
+ *    out, the previous version, which the switch still stamps its reads
+ *    with; else the stored one (a newer version through the switch is that
+ *    write's completion there: "Defence in depth").
  */
 static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
 			uint8_t *val, size_t cap)
@@ -458,6 +464,10 @@ static int home_version(struct node *n, const struct wire_msg *m, struct store_r
 	if (m->version && through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return 1;
+	}
+	if (m->version && !(m->flags & WIRE_F_VIA_SWITCH)) {
+		node_count(n, NODE_CTR_stamp_moved);
+		return -1;
 	}
 	if (through_while_pushing(n->through, m->keyhash, rec, val, cap)) {
 		node_count(n, NODE_CTR_read_while_pushing);
@@ -536,9 +546,15 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_reply_moved(n, rep, other_home); /* the home has it */
 		return;
 	}
-	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version) &&
-	    home_version(n, m, &rec, val, val_cap))
-		rc = 1;
+	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version)) {
+		int which = home_version(n, m, &rec, val, val_cap);
+
+		if (which < 0) {
+			node_reply_moved(n, rep, 0);
+			return;
+		}
+		rc = which ? 1 : rc;
+	}
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
 		return;
@@ -616,12 +632,13 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
-	store_write_end(n->store, m->keyhash);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
+	/* The push is part of the write: no REPLICATE pushes the key while it is out. */
 	if (through)
 		repl_through_end(n, m, owner, holders, rep);
+	store_write_end(n->store, m->keyhash);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -864,10 +881,14 @@ static void *worker_main(void *arg)
 				node_count(n, NODE_CTR_expired);
 				continue;
 			}
-			len = serve(n, &reqs[i], out, cap);
-
+			/*
+			 * The emulated time passes first, then the request is served
+			 * and answered at once: what a write makes visible is not
+			 * seen a service time before its reply leaves.
+			 */
 			if (n->service_time_us)
 				emulate_service_time(n, start);
+			len = serve(n, &reqs[i], out, cap);
 			if (len == 0)
 				continue;
 			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
