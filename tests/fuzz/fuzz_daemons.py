@@ -122,8 +122,23 @@ def corpus(keys):
         out.append(("UNREPLICATE", datagram(0x13, k, flags=0x2, version=i, node=1,
                                             keyhash=kh)))
         out.append(("UNREPLICATE_REPLY", datagram(0x93, k, node=1, keyhash=kh)))
+        # Ring changes: FETCH (new home -> previous home) and MIGRATE (the record's
+        # prefix and value), and their replies.
+        out.append(("FETCH", datagram(0x15, k, version=0, node=1, keyhash=kh)))
+        for kind, val in ((0, b"moved" * (i + 1)), (1, b"")):
+            # {kind, 0, ring version & 0xffff, TTL ms}: a tombstone has no TTL
+            prefix = struct.pack("!BBHI", kind, 0, 1, 0 if kind else 1000 * i)
+            out.append(("MIGRATE", datagram(0x16, k, prefix + val, version=3 + i, node=1,
+                                            keyhash=kh)))
+            out.append(("FETCH_REPLY", datagram(0x95, k, prefix + val, version=3 + i, node=1,
+                                                keyhash=kh)))
+        out.append(("MIGRATE_REPLY", datagram(0x96, k, version=3 + i, node=1, keyhash=kh)))
     for seq in (1, 2, 1000):
         out.append(("DIGEST", datagram(0x20, value=digest_payload(seq), node=1)))
+    # A node's RING reply (to the switch's control thread): its epoch, u8 flags. RING
+    # requests themselves are left out: a valid one begins a ring change at the node.
+    for flags in (0, 1):
+        out.append(("RING_REPLY", datagram(0x94, value=bytes([flags]), version=1, node=1)))
     scores = struct.pack("!HBBI", 1, 97, 1, 40) + struct.pack("!HBBI", 2, 0, 0, 0xffffffff)
     out.append(("SYNC_SCORES", datagram(0x30, value=sync_payload(0, scores, 2), flags=0x2)))
     cands = b"".join(struct.pack("!QIH", kh, 10 + j, min(len(k), 256)) + k[:256]
@@ -141,7 +156,7 @@ def corpus(keys):
 
 INTERESTING16 = (0, 1, 0x7f, 0x80, 0xff, 0x100, 0x3ff, 0x400, 0x401, 0x7fff, 0x8000, 0xffff)
 INTERESTING32 = (0, 1, 0x7f, 0xff, 0x400, 0xffff, 0x10000, 0x7fffffff, 0x80000000, 0xffffffff)
-OPS = (0x01, 0x02, 0x03, 0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x22, 0x30)
+OPS = (0x01, 0x02, 0x03, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x20, 0x21, 0x22, 0x30)
 
 
 def mutate(rng, d, pool):
@@ -213,7 +228,7 @@ def node_source(op, rng=None):
         return VIP
     if op == 0x13:
         return rng.choice((NODE2, VIP)) if rng else VIP
-    if op == 0x10:
+    if op in (0x10, 0x15, 0x16):
         return NODE2
     return CLIENT
 
@@ -221,7 +236,7 @@ def node_source(op, rng=None):
 def switch_source(op, rng=None):
     if rng and rng.random() < 0.15:
         return rng.choice((NODE1, PEER_VIP, CLIENT))
-    if op & 0x80 or op & 0x7f in (0x11, 0x20):
+    if op & 0x80 or op & 0x7f in (0x11, 0x20):  # replies (RING's too), RC_ACK, DIGEST
         return NODE1
     if op == 0x30:
         return PEER_VIP
