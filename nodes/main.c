@@ -231,6 +231,8 @@ int main(int argc, char **argv)
 		die("%s", err);
 
 	signal(SIGPIPE, SIG_IGN);
+	if (node_metrics_start(&n, err, sizeof(err)) != 0)
+		die("%s", err);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
@@ -252,6 +254,7 @@ int main(int argc, char **argv)
 	server_stop(&n, cfg.node.workers);
 	ttl_stop(&n);
 	report_stop(&n);
+	node_metrics_stop();
 	node_socket_close(&n); /* every sender has stopped */
 	store_close(n.store);
 	node_dump_counters(&n);
