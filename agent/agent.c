@@ -71,6 +71,9 @@ enum phase {
 	PH_DONE,       /* completion deferred to the next skl_poll() */
 };
 
+/* Redirects a request took, for the redirect success counters. */
+enum { REDIRECT_MOVED = 1, REDIRECT_FALLBACK = 2 };
+
 struct req {
 	struct tw_timer timer; /* first: the timer is the slot's handle */
 	uint64_t req_id;
@@ -81,6 +84,7 @@ struct req {
 	uint8_t timeouts;
 	bool moved_once;
 	bool replica_read;
+	uint8_t redirected;   /* REDIRECT_* this request went through (counted on completion) */
 	uint8_t final_status; /* PH_DONE */
 	uint16_t sw;
 	uint16_t target;
@@ -161,6 +165,11 @@ static const char *const status_names[SKL_STATUS_COUNT] = {
 
 static const char *const counter_names[] = {
 #define X(field, desc) #field,
+    SKL_COUNTERS(X)
+#undef X
+};
+static const char *const counter_descs[] = {
+#define X(field, desc) desc,
     SKL_COUNTERS(X)
 #undef X
 };
@@ -520,8 +529,7 @@ static void dispatch(struct skl_agent *a, struct req *r)
 	bool via_switch = a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
 	const struct rc_entry *e;
 
-	if (is_read && a->mode == CFG_MODE_HINT &&
-	    r->consistency == CFG_RELAXED) {
+	if (is_read && a->mode == CFG_MODE_HINT && r->consistency == CFG_RELAXED) {
 		rc_record(&a->rc, r->keyhash);
 		e = rc_lookup(&a->rc, r->keyhash, RC_ROUTE, a->now);
 		if (e && a->nodes[e->node].present) {
@@ -613,6 +621,10 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 	};
 
 	tw_cancel(&a->tw, &r->timer);
+	if (st == SKL_OK || st == SKL_NOT_FOUND) {
+		a->st.redirects_moved_ok += (r->redirected & REDIRECT_MOVED) != 0;
+		a->st.redirects_fallback_ok += (r->redirected & REDIRECT_FALLBACK) != 0;
+	}
 	if (reply) {
 		res.version = reply->version;
 		res.node = reply->node;
@@ -698,6 +710,14 @@ static bool blame_node(const struct skl_agent *a, const struct req *r)
 	return a->last_node_reply_ns >= r->phase_start_ns;
 }
 
+/* r is rerouted after a failed attempt (counted once per request). */
+static void note_fallback(struct skl_agent *a, struct req *r)
+{
+	if (!(r->redirected & REDIRECT_FALLBACK))
+		a->st.redirects_fallback++;
+	r->redirected |= REDIRECT_FALLBACK;
+}
+
 static void on_timeout(struct tw_timer *t, void *arg)
 {
 	struct skl_agent *a = arg;
@@ -722,6 +742,8 @@ static void on_timeout(struct tw_timer *t, void *arg)
 			return;
 		}
 		a->st.retries++;
+		if (a->cur_switch >= a->nswitches) /* given up: this attempt goes direct */
+			note_fallback(a, r);
 		dispatch(a, r);
 		return;
 	}
@@ -732,6 +754,8 @@ static void on_timeout(struct tw_timer *t, void *arg)
 		/* Neither the cache nor the switch again: the home is the one place
 		 * that is always right. */
 		a->st.retries++;
+		if (r->target != r->home)
+			note_fallback(a, r);
 		go_node(a, r, r->home, false);
 		return;
 	}
@@ -789,6 +813,8 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 		return;
 	}
 	rc_insert(&a->rc, r->keyhash, owner, RC_MOVED, a->now);
+	a->st.redirects_moved++;
+	r->redirected |= REDIRECT_MOVED;
 	go_node(a, r, owner, false);
 }
 
@@ -1159,6 +1185,11 @@ size_t skl_counter_count(void)
 const char *skl_counter_name(size_t i)
 {
 	return i < skl_counter_count() ? counter_names[i] : NULL;
+}
+
+const char *skl_counter_desc(size_t i)
+{
+	return i < skl_counter_count() ? counter_descs[i] : NULL;
 }
 
 uint64_t skl_counter_value(const struct skl_stats *s, size_t i)
