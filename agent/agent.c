@@ -455,6 +455,15 @@ static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
 	tw_add(&a->tw, &r->timer, a->now + a->timeout_ns);
 }
 
+/* r is rerouted: around given-up switches, or home after a cached route failed (once per request).
+ */
+static void note_fallback(struct skl_agent *a, struct req *r)
+{
+	if (!(r->redirected & REDIRECT_FALLBACK))
+		a->st.redirects_fallback++;
+	r->redirected |= REDIRECT_FALLBACK;
+}
+
 /* Queue r to complete with status at the start of the next skl_poll(). */
 static void defer_done(struct skl_agent *a, struct req *r, enum skl_status st)
 {
@@ -551,7 +560,10 @@ static void dispatch(struct skl_agent *a, struct req *r)
 		send_msg(a, r, WIRE_OP_HINT, 0, 0, false, &a->switches[r->sw].addr);
 		return;
 	}
-	/* Direct to the ring home, or where a MOVED said the key now lives. */
+	/* Direct to the ring home, or where a MOVED said the key now lives; when
+	 * the switches are given up, that is a reroute around them. */
+	if (a->mode != CFG_MODE_DIRECT && a->nswitches && a->cur_switch >= a->nswitches)
+		note_fallback(a, r);
 	e = rc_lookup(&a->rc, r->keyhash, RC_MOVED, a->now);
 	if (e && a->nodes[e->node].present) {
 		go_node(a, r, e->node, false);
@@ -710,14 +722,6 @@ static bool blame_node(const struct skl_agent *a, const struct req *r)
 	return a->last_node_reply_ns >= r->phase_start_ns;
 }
 
-/* r is rerouted after a failed attempt (counted once per request). */
-static void note_fallback(struct skl_agent *a, struct req *r)
-{
-	if (!(r->redirected & REDIRECT_FALLBACK))
-		a->st.redirects_fallback++;
-	r->redirected |= REDIRECT_FALLBACK;
-}
-
 static void on_timeout(struct tw_timer *t, void *arg)
 {
 	struct skl_agent *a = arg;
@@ -742,8 +746,6 @@ static void on_timeout(struct tw_timer *t, void *arg)
 			return;
 		}
 		a->st.retries++;
-		if (a->cur_switch >= a->nswitches) /* given up: this attempt goes direct */
-			note_fallback(a, r);
 		dispatch(a, r);
 		return;
 	}

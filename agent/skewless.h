@@ -227,7 +227,8 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(redirects_moved, "requests resent to the node a MOVED named")                            \
 	X(redirects_moved_ok, "of those, answered OK or NOT_FOUND")                                \
 	X(redirects_fallback,                                                                      \
-	  "requests rerouted after a failed attempt: switch given up, or a cached route to home")  \
+	  "requests rerouted: direct while the switches are given up, or home after a cached "     \
+	  "route failed")                                                                          \
 	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")
 
 struct skl_stats {
