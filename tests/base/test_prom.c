@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../common/http_fetch.h"
 #include "httpd.h"
 #include "prom.h"
 
@@ -111,46 +112,22 @@ static char *render_cb(void *arg, size_t *len)
 	return render_two_nodes(len);
 }
 
-struct fetch {
-	uint16_t port;
-	const char *request;
-	char reply[8192];
-};
-
-static void *fetch_thread(void *arg)
-{
-	struct fetch *f = arg;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(f->port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t off = 0;
-	ssize_t n;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    write(fd, f->request, strlen(f->request)) > 0)
-		while (off < sizeof(f->reply) - 1 &&
-		       (n = read(fd, f->reply + off, sizeof(f->reply) - 1 - off)) > 0)
-			off += (size_t)n;
-	f->reply[off] = 0;
-	close(fd);
-	return NULL;
-}
-
 /* One request against h, served from this thread (HTTPD_EXTERNAL), at most 5 s. */
-static void get(struct httpd *h, struct fetch *f)
+static void get(struct httpd *h, const char *request, char *reply, size_t cap)
 {
+	struct http_fetch fe = {httpd_port(h), request, reply, cap};
+	struct http_fetch *f = &fe;
 	pthread_t t;
 	void *done;
 
-	f->port = httpd_port(h);
-	ck_assert_int_eq(pthread_create(&t, NULL, fetch_thread, f), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, http_fetch_run, f), 0);
 	for (int i = 0; i < 500 && pthread_tryjoin_np(t, &done) == EBUSY; i++) {
 		struct pollfd pf = {.fd = httpd_fd(h), .events = POLLIN};
 
 		poll(&pf, 1, 10);
 		httpd_run(h);
 	}
-	ck_assert_msg(f->reply[0], "no answer from the metrics server");
+	ck_assert_msg(reply[0], "no answer from the metrics server");
 }
 
 START_TEST(http_metrics_external_loop)
@@ -159,21 +136,19 @@ START_TEST(http_metrics_external_loop)
 	int calls = 0;
 	struct httpd *h =
 	    httpd_start("127.0.0.1:0", HTTPD_EXTERNAL, render_cb, &calls, err, sizeof(err));
-	struct fetch f = {.request = "GET /metrics HTTP/1.0\r\n\r\n"};
+	static char reply[8192];
 
 	ck_assert_msg(h != NULL, "%s", err);
 	ck_assert_uint_gt(httpd_port(h), 0);
-	get(h, &f);
-	ck_assert_ptr_nonnull(strstr(f.reply, " 200 OK\r\n"));
-	ck_assert_ptr_nonnull(strstr(f.reply, "text/plain; version=0.0.4"));
-	ck_assert_ptr_nonnull(strstr(f.reply, "\r\n\r\n# HELP x_inflight"));
+	get(h, "GET /metrics HTTP/1.0\r\n\r\n", reply, sizeof(reply));
+	ck_assert_ptr_nonnull(strstr(reply, " 200 OK\r\n"));
+	ck_assert_ptr_nonnull(strstr(reply, "text/plain; version=0.0.4"));
+	ck_assert_ptr_nonnull(strstr(reply, "\r\n\r\n# HELP x_inflight"));
 	ck_assert_int_eq(calls, 1);
-	f = (struct fetch){.request = "GET /other HTTP/1.0\r\n\r\n"};
-	get(h, &f);
-	ck_assert_ptr_nonnull(strstr(f.reply, " 404 "));
-	f = (struct fetch){.request = "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n"};
-	get(h, &f);
-	ck_assert_ptr_nonnull(strstr(f.reply, " 405 "));
+	get(h, "GET /other HTTP/1.0\r\n\r\n", reply, sizeof(reply));
+	ck_assert_ptr_nonnull(strstr(reply, " 404 "));
+	get(h, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n", reply, sizeof(reply));
+	ck_assert_ptr_nonnull(strstr(reply, " 405 "));
 	ck_assert_int_eq(calls, 1);
 	ck_assert_uint_eq(httpd_scrapes(h), 1);
 	ck_assert_uint_eq(httpd_errors(h), 2);

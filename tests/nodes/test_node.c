@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +30,7 @@
 #define MAX_NODES	3
 #define NODE_PREFIX_LEN 8
 
+#include "../common/http_fetch.h"
 #include "../common/node_cluster.h"
 
 static struct cfg cfg;
@@ -1010,35 +1010,12 @@ static uint16_t free_tcp_port(void)
 /* GET path from 127.0.0.1:port into buf (the whole HTTP answer); 0 or -1. */
 static int http_get(uint16_t port, const char *path, char *buf, size_t cap)
 {
-	struct sockaddr_in a = addr_of(port);
 	char req[128];
-	size_t off = 0;
-	ssize_t n;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct timeval tv = {.tv_sec = 5};
+	struct http_fetch f = {port, req, buf, cap};
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || write(fd, req, strlen(req)) < 0) {
-		close(fd);
-		return -1;
-	}
-	while (off < cap - 1 && (n = read(fd, buf + off, cap - 1 - off)) > 0)
-		off += (size_t)n;
-	buf[off] = 0;
-	close(fd);
-	return off ? 0 : -1;
-}
-
-/* The value of the sample `series` in exposition text, or -1. */
-static double sample_value(const char *text, const char *series)
-{
-	size_t n = strlen(series);
-
-	for (const char *l = text; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (!strncmp(l, series, n) && l[n] == ' ')
-			return strtod(l + n + 1, NULL);
-	return -1;
+	http_fetch_run(&f);
+	return buf[0] ? 0 : -1;
 }
 
 /* /metrics: the counters file's counters, gauges and the latency histogram, which promtool accepts.
@@ -1071,12 +1048,14 @@ START_TEST(metrics_served)
 	ck_assert_int_eq(http_get(port, "/metrics", page, sizeof(page)), 0);
 	ck_assert_msg(strstr(page, " 200 OK\r\n"), "%.300s", page);
 	body = strstr(page, "\r\n\r\n") + 4;
-	ck_assert_double_eq(sample_value(body, "skewless_node_put_total"), 5);
-	ck_assert_double_eq(sample_value(body, "skewless_node_put_total"), counter(1, "put"));
-	ck_assert_double_ge(sample_value(body, "skewless_node_request_latency_seconds_count"), 5);
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_put_total"), 5);
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_put_total"), counter(1, "put"));
+	ck_assert_double_ge(http_sample_value(body, "skewless_node_request_latency_seconds_count"),
+			    5);
 	ck_assert_double_ge(
-	    sample_value(body, "skewless_node_request_latency_seconds_bucket{le=\"+Inf\"}"), 5);
-	ck_assert_double_eq(sample_value(body, "skewless_node_info{node=\"n1\"}"), 1);
+	    http_sample_value(body, "skewless_node_request_latency_seconds_bucket{le=\"+Inf\"}"),
+	    5);
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_info{node=\"n1\"}"), 1);
 	ck_assert_ptr_nonnull(strstr(body, "# HELP skewless_node_overloaded_total (c) Queue full"));
 	f = popen("promtool check metrics >/dev/null 2>&1", "w");
 	ck_assert_ptr_nonnull(f);

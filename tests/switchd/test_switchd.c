@@ -31,6 +31,7 @@
 #include <rte_udp.h>
 
 #include "../common/eal_cleanup.h"
+#include "../common/http_fetch.h"
 #include "cdt.h"
 #include "clock.h"
 #include "ctl.h"
@@ -1313,45 +1314,11 @@ END_TEST
 
 /* ---- /metrics: the same formatters as the socket, over real HTTP, checked by promtool. ---- */
 
-/* The value of the sample line that starts with `series ` in text, or -1. */
-static double sample_value(const char *text, const char *series)
-{
-	size_t n = strlen(series);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (!strncmp(l, series, n) && l[n] == ' ')
-			return strtod(l + n + 1, NULL);
-	return -1;
-}
-
-struct scrape {
-	uint16_t port;
-	char reply[1 << 17];
-};
-
-static void *scrape_thread(void *arg)
-{
-	struct scrape *s = arg;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(s->port)};
-	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t off = 0;
-	ssize_t n;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && write(fd, req, strlen(req)) > 0)
-		while (off < sizeof(s->reply) - 1 &&
-		       (n = read(fd, s->reply + off, sizeof(s->reply) - 1 - off)) > 0)
-			off += (size_t)n;
-	s->reply[off] = 0;
-	close(fd);
-	return NULL;
-}
-
 START_TEST(metrics_from_the_same_formatters)
 {
 	struct cfg_switch *self = (struct cfg_switch *)cfg_switch_lookup(&cfg, "s1");
-	static struct scrape sc;
+	static char reply[1 << 17];
+	struct http_fetch sc = {0, "GET /metrics HTTP/1.0\r\n\r\n", reply, sizeof(reply)};
 	uint16_t home = home_of("hot"), other = home % 4 + 1;
 	char *out, *json, num[64];
 	size_t len;
@@ -1386,27 +1353,30 @@ START_TEST(metrics_from_the_same_formatters)
 	ck_assert_ptr_nonnull(out);
 	ck_assert_uint_eq(strlen(out), len);
 	ck_assert_double_eq(
-	    sample_value(out, "skewless_switch_directory_update_delay_seconds_count"), 1);
+	    http_sample_value(out, "skewless_switch_directory_update_delay_seconds_count"), 1);
 	ck_assert_double_ge(
-	    sample_value(out, "skewless_switch_directory_update_delay_seconds_bucket{le=\"10\"}"),
+	    http_sample_value(out,
+			      "skewless_switch_directory_update_delay_seconds_bucket{le=\"10\"}"),
 	    1);
-	ck_assert_double_eq(sample_value(out, "skewless_switch_directory_installs_total"), 1);
-	ck_assert_double_eq(sample_value(out, "skewless_switch_directory_entries"), 1);
-	ck_assert_double_eq(sample_value(out, "skewless_switch_node_health{node=\"n3\"}"), 100);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_directory_installs_total"), 1);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_directory_entries"), 1);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_node_health{node=\"n3\"}"),
+			    100);
 	ck_assert_double_eq(
-	    sample_value(out, "skewless_switch_node_state{node=\"n3\",state=\"unknown\"}"), 1);
-	ck_assert_double_eq(sample_value(out, "skewless_switch_node_digest_loss_rate{node=\"n1\"}"),
-			    0);
-	ck_assert_double_eq(sample_value(out, "skewless_switch_drops_total{reason=\"runt_frame\"}"),
-			    0);
-	ck_assert_double_ge(sample_value(out, "skewless_switch_port_rx_total{port=\"a1\"}"), 200);
+	    http_sample_value(out, "skewless_switch_node_state{node=\"n3\",state=\"unknown\"}"), 1);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_node_digest_loss_rate{node=\"n1\"}"), 0);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_drops_total{reason=\"runt_frame\"}"), 0);
+	ck_assert_double_ge(http_sample_value(out, "skewless_switch_port_rx_total{port=\"a1\"}"),
+			    200);
 	ck_assert_ptr_nonnull(strstr(out, "# TYPE skewless_switch_requests_total counter\n"));
 	ck_assert_ptr_nonnull(
 	    strstr(out, "# TYPE skewless_switch_directory_update_delay_seconds histogram\n"));
 	/* The socket's figures are the same numbers (one formatter, one table). */
 	json = ctl_command(&sw, "stats");
 	snprintf(num, sizeof(num), "\"requests\":%.0f,",
-		 sample_value(out, "skewless_switch_requests_total"));
+		 http_sample_value(out, "skewless_switch_requests_total"));
 	ck_assert_msg(strstr(json, num), "no %s in %s", num, json);
 	ck_assert_ptr_nonnull(strstr(json, "\"update_delay_seconds\":{\"count\":1,"));
 	free(json);
@@ -1419,7 +1389,7 @@ START_TEST(metrics_from_the_same_formatters)
 
 	/* Over HTTP, served by the control round (ctl_poll), at most 5 s. */
 	sc.port = ctl_metrics_port(&sw);
-	ck_assert_int_eq(pthread_create(&t, NULL, scrape_thread, &sc), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, http_fetch_run, &sc), 0);
 	for (int i = 0; i < 500 && pthread_tryjoin_np(t, &done) == EBUSY; i++)
 		sw_control_poll(&sw, 10);
 	ck_assert_msg(strstr(sc.reply, " 200 OK\r\n"), "reply: %.200s", sc.reply);
