@@ -12,7 +12,7 @@ packages=(
 	librocksdb-dev					# nodes
 	libjansson-dev libxxhash-dev libmd-dev		# conf, proto
 	libmicrohttpd-dev				# /metrics (base/httpd.c)
-	prometheus curl					# promtool in the tests, the scrape e2e test
+	prometheus					# promtool in the tests, the scrape e2e test
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison
