@@ -894,7 +894,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		b->http = httpd_start(b->metrics_listen, HTTPD_EXTERNAL, render_metrics, b, err,
 				      sizeof(err));
 		if (!b->http) {
-			fprintf(stderr, "skewless bench: --%s\n", err);
+			fprintf(stderr, "skewless bench: --metrics %s\n", err);
 			rc = CLI_EXIT_USAGE;
 			goto out;
 		}

@@ -36,8 +36,7 @@ int httpd_parse_listen(const char *listen, uint32_t *ip_host, uint16_t *port, ch
 	unsigned long p;
 
 	if (!colon || (size_t)(colon - listen) >= sizeof(host)) {
-		snprintf(err, errlen, "metrics listen \"%s\": expected A.B.C.D:PORT",
-			 listen ? listen : "");
+		snprintf(err, errlen, "\"%s\": expected A.B.C.D:PORT", listen ? listen : "");
 		return -1;
 	}
 	memcpy(host, listen, (size_t)(colon - listen));
@@ -45,8 +44,7 @@ int httpd_parse_listen(const char *listen, uint32_t *ip_host, uint16_t *port, ch
 	errno = 0;
 	p = strtoul(colon + 1, &end, 10);
 	if (inet_pton(AF_INET, host, &a) != 1 || !colon[1] || *end || errno || p > 65535) {
-		snprintf(err, errlen,
-			 "metrics listen \"%s\": expected A.B.C.D:PORT with PORT 0..65535", listen);
+		snprintf(err, errlen, "\"%s\": expected A.B.C.D:PORT with PORT 0..65535", listen);
 		return -1;
 	}
 	*ip_host = ntohl(a.s_addr);
@@ -122,7 +120,7 @@ struct httpd *httpd_start(const char *listen, enum httpd_mode mode, httpd_render
 		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		snprintf(err, errlen, "metrics: out of memory");
+		snprintf(err, errlen, "\"%s\": out of memory", listen);
 		return NULL;
 	}
 	h->fn = fn;
@@ -137,8 +135,7 @@ struct httpd *httpd_start(const char *listen, enum httpd_mode mode, httpd_render
 				MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen,
-			 "metrics listen %s: cannot listen (address in use, or not "
-			 "an address of this host?)",
+			 "\"%s\": cannot listen (address in use, or not an address of this host?)",
 			 listen);
 		free(h);
 		return NULL;

@@ -26,7 +26,8 @@ typedef char *httpd_render(void *arg, size_t *len);
 
 /*
  * Parse "A.B.C.D:PORT" (PORT 0..65535; 0 picks a free port). 0, or -1 with a
- * message naming the expected form in err.
+ * message in err that starts with the quoted value (the caller puts the key
+ * or flag in front) and names the expected form.
  */
 int httpd_parse_listen(const char *listen, uint32_t *ip_host, uint16_t *port, char *err,
 		       size_t errlen);

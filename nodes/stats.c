@@ -104,7 +104,7 @@ int node_metrics_start(struct node *n, char *err, size_t errlen)
 		return 0;
 	http = httpd_start(n->self->metrics_listen, HTTPD_OWN_THREAD, render, n, why, sizeof(why));
 	if (!http) {
-		snprintf(err, errlen, "nodes[%s].%s", n->self->name, why);
+		snprintf(err, errlen, "nodes[%s].metrics_listen %s", n->self->name, why);
 		return -1;
 	}
 	log_info("metrics on http://%s/metrics", n->self->metrics_listen);
