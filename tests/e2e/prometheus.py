@@ -7,7 +7,8 @@ Brings up a private copy of conf/testbed-onearm.json (namespaces from
 SKL_TEST_PREFIX, default skl-test-) with its management network, starts the
 `prometheus` server in the root namespace on 127.0.0.1 (a private config: the
 testbed's targets, 1 s scrapes, conf/prometheus/alerts.yml), runs a skewed
-bench from agent a1 with --metrics, pauses the switch once for 0.5 s so that
+bench from agent a1 with --metrics (and --preload: every hot key has a value
+to copy), pauses the switch once for 0.5 s so that
 agents reroute around it, lets Prometheus scrape for 10 s, and asks its HTTP
 API for: `up` of every target, the rate of a counter, the three operating
 metrics (CDT update delay histogram, digest loss rate per node, redirect
@@ -132,7 +133,7 @@ def scenario(tb, prom_box):
     out = open(os.path.join(tb.dir, "bench.out"), "w")
     bench = subprocess.Popen(tb.agent_cmd(
         "bench", "--keys", "2000", "--dist", "zipf:1.2", "--read-ratio", "0.95",
-        "--concurrency", "16", "--duration", str(BENCH_S), "--seed", "19",
+        "--concurrency", "16", "--duration", str(BENCH_S), "--seed", "19", "--preload",
         "--metrics", "0.0.0.0:9449", "--json", os.path.join(tb.dir, "bench.json")),
         stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:
@@ -181,8 +182,10 @@ def check_metrics(prom):
     n = one(prom, "sum(skewless_switch_directory_update_delay_seconds_count)")
     p99 = one(prom, "histogram_quantile(0.99, sum by (le)"
                     " (skewless_switch_directory_update_delay_seconds_bucket))")
-    check(n >= 1 and 0 < p99 <= 10,
-          f"CDT update delay: {n:.0f} keys measured, p99 {p99 * 1000:.1f} ms")
+    # Every key has a value (--preload): the delay is REPLICATE, RC_REQ and
+    # RC_ACK plus a control round, tens of ms; 1 s is SkewlessDirectoryLag's line.
+    check(n >= 1 and 0 < p99 < 1,
+          f"CDT update delay: {n:.0f} keys measured, p99 {p99 * 1000:.1f} ms (under 1 s)")
     # Digest loss rate per node, a gauge in [0, 1].
     loss = prom.query("skewless_switch_node_digest_loss_rate")
     nodes = sorted(m["node"] for m, _ in loss)
