@@ -382,9 +382,26 @@ static json_t *cmd_debug(struct sw *sw, int argc, char **argv, void *aux)
 	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
 }
 
-/* /metrics: each node's row, labelled node="name". */
+/*
+ * /metrics: each node's row, labelled node="name"; the digest table's
+ * counters and its decode errors by reason.
+ */
 static void metrics_nodes(struct sw *sw, struct prom *p)
 {
+	char name[96];
+
+	for (int c = 0; c < DIG_CNT_COUNT; c++) {
+		snprintf(name, sizeof(name), "skewless_switch_%s_total", dig_counter_name(c));
+		prom_add(p, name, dig_counter_help(c), PROM_COUNTER, NULL, 0,
+			 (double)__atomic_load_n(&sw->dig->counters[c], __ATOMIC_RELAXED));
+	}
+	for (int e = DIG_OK + 1; e < DIG_ERR_COUNT; e++) {
+		const struct prom_label reason = {"reason", dig_error_name(e)};
+
+		prom_add(p, "skewless_switch_digests_rejected_total",
+			 "Digests that failed to decode, by reason", PROM_COUNTER, &reason, 1,
+			 (double)__atomic_load_n(&sw->dig->decode_errors[e], __ATOMIC_RELAXED));
+	}
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
 		const struct prom_label label = {"node", n->name};

@@ -13,7 +13,7 @@ agents reroute around it, lets Prometheus scrape for 10 s, and asks its HTTP
 API for: `up` of every target, the rate of a counter, the three operating
 metrics (CDT update delay histogram, digest loss rate per node, redirect
 attempts and successes) and the alert rules' health. Everything is torn down
-on every exit path; the whole run takes some 40 s (bounded: 90 s).
+on every exit path; the whole run takes some 20 s (bounded: 90 s).
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces, TAP devices or prometheus).
 """

@@ -1371,6 +1371,9 @@ START_TEST(metrics_from_the_same_formatters)
 	ck_assert_double_ge(http_sample_value(out, "skewless_switch_port_rx_total{port=\"a1\"}"),
 			    200);
 	ck_assert_ptr_nonnull(strstr(out, "# TYPE skewless_switch_requests_total counter\n"));
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_digests_malformed_total"), 0);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_digests_rejected_total{reason=\"short\"}"), 0);
 	ck_assert_ptr_nonnull(
 	    strstr(out, "# TYPE skewless_switch_directory_update_delay_seconds histogram\n"));
 	/* The socket's figures are the same numbers (one formatter, one table). */
