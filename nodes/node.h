@@ -20,6 +20,7 @@
 #include "dedup.h"
 #include "ring.h"
 #include "store.h"
+#include "through.h"
 #include "wire.h"
 
 /*
@@ -55,6 +56,10 @@
 	X(get, "GETs served (OK or NOT_FOUND)")                                                    \
 	X(get_replica, "GETs served from the replica family")                                      \
 	X(replica_miss, "REPLICA_READ with no copy here: MOVED to the home")                       \
+	X(stamp_previous, "Reads stamped with the version before a write-through: served it")      \
+	X(read_while_pushing,                                                                      \
+	  "Home reads served the previous version while a write-through was out")                  \
+	X(stamp_moved, "Replica reads stamped with a version not held: MOVED to the home")         \
 	X(put, "PUTs applied")                                                                     \
 	X(write_retried, "PUT/DEL retries answered from their first attempt (not re-applied)")     \
 	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
@@ -66,7 +71,10 @@
 	X(rc_req_sent, "RC_REQs pushed to replicas")                                               \
 	X(rc_req, "RC_REQs stored (or already held)")                                              \
 	X(rc_req_stale, "RC_REQs older than the stored copy: ignored")                             \
-	X(rc_ack_sent, "RC_ACKs sent to switches")                                                 \
+	X(rc_ack_sent, "RC_ACKs sent to switches (and to homes, for write-through)")               \
+	X(write_through, "Writes of a directory key pushed to its holders before the reply")       \
+	X(write_through_confirmed, "Holders that confirmed such a push in time")                   \
+	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
 	X(unreplicate, "UNREPLICATEs served")                                                      \
 	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \
 	X(send_errors, "sendto() failures")                                                        \
@@ -123,6 +131,7 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	  /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
+	struct through *through;  /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */

@@ -47,6 +47,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_RC_ACKS, "rc_acks", SW_CNT_EVENT, "RC_ACKs received from replicas")               \
 	X(SW_CNT_RC_ACK_ADDED, "rc_acks_added", SW_CNT_EVENT,                                      \
 	  "RC_ACKs that added a replica to a set")                                                 \
+	X(SW_CNT_THROUGH_HOLDERS, "through_holders_added", SW_CNT_EVENT,                           \
+	  "Holders a write-through reply listed, added to the key's set")                          \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT,                                     \
 	  "Replies to the switch's own REPLICATE and UNREPLICATE")                                 \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT, "HINT requests answered")                  \
