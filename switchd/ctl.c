@@ -276,7 +276,8 @@ int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size
 		c->http = httpd_start(sw->self->metrics_listen, HTTPD_EXTERNAL, render_for_http, sw,
 				      why, sizeof(why));
 		if (!c->http) {
-			snprintf(err, errlen, "switches[%s].metrics_listen %s", sw->self->name, why);
+			snprintf(err, errlen, "switches[%s].metrics_listen %s", sw->self->name,
+				 why);
 			return -1;
 		}
 	}
