@@ -198,7 +198,8 @@ down() {
 	if ns_exists "${nsp}fabric"; then ip netns del "${nsp}fabric"; fi
 	# The management bridge; deleting it takes the root namespace's veth along.
 	if ns_exists "${nsp}mgmt"; then ip netns del "${nsp}mgmt"; fi
-	if ip link show "${nsp}mg" >/dev/null 2>&1; then ip link del "${nsp}mg"; fi
+	# (A leftover whose namespace is gone; the veth may also still be going away.)
+	ip link del "${nsp}mg" >/dev/null 2>&1 || true
 	rm -f "$run/up"
 	log "$name is down (logs kept in $run/logs)"
 }
