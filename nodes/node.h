@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "config.h"
 #include "dedup.h"
 #include "ring.h"
@@ -52,6 +53,10 @@
 	X(src_not_switch, "REPLICATE from no configured switch address: dropped, no reply")        \
 	X(src_not_node,                                                                            \
 	  "RC_REQ from no configured node, UNREPLICATE from no node nor switch: dropped")          \
+	X(auth_missing, "(c) With a key: a control datagram without a MAC, dropped")               \
+	X(auth_bad, "(c) With a key: a control datagram with a wrong MAC, dropped")                \
+	X(auth_bad_reply,                                                                          \
+	  "With a key: an RC_ACK or UNREPLICATE reply on a home's socket with no valid MAC")       \
 	X(moved, "Answered MOVED")                                                                 \
 	X(get, "GETs served (OK or NOT_FOUND)")                                                    \
 	X(get_replica, "GETs served from the replica family")                                      \
@@ -141,6 +146,10 @@ struct node {
 	uint16_t nswitches;
 	uint16_t switch_ids[CFG_MAX_SWITCHES];
 	struct sockaddr_in switch_addr[CFG_MAX_SWITCHES];
+	/* The cluster key (auth.key_file): with it, send.c seals every control
+	 * datagram and the receivers check them (server.c, repl.c). */
+	bool keyed;
+	struct wire_key key;
 	pthread_t rx_thread, ttl_thread, report_thread;
 	pthread_t *workers;
 };

@@ -10,7 +10,7 @@ packages=(
 	build-essential meson ninja-build pkg-config	# toolchain
 	libdpdk-dev dpdk-dev libnuma-dev libpcap-dev	# switchd, dpdk-testpmd for bench/
 	librocksdb-dev					# nodes
-	libjansson-dev libxxhash-dev libmd-dev		# conf, proto
+	libjansson-dev libxxhash-dev libmd-dev libssl-dev	# conf, proto
 	libmicrohttpd-dev				# /metrics (base/httpd.c)
 	prometheus					# promtool in the tests, the scrape e2e test
 	check libsubunit-dev				# unit tests

@@ -120,6 +120,9 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "DIGEST on another port than its node's")                                                \
 	X(SW_CNT_DROP_SYNC, "sync_not_from_peer", SW_CNT_DROP, "SYNC from no configured peer")     \
 	X(SW_CNT_DROP_SYNC_QUEUE, "sync_queue_full", SW_CNT_DROP, "SYNC ring full")                \
+	X(SW_CNT_DROP_AUTH_MISSING, "auth_missing", SW_CNT_DROP,                                   \
+	  "Control datagram without a MAC (cluster key set)")                                      \
+	X(SW_CNT_DROP_AUTH_BAD, "auth_bad", SW_CNT_DROP, "Control datagram with a wrong MAC")      \
 	X(SW_CNT_DROP_L2_SAME_PORT, "l2_same_port", SW_CNT_DROP,                                   \
 	  "L2 destination behind the port it came in on")                                          \
 	X(SW_CNT_DROP_NO_MBUF, "no_mbuf", SW_CNT_DROP, "No mbuf for a frame the switch makes")
