@@ -375,9 +375,11 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	_Static_assert(WIRE_OPS_SW_CONTROL ==
 			   (WIRE_OPS_ONE(WIRE_OP_DIGEST) | WIRE_OPS_ONE(WIRE_OP_SYNC)),
 		       "the control thread takes DIGEST and SYNC");
-	_Static_assert(WIRE_OPS_SW_REPLIES == (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
-					       WIRE_OPS_ONE(WIRE_OP_UNREPLICATE)),
-		       "replies: of data ops (forwarded) and of REPLICATE, UNREPLICATE (consumed)");
+	_Static_assert(WIRE_OPS_SW_REPLIES ==
+			   (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
+			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
+		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
+		       "of RING (the control thread's)");
 	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
 		return K_REQUEST; /* most datagrams */
 	switch (op) {
@@ -392,6 +394,20 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_REPLICATE | WIRE_REPLY:
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
+	case WIRE_OP_RING | WIRE_REPLY:
+		/* A node's answer to a ring change (members.c), through the digests' ring. */
+		p->m->port = in_port;
+		if (!from_node(sw, p)) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		if (sw->keyed && !authentic(w, p)) /* counted by authentic() */
+			return K_DONE;
+		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		return K_DONE;
 	case WIRE_OP_DIGEST:
 		/* Only from the address of the node it names (intake.c checks the port). */
 		if (!from_node(sw, p)) {
@@ -688,7 +704,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		return;
 	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
-	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
 	if (!is_read)
 		target = home;
 	else if (may_spread(sw, e, now_tsc)) {
@@ -922,7 +938,7 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
-	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), p->msg.keyhash);
 	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
 	if (may_spread(sw, e, now_tsc)) {
 		st = cdt_entry_state(e);

@@ -317,7 +317,7 @@ static void teardown(void)
 
 static uint16_t home_of(const char *key)
 {
-	return ring_home(&sw.ring, keyhash(key, strlen(key)));
+	return ring_home(sw.ring, keyhash(key, strlen(key)));
 }
 
 /* ---- Tests. ------------------------------------------------------------------------------ */
