@@ -72,6 +72,9 @@ enum phase {
 	PH_DONE,       /* completion deferred to the next skl_poll() */
 };
 
+/* Redirects a request took, for the redirect success counters. */
+enum { REDIRECT_MOVED = 1, REDIRECT_FALLBACK = 2 };
+
 struct req {
 	struct tw_timer timer; /* first: the timer is the slot's handle */
 	uint64_t req_id;
@@ -83,6 +86,7 @@ struct req {
 	bool moved_once;
 	bool placed_again; /* a GET re-dispatched after a MOVED (on_moved()) */
 	bool replica_read;
+	uint8_t redirected;   /* REDIRECT_* this request went through (counted on completion) */
 	uint8_t final_status; /* PH_DONE */
 	uint16_t sw;
 	uint16_t target;
@@ -164,6 +168,11 @@ static const char *const status_names[SKL_STATUS_COUNT] = {
 
 static const char *const counter_names[] = {
 #define X(field, desc) #field,
+    SKL_COUNTERS(X)
+#undef X
+};
+static const char *const counter_descs[] = {
+#define X(field, desc) desc,
     SKL_COUNTERS(X)
 #undef X
 };
@@ -449,6 +458,15 @@ static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
 	tw_add(&a->tw, &r->timer, a->now + a->timeout_ns);
 }
 
+/* r is rerouted: around given-up switches, or home after a cached route failed (once per request).
+ */
+static void note_fallback(struct skl_agent *a, struct req *r)
+{
+	if (!(r->redirected & REDIRECT_FALLBACK))
+		a->st.redirects_fallback++;
+	r->redirected |= REDIRECT_FALLBACK;
+}
+
 /* Queue r to complete with status at the start of the next skl_poll(). */
 static void defer_done(struct skl_agent *a, struct req *r, enum skl_status st)
 {
@@ -548,7 +566,10 @@ static void dispatch(struct skl_agent *a, struct req *r)
 		send_msg(a, r, WIRE_OP_HINT, 0, 0, false, &a->switches[r->sw].addr);
 		return;
 	}
-	/* Direct to the ring home, or where a MOVED said the key now lives. */
+	/* Direct to the ring home, or where a MOVED said the key now lives; when
+	 * the switches are given up, that is a reroute around them. */
+	if (a->mode != CFG_MODE_DIRECT && a->nswitches && a->cur_switch >= a->nswitches)
+		note_fallback(a, r);
 	e = rc_lookup(&a->rc, r->keyhash, RC_MOVED, a->now);
 	if (e && a->nodes[e->node].present) {
 		go_node(a, r, e->node, false);
@@ -618,6 +639,10 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 	};
 
 	tw_cancel(&a->tw, &r->timer);
+	if (st == SKL_OK || st == SKL_NOT_FOUND) {
+		a->st.redirects_moved_ok += (r->redirected & REDIRECT_MOVED) != 0;
+		a->st.redirects_fallback_ok += (r->redirected & REDIRECT_FALLBACK) != 0;
+	}
 	if (reply) {
 		res.version = reply->version;
 		res.node = reply->node;
@@ -737,6 +762,8 @@ static void on_timeout(struct tw_timer *t, void *arg)
 		/* Neither the cache nor the switch again: the home is the one place
 		 * that is always right. */
 		a->st.retries++;
+		if (r->target != r->home)
+			note_fallback(a, r);
 		go_node(a, r, r->home, false);
 		return;
 	}
@@ -811,6 +838,8 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 		return;
 	}
 	rc_insert(&a->rc, r->keyhash, owner, RC_MOVED, a->now);
+	a->st.redirects_moved++;
+	r->redirected |= REDIRECT_MOVED;
 	go_node(a, r, owner, false);
 }
 
@@ -1183,6 +1212,11 @@ size_t skl_counter_count(void)
 const char *skl_counter_name(size_t i)
 {
 	return i < skl_counter_count() ? counter_names[i] : NULL;
+}
+
+const char *skl_counter_desc(size_t i)
+{
+	return i < skl_counter_count() ? counter_descs[i] : NULL;
 }
 
 uint64_t skl_counter_value(const struct skl_stats *s, size_t i)

@@ -30,6 +30,8 @@
 #include "clock.h"
 #include "config.h"
 #include "hist.h"
+#include "httpd.h"
+#include "prom.h"
 #include "rng.h"
 #include "workload.h"
 
@@ -63,7 +65,9 @@ struct bench {
 	enum skl_consistency consistency;
 	int json_stdout;
 	const char *json_path, *history_path;
-	const char *key_prefix; /* keys are "<prefix><n>" */
+	const char *key_prefix;	    /* keys are "<prefix><n>" */
+	const char *metrics_listen; /* --metrics A.B.C.D:PORT, or NULL */
+	struct httpd *http;	    /* the agent's counters as /metrics, run from the load loop */
 	double rate, duration_s;
 	uint32_t concurrency, value_size, timeout_ms;
 	bool preload;
@@ -130,6 +134,7 @@ static void bench_usage(FILE *out)
 	    "  --json FILE              write the summary as JSON ('-': stdout)\n"
 	    "  --history FILE           one JSON line per operation\n"
 	    "  --key-prefix P           keys are P0, P1, ... (default \"key:\")\n"
+	    "  --metrics A.B.C.D:PORT   serve the agent's counters as Prometheus /metrics\n"
 	    "\n"
 	    "Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
 	    "error, 78 config error.\n");
@@ -322,6 +327,39 @@ static void on_preload(void *arg, const struct skl_result *res)
 		b->preload_errors++;
 }
 
+/*
+ * /metrics: the agent's counters (SKL_COUNTERS, their descriptions as help),
+ * rendered on this thread, between polls: the agent is single-threaded.
+ */
+static char *render_metrics(void *arg, size_t *len)
+{
+	struct bench *b = arg;
+	struct skl_stats st;
+	struct prom *p = prom_new();
+	char name[96], *out;
+
+	if (!p)
+		return NULL;
+	skl_get_stats(b->agent, &st);
+	for (size_t i = 0; i < skl_counter_count(); i++) {
+		snprintf(name, sizeof(name), "skewless_agent_%s_total", skl_counter_name(i));
+		prom_add(p, name, skl_counter_desc(i), PROM_COUNTER, NULL, 0,
+			 (double)skl_counter_value(&st, i));
+	}
+	prom_add(p, "skewless_agent_inflight", "Requests in flight", PROM_GAUGE, NULL, 0,
+		 (double)skl_inflight(b->agent));
+	out = prom_render(p, len);
+	prom_free(p);
+	return out;
+}
+
+/* One pass of the /metrics server, when there is one (non-blocking). */
+static void serve_metrics(struct bench *b)
+{
+	if (b->http)
+		httpd_run(b->http);
+}
+
 static int run_preload(struct bench *b)
 {
 	char key[96], *value = malloc(b->value_size + 1);
@@ -340,6 +378,7 @@ static int run_preload(struct bench *b)
 				break;
 			next++;
 		}
+		serve_metrics(b);
 		if (skl_poll(b->agent, 10) < 0)
 			break;
 	}
@@ -398,6 +437,7 @@ static void run_load(struct bench *b)
 		if (wait_ms > 10)
 			wait_ms = 10;
 		skl_poll(b->agent, wait_ms);
+		serve_metrics(b);
 	}
 	/* Arrivals scheduled before the end that never got a window. */
 	if (b->rate > 0)
@@ -583,6 +623,7 @@ enum {
 	B_HISTORY,
 	B_KEY_PREFIX,
 	B_CONFIG,
+	B_METRICS,
 };
 
 static int bad(const char *flag, const char *expected, const char *got)
@@ -613,6 +654,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	    {"history", required_argument, NULL, B_HISTORY},
 	    {"key-prefix", required_argument, NULL, B_KEY_PREFIX},
 	    {"config", required_argument, NULL, B_CONFIG},
+	    {"metrics", required_argument, NULL, B_METRICS},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -696,6 +738,9 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 			if (optarg[0] == '-' && optarg[1])
 				return bad("--json", "a file name, or - for stdout", optarg);
 			b->json_path = optarg;
+			break;
+		case B_METRICS:
+			b->metrics_listen = optarg;
 			break;
 		case B_KEY_PREFIX:
 			if (strlen(optarg) > 64) {
@@ -845,6 +890,15 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
+	if (b->metrics_listen) {
+		b->http = httpd_start(b->metrics_listen, HTTPD_EXTERNAL, render_metrics, b, err,
+				      sizeof(err));
+		if (!b->http) {
+			fprintf(stderr, "skewless bench: --metrics %s\n", err);
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
 	b->tty = isatty(STDOUT_FILENO) && !b->json_stdout;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -872,6 +926,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	}
 	json_decref(sum);
 out:
+	httpd_stop(b->http);
 	if (b->agent)
 		skl_close(b->agent);
 	if (b->history && fclose(b->history)) {

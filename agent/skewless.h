@@ -223,7 +223,13 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(hints, "HINT requests sent")                                                             \
 	X(cache_hits, "reads routed from the route cache")                                         \
 	X(probes, "PROBE datagrams sent")                                                          \
-	X(stale_reads, "relaxed reads answered from a probed copy")
+	X(stale_reads, "relaxed reads answered from a probed copy")                                \
+	X(redirects_moved, "requests resent to the node a MOVED named")                            \
+	X(redirects_moved_ok, "of those, answered OK or NOT_FOUND")                                \
+	X(redirects_fallback,                                                                      \
+	  "requests rerouted: direct while the switches are given up, or home after a cached "     \
+	  "route failed")                                                                          \
+	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")
 
 struct skl_stats {
 #define X(field, desc) uint64_t field;
@@ -235,6 +241,7 @@ void skl_get_stats(const struct skl_agent *a, struct skl_stats *out);
 /* Counter i's name and description, for i < skl_counter_count(); NULL past it. */
 size_t skl_counter_count(void);
 const char *skl_counter_name(size_t i);
+const char *skl_counter_desc(size_t i);
 uint64_t skl_counter_value(const struct skl_stats *s, size_t i);
 
 /* This agent's id (upper half of its req_ids) and the UDP port it is bound to. */

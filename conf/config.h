@@ -25,6 +25,7 @@
 #define CFG_MAX_PORTS 32
 #define CFG_MAX_LCORES 16
 #define CFG_MAX_NAME 64
+#define CFG_MAX_LISTEN 24 /* "255.255.255.255:65535" */
 #define CFG_MAX_PATH 256
 #define CFG_MAX_REPLICAS 16
 #define CFG_WINDOW_MAX 16
@@ -64,6 +65,7 @@ struct cfg_switch {
 	uint32_t vip; /* this switch's service address; defaults to service.vip */
 	uint8_t mac[6];
 	char control_socket[CFG_MAX_PATH];
+	char metrics_listen[CFG_MAX_LISTEN]; /* "A.B.C.D:PORT" of /metrics; "": none */
 	uint16_t nlcores;
 	uint16_t lcores[CFG_MAX_LCORES]; /* worker lcores */
 	uint32_t idle_sleep_us;		 /* sleep after idle_polls empty polls */
@@ -81,6 +83,7 @@ struct cfg_node {
 	uint16_t port;
 	uint32_t weight;
 	char data_dir[CFG_MAX_PATH];
+	char metrics_listen[CFG_MAX_LISTEN]; /* "A.B.C.D:PORT" of /metrics; "": none */
 };
 
 struct cfg_agent_host {

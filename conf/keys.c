@@ -197,6 +197,9 @@ const struct cfg_key cfg_keys[] = {
 	    .def_doc = "service.mac"),
     KEY_STRING(SWITCH, "control_socket", control_socket, NULL, "Unix socket for `cdtctl`",
 	       .derive = switch_control_socket, .def_doc = "/run/skewless/switch-<id>.sock"),
+    KEY_STRING(SWITCH, "metrics_listen", metrics_listen, "",
+	       "`A.B.C.D:PORT` where the switch serves Prometheus `/metrics` (docs/operations.md "
+	       "\"Metrics\"); empty: not served"),
     KEY_LIST_UINT("switches[]", "lcores", 0, CFG_MAX_LCORES, 0, 1023,
 		  "worker lcores, each once (must be in EAL `-l`); empty: every EAL worker lcore"),
     KEY_UINT(SWITCH, "idle_sleep_us", idle_sleep_us, 0, 1000000, 50,
@@ -234,6 +237,8 @@ const struct cfg_key cfg_keys[] = {
 	     "no arc of the ring (a node leaving, kept until it has drained)"),
     KEY_STRING(NODE, "data_dir", data_dir, NULL, "RocksDB directory", .derive = node_data_dir,
 	       .def_doc = "/var/lib/skewless/<name>"),
+    KEY_STRING(NODE, "metrics_listen", metrics_listen, "",
+	       "`A.B.C.D:PORT` where the node serves Prometheus `/metrics`; empty: not served"),
 
     KEY_STRING(AGENT_HOST, "name", name, NULL, "unique across agents and nodes",
 	       .flags = CFG_REQUIRED),

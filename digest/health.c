@@ -19,7 +19,12 @@
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 static const char *const counter_names[] = {
-#define X(name, str) str,
+#define X(name, str, help) str,
+	DIG_COUNTERS(X)
+#undef X
+};
+static const char *const counter_help[] = {
+#define X(name, str, help) help,
 	DIG_COUNTERS(X)
 #undef X
 };
@@ -27,6 +32,11 @@ static const char *const counter_names[] = {
 const char *dig_counter_name(enum dig_counter c)
 {
 	return (unsigned)c < DIG_CNT_COUNT ? counter_names[c] : "?";
+}
+
+const char *dig_counter_help(enum dig_counter c)
+{
+	return (unsigned)c < DIG_CNT_COUNT ? counter_help[c] : "?";
 }
 
 static void count(struct dig_table *t, enum dig_counter c, uint64_t n)

@@ -37,25 +37,26 @@
 
 #define DIG_NODES (CFG_MAX_NODES + 1)
 
-/* Table counters: X(enum name, counter name). Decode errors are counted apart. */
-#define DIG_COUNTERS(X)                                                                    \
-	X(DIG_CNT_ACCEPTED, "digests_accepted")                                            \
-	X(DIG_CNT_STALE, "digests_stale")         /* out of order or duplicate seq */    \
-	X(DIG_CNT_UNTRACKED, "digests_untracked") /* node id not in the config */        \
-	X(DIG_CNT_MALFORMED, "digests_malformed") /* sum of decode_errors[] */           \
-	X(DIG_CNT_LOST, "digests_lost")           /* seq gaps */                         \
-	X(DIG_CNT_RESTARTS, "node_restarts")      /* new boot_id */                      \
-	X(DIG_CNT_DOWN, "node_down_events")                                                \
-	X(DIG_CNT_UP, "node_up_events")
+/* Table counters: X(enum name, counter name, help). Decode errors are counted apart. */
+#define DIG_COUNTERS(X)                                                                            \
+	X(DIG_CNT_ACCEPTED, "digests_accepted", "Digests applied to the table")                    \
+	X(DIG_CNT_STALE, "digests_stale", "Digests ignored: out of order or duplicate seq")        \
+	X(DIG_CNT_UNTRACKED, "digests_untracked", "Digests from a node id not in the config")      \
+	X(DIG_CNT_MALFORMED, "digests_malformed", "Digests that failed to decode")                 \
+	X(DIG_CNT_LOST, "digests_lost", "Digests missing from gaps in the seq")                    \
+	X(DIG_CNT_RESTARTS, "node_restarts", "Nodes seen with a new boot id")                      \
+	X(DIG_CNT_DOWN, "node_down_events", "Nodes marked down")                                   \
+	X(DIG_CNT_UP, "node_up_events", "Nodes marked up")
 
 enum dig_counter {
-#define X(name, str) name,
+#define X(name, str, help) name,
 	DIG_COUNTERS(X)
 #undef X
 	DIG_CNT_COUNT
 };
 
 const char *dig_counter_name(enum dig_counter c);
+const char *dig_counter_help(enum dig_counter c);
 
 /* Per-node state. Writer: control thread (relaxed atomic stores); readers: any. */
 struct dig_node_stats {
@@ -123,13 +124,12 @@ int dig_table_receive(struct dig_table *t, uint16_t id, const struct dig_digest 
 		      uint64_t now_us);
 
 /* dig_datagram_parse() + dig_table_receive(); a bad datagram is counted, -EBADMSG. */
-int dig_table_receive_datagram(struct dig_table *t, const void *buf, size_t len,
-			       uint64_t now_us);
+int dig_table_receive_datagram(struct dig_table *t, const void *buf, size_t len, uint64_t now_us);
 
 /*
  * Mark down every alive node silent for down_after_intervals x its current
- * interval (at least the base interval) at now_us. Call it from the control thread's timer, at least every
- * fast_interval_ms. Returns the number of nodes newly marked down.
+ * interval (at least the base interval) at now_us. Call it from the control thread's timer, at
+ * least every fast_interval_ms. Returns the number of nodes newly marked down.
  */
 unsigned dig_table_tick(struct dig_table *t, uint64_t now_us);
 

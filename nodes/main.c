@@ -264,6 +264,8 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	if (node_metrics_start(&n, err, sizeof(err)) != 0)
+		die("%s", err);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 ||
 	    report_start(&n) != 0 || mignet_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
@@ -287,6 +289,7 @@ int main(int argc, char **argv)
 	ttl_stop(&n);
 	report_stop(&n);
 	mignet_stop(&n);
+	node_metrics_stop();
 	node_socket_close(&n); /* every sender has stopped */
 	mig_fini(&n.mig);
 	store_close(n.store);

@@ -26,70 +26,70 @@
 #include "wire.h"
 
 /*
- * Counters, VPP-style. Every received datagram lands in exactly one of the
- * classes marked (c), so rx_datagrams == their sum; docs/operations.md
- * explains each.
+ * Counters, VPP-style: X(name, help). Every received datagram lands in
+ * exactly one of the classes marked (c), so rx_datagrams == their sum; the
+ * help is what the counters file's docs and /metrics say of each
+ * (docs/operations.md).
  */
 #define NODE_COUNTERS(X)                                                                           \
-	X(rx_datagrams)	     /* every datagram received */                                         \
-	X(accepted)	     /* (c) queued for a worker (UNREPLICATE: served by the rx thread) */  \
-	X(rx_replies)	     /* (c) a reply (op | 0x80) sent to a node: dropped */                 \
-	X(drop_short)	     /* (c) header unreadable: dropped, no reply */                        \
-	X(drop_bad_magic)    /* (c) */                                                             \
-	X(drop_bad_version)  /* (c) */                                                             \
-	X(drop_bad_op)	     /* (c) */                                                             \
-	X(bad_flags)	     /* (c) answered BAD_REQUEST */                                        \
-	X(bad_status)	     /* (c) */                                                             \
-	X(bad_key_len)	     /* (c) */                                                             \
-	X(bad_truncated)     /* (c) */                                                             \
-	X(bad_trailing)	     /* (c) */                                                             \
-	X(bad_keyhash)	     /* (c) keyhash field is not XXH3-64 of the key */                     \
-	X(unsupported_op)    /* (c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes */          \
-	X(too_large)	     /* (c) value over max_value or datagram over the MTU */               \
-	X(overloaded)	     /* (c) queue full: answered OVERLOADED */                             \
-	X(expired)	     /* client requests that waited in the queue past the agent timeout: \
-				dropped unserved, their sender has given up on them */            \
-	X(bad_payload)	     /* malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none */  \
-	X(src_not_switch)    /* REPLICATE from no configured switch address: dropped, no reply */ \
-	X(src_not_node)	     /* RC_REQ from no configured node, UNREPLICATE from no node nor \
-				switch: dropped, no reply */                                      \
-	X(auth_missing)	     /* (c) with a key: a control datagram without a MAC, dropped */      \
-	X(auth_bad)	     /* (c) with a key: a control datagram with a wrong MAC, dropped */   \
-	X(auth_bad_reply)    /* with a key: an RC_ACK or UNREPLICATE reply on a home's own \
-				socket with no valid MAC: not taken as a holder's confirmation */ \
-	X(moved)	     /* answered MOVED */                                                  \
-	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
-	X(get_replica)	     /* of which from the replica family */                                \
-	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
-	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
-	X(read_while_pushing) /* home reads served the previous version while a write-through \
-				 was out */                                                        \
-	X(stamp_moved)	     /* reads stamped with a version not held: MOVED (a replica's to the \
-				home; the home's, to a HINT's read, to no node: ask again) */     \
-	X(put)		     /* PUTs applied */                                                    \
-	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
-	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \
-	X(bypass_refused)    /* such writes refused (UNAVAILABLE): a copy holder did not confirm */ \
-	X(del)		     /* DELs served */                                                     \
-	X(probe)	     /* PROBEs served */                                                   \
-	X(replicate)	     /* REPLICATEs served */                                               \
-	X(replicate_skipped) /* REPLICATE whose v is not the local version: nothing pushed */      \
-	X(rc_req_sent)	     /* RC_REQs pushed to replicas */                                      \
-	X(rc_req)	     /* RC_REQs stored (or already held) */                                \
-	X(rc_req_stale)	     /* RC_REQs older than the stored copy: ignored */                     \
-	X(rc_ack_sent)	     /* RC_ACKs sent to switches (and to homes, for write-through) */     \
-	X(write_through)     /* writes of a directory key pushed to its holders before the reply */ \
-	X(write_through_confirmed) /* holders that confirmed such a push in time */               \
-	X(write_through_missed)	   /* holders that did not: left out of the reply's list */       \
-	X(unreplicate)	     /* UNREPLICATEs served */                                             \
-	X(store_errors)	     /* RocksDB errors: answered INTERNAL */                               \
-	X(send_errors)	     /* sendto() failures */                                               \
-	X(ttl_expired)	     /* expired values removed by the sampler */                           \
-	X(tombstones_gc)     /* tombstones removed by GC */                                        \
-	X(digests_sent)	     /* DIGEST datagrams sent */
+	X(rx_datagrams, "Datagrams received")                                                      \
+	X(accepted, "(c) Queued for a worker (UNREPLICATE: served by the receive thread)")         \
+	X(rx_replies, "(c) Replies (op | 0x80) sent to a node: dropped")                           \
+	X(drop_short, "(c) Header unreadable: dropped, no reply")                                  \
+	X(drop_bad_magic, "(c) Wrong magic: dropped")                                              \
+	X(drop_bad_version, "(c) Unknown wire version: dropped")                                   \
+	X(drop_bad_op, "(c) Unknown op: dropped")                                                  \
+	X(bad_flags, "(c) Unknown flags: answered BAD_REQUEST")                                    \
+	X(bad_status, "(c) Unknown status: answered BAD_REQUEST")                                  \
+	X(bad_key_len, "(c) Key length out of range: answered BAD_REQUEST")                        \
+	X(bad_truncated, "(c) Shorter than its header says: answered BAD_REQUEST")                 \
+	X(bad_trailing, "(c) Bytes after the message: answered BAD_REQUEST")                       \
+	X(bad_keyhash, "(c) keyhash field is not XXH3-64 of the key")                              \
+	X(unsupported_op, "(c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes")                \
+	X(too_large, "(c) Value over max_value or datagram over the MTU")                          \
+	X(overloaded, "(c) Queue full: answered OVERLOADED")                                       \
+	X(expired,                                                                                 \
+	  "Client requests that waited in the queue past the agent timeout: dropped unserved")     \
+	X(bad_payload, "Malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none")            \
+	X(src_not_switch, "REPLICATE from no configured switch address: dropped, no reply")        \
+	X(src_not_node,                                                                            \
+	  "RC_REQ from no configured node, UNREPLICATE from no node nor switch: dropped")          \
+	X(auth_missing, "(c) With a key: a control datagram without a MAC, dropped")               \
+	X(auth_bad, "(c) With a key: a control datagram with a wrong MAC, dropped")                \
+	X(auth_bad_reply,                                                                          \
+	  "With a key: an RC_ACK or UNREPLICATE reply on a home's socket with no valid MAC")       \
+	X(moved, "Answered MOVED")                                                                 \
+	X(get, "GETs served (OK or NOT_FOUND)")                                                    \
+	X(get_replica, "GETs served from the replica family")                                      \
+	X(replica_miss, "REPLICA_READ with no copy here: MOVED to the home")                       \
+	X(stamp_previous, "Reads stamped with the version before a write-through: served it")      \
+	X(read_while_pushing,                                                                      \
+	  "Home reads served the previous version while a write-through was out")                  \
+	X(stamp_moved, "Replica reads stamped with a version not held: MOVED to the home")         \
+	X(put, "PUTs applied")                                                                     \
+	X(write_retried, "PUT/DEL retries answered from their first attempt (not re-applied)")     \
+	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
+	X(bypass_refused, "Such writes refused (UNAVAILABLE): a copy holder did not confirm")      \
+	X(del, "DELs served")                                                                      \
+	X(probe, "PROBEs served")                                                                  \
+	X(replicate, "REPLICATEs served")                                                          \
+	X(replicate_skipped, "REPLICATEs whose version is not the local one: nothing pushed")      \
+	X(rc_req_sent, "RC_REQs pushed to replicas")                                               \
+	X(rc_req, "RC_REQs stored (or already held)")                                              \
+	X(rc_req_stale, "RC_REQs older than the stored copy: ignored")                             \
+	X(rc_ack_sent, "RC_ACKs sent to switches (and to homes, for write-through)")               \
+	X(write_through, "Writes of a directory key pushed to its holders before the reply")       \
+	X(write_through_confirmed, "Holders that confirmed such a push in time")                   \
+	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
+	X(unreplicate, "UNREPLICATEs served")                                                      \
+	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \
+	X(send_errors, "sendto() failures")                                                        \
+	X(ttl_expired, "Expired values removed by the sampler")                                    \
+	X(tombstones_gc, "Tombstones removed by GC")                                               \
+	X(digests_sent, "DIGEST datagrams sent")
 
 enum node_counter {
-#define X(name) NODE_CTR_##name,
+#define X(name, help) NODE_CTR_##name,
 	NODE_COUNTERS(X)
 #undef X
 	    NODE_CTR_COUNT
@@ -141,7 +141,7 @@ struct node {
 	char data_dir[CFG_MAX_PATH];
 	int fd;			  /* the UDP socket (send.c): rx receives, every thread sends */
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
-	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
+	uint32_t ack_delay_ms;	  /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
 	struct through *through;  /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
@@ -209,5 +209,14 @@ static inline void node_reply_moved(const struct node *n, struct wire_msg *rep, 
 
 /* Write the counters to <data_dir>/counters (name value lines) and log them in one line. */
 void node_dump_counters(struct node *n);
+
+/*
+ * /metrics (stats.c): start before the threads (it also readies the latency
+ * histogram); serves only when nodes[].metrics_listen is set. 0, or -1 with err.
+ */
+int node_metrics_start(struct node *n, char *err, size_t errlen);
+void node_metrics_stop(void);
+/* A request's latency, receipt to reply sent, into the histogram. Any thread. */
+void node_observe_latency(uint64_t ns);
 
 #endif

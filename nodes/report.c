@@ -37,6 +37,7 @@ void report_latency(uint64_t latency_ns)
 	uint64_t us = latency_ns / 1000;
 
 	dig_meter_record(&meter, us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
+	node_observe_latency(latency_ns);
 }
 
 static void *report_main(void *arg)

@@ -1,21 +1,37 @@
 /*
- * stats.c - the node's counters, dumped on SIGUSR1 and at exit.
+ * stats.c - the node's counters (node.h's X-macro list), dumped on SIGUSR1
+ * and at exit, and served as Prometheus /metrics; and the request latency
+ * histogram behind /metrics.
  *
  * The dump goes to <data-dir>/counters as "name value" lines (written to a
  * temporary file, then renamed, so a reader never sees half a file) and to
- * the log as one line.
+ * the log as one line. /metrics (nodes[].metrics_listen) runs on
+ * libmicrohttpd's own thread: it reads only atomics (the counters, the
+ * gauges, the histogram's buckets) and what is read-only after start-up.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "httpd.h"
 #include "log.h"
 #include "node.h"
+#include "prom.h"
 
 static const char *const counter_names[] = {
-#define X(name) #name,
+#define X(name, help) #name,
     NODE_COUNTERS(X)
 #undef X
 };
+static const char *const counter_help[] = {
+#define X(name, help) help,
+    NODE_COUNTERS(X)
+#undef X
+};
+
+/* Receipt to reply sent, every request a worker served (report_latency()). */
+static struct prom_hist latency;
+static struct httpd *http;
 
 void node_dump_counters(struct node *n)
 {
@@ -54,4 +70,60 @@ void node_dump_counters(struct node *n)
 		log_warn("%s: cannot write counters", tmp);
 	}
 	log_info("counters:%s", used ? line : " (all zero)");
+}
+
+void node_observe_latency(uint64_t ns)
+{
+	prom_hist_observe_ns(&latency, ns);
+}
+
+/* One scrape (libmicrohttpd's thread): the same table as the counters file. */
+static char *render(void *arg, size_t *len)
+{
+	struct node *n = arg;
+	const struct prom_label info[] = {{"node", n->self->name}};
+	struct prom *p = prom_new();
+	char name[96], *out;
+
+	if (!p)
+		return NULL;
+	prom_add(p, "skewless_node_info", "The node's name (always 1)", PROM_GAUGE, info, 1, 1);
+	for (int c = 0; c < NODE_CTR_COUNT; c++) {
+		snprintf(name, sizeof(name), "skewless_node_%s_total", counter_names[c]);
+		prom_add(p, name, counter_help[c], PROM_COUNTER, NULL, 0,
+			 (double)atomic_load_explicit(&n->ctr[c], memory_order_relaxed));
+	}
+	prom_add(p, "skewless_node_inflight", "Requests a worker is serving", PROM_GAUGE, NULL, 0,
+		 atomic_load_explicit(&n->inflight, memory_order_relaxed));
+	prom_add(p, "skewless_node_queued", "Requests waiting for a worker", PROM_GAUGE, NULL, 0,
+		 atomic_load_explicit(&n->queued, memory_order_relaxed));
+	prom_add(p, "skewless_node_load", "Load the node reports (in flight + queued, capped)",
+		 PROM_GAUGE, NULL, 0, node_load(n));
+	prom_add_hist(p, "skewless_node_request_latency_seconds",
+		      "Request latency in the node: receipt to reply sent", NULL, 0, &latency);
+	out = prom_render(p, len);
+	prom_free(p);
+	return out;
+}
+
+int node_metrics_start(struct node *n, char *err, size_t errlen)
+{
+	char why[256];
+
+	prom_hist_init(&latency, prom_latency_bounds, prom_latency_nbounds);
+	if (!n->self->metrics_listen[0])
+		return 0;
+	http = httpd_start(n->self->metrics_listen, HTTPD_OWN_THREAD, render, n, why, sizeof(why));
+	if (!http) {
+		snprintf(err, errlen, "nodes[%s].metrics_listen %s", n->self->name, why);
+		return -1;
+	}
+	log_info("metrics on http://%s/metrics", n->self->metrics_listen);
+	return 0;
+}
+
+void node_metrics_stop(void)
+{
+	httpd_stop(http);
+	http = NULL;
 }

@@ -11,6 +11,8 @@ packages=(
 	libdpdk-dev dpdk-dev libnuma-dev libpcap-dev	# switchd, dpdk-testpmd for bench/
 	librocksdb-dev					# nodes
 	libjansson-dev libxxhash-dev libmd-dev libssl-dev	# conf, proto
+	libmicrohttpd-dev				# /metrics (base/httpd.c)
+	prometheus					# promtool in the tests, the scrape e2e test
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison

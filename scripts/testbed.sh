@@ -8,8 +8,18 @@
 # it names. One-arm: the switch's single TAP joins a Linux bridge in namespace
 # skl-fabric, to which every host is attached by a veth pair (eth0 inside the
 # host). Processes log to RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node
-# data lives in RUN/data/NAME. All traffic stays inside these namespaces:
-# nothing is addressed in the root namespace.
+# data lives in RUN/data/NAME. All service traffic stays inside these
+# namespaces: nothing of it is addressed in the root namespace.
+#
+# Metrics: when the config has a switch or node with metrics_listen, every
+# switch, node and agent namespace also gets an interface mg0 on a management
+# bridge (namespace skl-mgmt), which reaches the root namespace through one
+# veth (skl-mg) with address .1 of a /24 of 198.18.0.0/15 (RFC 2544's
+# benchmarking range; SKL_METRICS_NET=A.B.C picks it, else the first /24 free
+# from one derived from the prefix). Prometheus in the root namespace scrapes
+# them there; the route to that /24 goes only into these namespaces. Targets
+# are written for Prometheus's file_sd to RUN/prometheus/targets-*.json
+# (conf/prometheus/prometheus.yml reads run/testbed's).
 #
 #   up      bring everything up and wait until each switch reports every node
 #           up (and holds its peers' leases); a testbed already up and healthy
@@ -30,7 +40,7 @@
 # SKL_NODE_ARGS, SKL_SWITCH_ARGS (extra arguments), SKL_SWITCH_LCORES (EAL -l,
 # default 0,1), SKL_NO_SWITCH=1 (nodes only), SKL_UP_TIMEOUT (seconds, default
 # 30), SKL_NS_PREFIX (namespace names, default skl-; the tests use another so
-# that they never collide with a testbed an operator has up).
+# that they never collide with a testbed an operator has up), SKL_METRICS_NET.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
@@ -54,6 +64,7 @@ done
 # One line per thing to make, from the config:
 #   vip IP | mtu N | host NAME IP agent|node ID | switch ID NAME ROLE SOCKET
 #   port SWITCH_ID SWITCH_NAME IFACE HOST|-
+#   metrics switch|node|agent NAME PORT|- (PORT: of metrics_listen; - for agents)
 # The config is validated by the C loader first (skewless where).
 plan() {
 	python3 - "$config" <<'PY'
@@ -75,6 +86,14 @@ for s in c.get("switches", []):
         kv = [x.split("=", 1) for x in p.get("vdev", "").split(",") if "=" in x]
         iface = [v for k, v in kv if k == "iface"]
         print("port", s["id"], sname, iface[0] if iface else "-", p.get("host") or "-")
+listen = [("switch", s.get("name", "s%d" % s["id"]), s.get("metrics_listen", ""))
+          for s in c.get("switches", [])]
+listen += [("node", n["name"], n.get("metrics_listen", "")) for n in c["nodes"]]
+if any(l for _, _, l in listen):
+    for kind, hname, l in listen:
+        print("metrics", kind, hname, l.rsplit(":", 1)[1] if l else "-")
+    for a in c.get("agents", []):
+        print("metrics", "agent", a["name"], "-")
 PY
 }
 
@@ -180,6 +199,10 @@ down() {
 		esac
 	done < <(plan)
 	if ns_exists "${nsp}fabric"; then ip netns del "${nsp}fabric"; fi
+	# The management bridge; deleting it takes the root namespace's veth along.
+	if ns_exists "${nsp}mgmt"; then ip netns del "${nsp}mgmt"; fi
+	# (A leftover whose namespace is gone; the veth may also still be going away.)
+	ip link del "${nsp}mg" >/dev/null 2>&1 || true
 	rm -f "$run/up"
 	log "$name is down (logs kept in $run/logs)"
 }
@@ -208,6 +231,12 @@ check_free() {
 	done < <(plan)
 	if [ -n "$(plan | awk '$1 == "switch" && $4 == "one-arm"')" ] && ns_exists "${nsp}fabric"; then
 		die "namespace ${nsp}fabric already exists; if it is a leftover: $0 down $config"
+	fi
+	if [ -n "$(plan | awk '$1 == "metrics"')" ]; then
+		if ns_exists "${nsp}mgmt"; then
+			die "namespace ${nsp}mgmt already exists; if it is a leftover: $0 down $config"; fi
+		if ip link show "${nsp}mg" >/dev/null 2>&1; then
+			die "interface ${nsp}mg already exists in the root namespace; if it is a leftover: $0 down $config"; fi
 	fi
 	local pat
 	pat=$(printf '%s' "$config" | sed 's/[][\.*^$+?(){}|]/\\&/g')
@@ -338,6 +367,70 @@ start() {
 	done
 }
 
+# Is the /24 A.B.C free in the root namespace: no address in it, and no route
+# to it or inside it but the default route (so ours shadows nothing)?
+net_free() {
+	! ip -o -4 addr show | grep -F " inet $1." >/dev/null &&
+		[ -z "$(ip -4 route show match "$1.0/24" | grep -v '^default')" ] &&
+		[ -z "$(ip -4 route show root "$1.0/24")" ]
+}
+
+# The management /24 (A.B.C): SKL_METRICS_NET, or the first free one of
+# 198.18.0.0/15 from one derived from the prefix (the default prefix: 198.18.0).
+metrics_net() {
+	if [ -n "${SKL_METRICS_NET:-}" ]; then
+		[[ $SKL_METRICS_NET =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+			die "SKL_METRICS_NET: expected A.B.C (a /24), got \"$SKL_METRICS_NET\""
+		net_free "$SKL_METRICS_NET" || die "SKL_METRICS_NET $SKL_METRICS_NET.0/24 is in use in the root namespace"
+		echo "$SKL_METRICS_NET"
+		return
+	fi
+	local start=0 i n
+	[ "$nsp" = skl- ] || start=$(( $(printf '%s' "$nsp" | cksum | cut -d' ' -f1) % 512 ))
+	for i in $(seq 0 511); do
+		n=$(( (start + i) % 512 ))
+		if net_free "198.$((18 + n / 256)).$((n % 256))"; then
+			echo "198.$((18 + n / 256)).$((n % 256))"
+			return
+		fi
+	done
+	die "no free /24 in 198.18.0.0/15 for the metrics network (set SKL_METRICS_NET)"
+}
+
+# The management bridge: mg0 in every switch, node and agent namespace, one
+# veth to the root namespace (.1), and Prometheus file_sd targets.
+metrics_up() {
+	local net kind what hname port i=10 ns
+	net=$(metrics_net)
+	ip netns add "${nsp}mgmt"
+	ip -n "${nsp}mgmt" link add br0 type bridge
+	ip -n "${nsp}mgmt" link set br0 up
+	ip link add "${nsp}mg" type veth peer name root netns "${nsp}mgmt"
+	ip -n "${nsp}mgmt" link set root master br0 up
+	ip addr add "$net.1/24" dev "${nsp}mg"
+	ip link set "${nsp}mg" up
+	mkdir -p "$run/prometheus"
+	local sw=() nd=() ag=()
+	while read -r kind what hname port; do
+		[ "$kind" = metrics ] || continue
+		ns=$nsp$hname
+		ip link add "m-$hname" netns "${nsp}mgmt" type veth peer name mg0 netns "$ns"
+		ip -n "${nsp}mgmt" link set "m-$hname" master br0 up
+		ip -n "$ns" addr add "$net.$i/24" dev mg0
+		ip -n "$ns" link set mg0 up
+		[ "$what" = agent ] && port=9449 # skewless bench --metrics 0.0.0.0:9449
+		local t="{\"targets\": [\"$net.$i:$port\"], \"labels\": {\"$what\": \"$hname\"}}"
+		if [ "$port" != - ]; then
+			case $what in switch) sw+=("$t") ;; node) nd+=("$t") ;; agent) ag+=("$t") ;; esac
+		fi
+		i=$((i + 1))
+	done < <(plan)
+	(IFS=,; echo "[${sw[*]}]") >"$run/prometheus/targets-switches.json"
+	(IFS=,; echo "[${nd[*]}]") >"$run/prometheus/targets-nodes.json"
+	(IFS=,; echo "[${ag[*]}]") >"$run/prometheus/targets-agents.json"
+	log "metrics on $net.0/24 (root namespace: ${nsp}mg $net.1); targets in $run/prometheus"
+}
+
 # Namespaces, bridge and veths; then the processes.
 up() {
 	if [ -e "$run/up" ]; then
@@ -382,6 +475,7 @@ up() {
 			ip -n "$nsp$h" link set eth0 up
 		done
 	fi
+	if [ -n "$(plan | awk '$1 == "metrics"')" ]; then metrics_up; fi
 	start
 	trap - ERR
 	touch "$run/up"

@@ -148,6 +148,14 @@ static void print_directory(json_t *d)
 	       (long long)json_integer_value(json_object_get(d, "send_failed")),
 	       json_real_value(json_object_get(d, "replication_lag_us_mean")),
 	       (long long)json_integer_value(json_object_get(d, "replica_reads")));
+	json_t *delay = json_object_get(d, "update_delay_seconds");
+	json_int_t n = json_integer_value(json_object_get(delay, "count"));
+
+	printf("  update delay (hot to a replica serving): %lld keys, %.1f ms mean, %lld never "
+	       "served\n",
+	       (long long)n,
+	       n ? json_real_value(json_object_get(delay, "sum_seconds")) * 1e3 / (double)n : 0.0,
+	       (long long)json_integer_value(json_object_get(d, "update_never_served")));
 }
 
 static void print_stats(json_t *r)
@@ -190,13 +198,13 @@ static void print_nodes(json_t *r)
 	json_t *n;
 	size_t i;
 
-	printf("%4s %-10s %-15s %-9s %5s %6s %8s %-17s %s\n", "id", "name", "ip", "state", "alive",
-	       "health", "inflight", "mac", "port");
+	printf("%4s %-10s %-15s %-9s %5s %6s %8s %6s %-17s %s\n", "id", "name", "ip", "state",
+	       "alive", "health", "inflight", "loss", "mac", "port");
 	json_array_foreach (json_object_get(r, "nodes"), i, n) {
 		const char *mac = json_string_value(json_object_get(n, "mac"));
 		const char *port = json_string_value(json_object_get(n, "port"));
 
-		printf("%4lld %-10s %-15s %-9s %5s %6lld %8lld %-17s %s\n",
+		printf("%4lld %-10s %-15s %-9s %5s %6lld %8lld %5.1f%% %-17s %s\n",
 		       (long long)json_integer_value(json_object_get(n, "id")),
 		       json_string_value(json_object_get(n, "name")),
 		       json_string_value(json_object_get(n, "ip")),
@@ -204,6 +212,7 @@ static void print_nodes(json_t *r)
 		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no",
 		       (long long)json_integer_value(json_object_get(n, "health")),
 		       (long long)json_integer_value(json_object_get(n, "inflight")),
+		       100 * json_real_value(json_object_get(n, "digest_loss_rate")),
 		       mac ? mac : "-", port ? port : "-");
 	}
 }

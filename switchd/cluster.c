@@ -24,9 +24,11 @@
 #include "fmt.h"
 #include "health.h"
 #include "log.h"
+#include "prom.h"
 #include "switchd.h"
 
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux);
+static void metrics_peers(struct sw *sw, struct prom *p);
 
 int cluster_init(struct sw *sw, char *err, size_t errlen)
 {
@@ -34,7 +36,8 @@ int cluster_init(struct sw *sw, char *err, size_t errlen)
 	uint32_t inc;
 	int rc;
 
-	if (ctl_register(sw, "peers", cmd_peers, NULL) != 0) {
+	if (ctl_register(sw, "peers", cmd_peers, NULL) != 0 ||
+	    ctl_register_metrics(sw, metrics_peers) != 0) {
 		snprintf(err, errlen, "cannot register the peers command");
 		return -1;
 	}
@@ -251,15 +254,48 @@ static void format_row(struct fmt *f, const struct cluster_row *r)
 	fmt_int(f, "id", r->id);
 	fmt_str(f, "name", r->name);
 	fmt_bool(f, "self", r->self);
-	fmt_bool(f, "live", r->live);
-	fmt_bool(f, "lease", r->lease);
-	fmt_int(f, "last_sync_ms", r->last_sync_ms);
-	fmt_int(f, "lag_ms", r->lag_ms);
-	fmt_int(f, "window", (int64_t)r->window);
-	fmt_int(f, "owned_keys", r->owned_keys);
-	fmt_int(f, "claimed", r->claimed);
-	fmt_int(f, "owned_version", (int64_t)r->owned_version);
-	fmt_int(f, "confirmed", (int64_t)r->confirmed);
+	fmt_flag(f, "live", "1 while the peer's SYNCs arrive (this switch: always)", r->live);
+	fmt_flag(f, "lease", "1 while this switch holds the peer's lease (this switch: its own)",
+		 r->lease);
+	fmt_gauge(f, "last_sync_ms", "Time since the peer's last SYNC (-0.001: never heard)",
+		  r->last_sync_ms);
+	fmt_gauge(f, "lag_ms", "Round trip of the peer's lease echo (-0.001: none yet)", r->lag_ms);
+	fmt_gauge(f, "window", "The peer's last hot-key window id", (int64_t)r->window);
+	fmt_gauge(f, "owned_keys", "Cluster hot keys the switch owns", r->owned_keys);
+	fmt_gauge(f, "claimed", "Keys on the switch's owned list", r->claimed);
+	fmt_gauge(f, "owned_version", "Version of the switch's owned list",
+		  (int64_t)r->owned_version);
+	fmt_gauge(f, "confirmed", "Owned-list version the peer confirmed routing",
+		  (int64_t)r->confirmed);
+}
+
+/* The peer machinery's counters, for `peers` and /metrics. */
+static void format_stats(struct sw *sw, struct fmt *f)
+{
+	const struct cluster *c = sw->cluster;
+	struct eg_stats eg;
+
+	eg_get_stats(sw, &eg);
+	fmt_counter(f, "lease_losses", "Times this switch lost a peer lease (reads go home)",
+		    c->st.lease_losses);
+	fmt_counter(f, "lease_resumes", "Times every lease was held again", c->st.lease_resumes);
+	fmt_counter(f, "resets", "Directory resets on a lease change", c->st.resets);
+	fmt_counter(f, "sync_sent", "SYNC datagrams sent", eg.sync_sent);
+	fmt_counter(f, "sync_send_failed", "SYNC datagrams that could not be sent",
+		    eg.sync_send_failed);
+	fmt_counter(f, "sync_rejected", "SYNC datagrams rejected (bad payload or sender)",
+		    c->st.sync_rejected);
+	fmt_counter(f, "owned_installs", "Owned keys installed", c->st.owned_installs);
+	fmt_counter(f, "owned_retires", "Owned keys retired", c->st.owned_retires);
+	fmt_counter(f, "remote_installs", "Peers' keys installed (routed to their owner)",
+		    c->st.remote_installs);
+	fmt_counter(f, "remote_removes", "Peers' keys removed", c->st.remote_removes);
+	fmt_counter(f, "remote_failed", "Peers' keys that could not be installed",
+		    c->st.remote_failed);
+	fmt_counter(f, "health_from_peer", "Node scores taken from a peer's digests",
+		    c->st.health_from_peer);
+	fmt_gauge(f, "slowest_round_us", "Slowest control round so far",
+		  (int64_t)c->st.slowest_round_us);
 }
 
 void cluster_sync_out(struct sw *sw, uint64_t now_us)
@@ -314,7 +350,7 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 	struct cluster_row rows[PEER_MAX];
 	json_t *arr = json_array(), *hot = json_array(), *o;
 	uint64_t now_us, until = 0;
-	struct eg_stats eg;
+	struct fmt f;
 
 	(void)argc;
 	(void)argv;
@@ -325,8 +361,6 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 	now_us = clock_mono_us();
 	fill_rows(sw, now_us, rows);
 	for (unsigned s = 0; s < c->ps.nslots; s++) {
-		struct fmt f;
-
 		json_array_append_new(arr, fmt_json(&f));
 		format_row(&f, &rows[s]);
 	}
@@ -345,22 +379,37 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 	    "lease_left_ms",
 	    (json_int_t)(until > now_us && until != UINT64_MAX ? (until - now_us) / 1000 : 0),
 	    "switches", arr, "hot", hot);
-	eg_get_stats(sw, &eg);
-	json_object_set_new(
-	    o, "stats",
-	    json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "lease_losses",
-		(json_int_t)c->st.lease_losses, "lease_resumes", (json_int_t)c->st.lease_resumes,
-		"resets", (json_int_t)c->st.resets, "sync_sent", (json_int_t)eg.sync_sent,
-		"sync_send_failed", (json_int_t)eg.sync_send_failed, "sync_rejected",
-		(json_int_t)c->st.sync_rejected, "owned_installs", (json_int_t)c->st.owned_installs,
-		"owned_retires", (json_int_t)c->st.owned_retires, "remote_installs",
-		(json_int_t)c->st.remote_installs, "remote_removes",
-		(json_int_t)c->st.remote_removes, "remote_failed", (json_int_t)c->st.remote_failed,
-		"health_from_peer", (json_int_t)c->st.health_from_peer));
-	json_object_set_new(json_object_get(o, "stats"), "slowest_round_us",
-			    json_integer((json_int_t)c->st.slowest_round_us));
+	json_object_set_new(o, "stats", fmt_json(&f));
+	format_stats(sw, &f);
 	return o;
+}
+
+/*
+ * /metrics: every switch's row of this round, labelled peer="name" (this
+ * switch's own row too, self), the lease and the counters. Nothing without peers.
+ */
+static void metrics_peers(struct sw *sw, struct prom *p)
+{
+	struct cluster *c = sw->cluster;
+	struct cluster_row rows[PEER_MAX];
+	uint64_t now_us, until = 0;
+	struct fmt f;
+
+	if (!c)
+		return;
+	now_us = clock_mono_us();
+	fill_rows(sw, now_us, rows);
+	for (unsigned s = 0; s < c->ps.nslots; s++) {
+		const struct prom_label label = {"peer", rows[s].name};
+
+		fmt_prom(&f, p, "skewless_switch_peer_", &label, 1);
+		format_row(&f, &rows[s]);
+	}
+	peer_all_leases(&c->ps, now_us, &until);
+	prom_add(p, "skewless_switch_leased", "1 while this switch holds every peer's lease",
+		 PROM_GAUGE, NULL, 0, c->leased);
+	fmt_prom(&f, p, "skewless_switch_peers_", NULL, 0);
+	format_stats(sw, &f);
 }
 
 /* /skewless/peers (telemetry thread): the rows of the last sync round. */

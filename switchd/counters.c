@@ -8,17 +8,27 @@
 #include "switchd.h"
 
 static const char *const counter_names[] = {
-#define X(name, str, kind) str,
+#define X(name, str, kind, help) str,
     SW_COUNTERS(X)
 #undef X
 };
 static const uint8_t counter_kinds[] = {
-#define X(name, str, kind) kind,
+#define X(name, str, kind, help) kind,
+    SW_COUNTERS(X)
+#undef X
+};
+static const char *const counter_help[] = {
+#define X(name, str, kind, help) help,
     SW_COUNTERS(X)
 #undef X
 };
 static const char *const port_counter_names[] = {
-#define X(name, str) str,
+#define X(name, str, help) str,
+    SW_PORT_COUNTERS(X)
+#undef X
+};
+static const char *const port_counter_help[] = {
+#define X(name, str, help) help,
     SW_PORT_COUNTERS(X)
 #undef X
 };
@@ -26,6 +36,11 @@ static const char *const port_counter_names[] = {
 const char *sw_counter_name(enum sw_counter c)
 {
 	return c < SW_CNT_COUNT ? counter_names[c] : "?";
+}
+
+const char *sw_counter_help(enum sw_counter c)
+{
+	return c < SW_CNT_COUNT ? counter_help[c] : "?";
 }
 
 enum sw_cnt_kind sw_counter_kind(enum sw_counter c)
@@ -36,6 +51,11 @@ enum sw_cnt_kind sw_counter_kind(enum sw_counter c)
 const char *sw_port_counter_name(enum sw_port_counter c)
 {
 	return c < SW_PCNT_COUNT ? port_counter_names[c] : "?";
+}
+
+const char *sw_port_counter_help(enum sw_port_counter c)
+{
+	return c < SW_PCNT_COUNT ? port_counter_help[c] : "?";
 }
 
 uint64_t sw_counter(const struct sw *sw, enum sw_counter c)

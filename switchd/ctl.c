@@ -18,13 +18,17 @@
 #include <jansson.h>
 #include <rte_rcu_qsbr.h>
 
+#include "clock.h"
 #include "ctl.h"
+#include "httpd.h"
+#include "prom.h"
 #include "switchd.h"
 
 #define CTL_MAX_CLIENTS 8
 #define CTL_LINE_MAX	(64 * 1024)
 #define CTL_MAX_CMDS	32
 #define CTL_MAX_ARGS	16
+#define CTL_MAX_METRICS 16
 
 struct ctl_client {
 	int fd;
@@ -45,6 +49,10 @@ struct ctl {
 	struct ctl_client clients[CTL_MAX_CLIENTS];
 	struct ctl_cmd cmds[CTL_MAX_CMDS]; /* in the order registered */
 	unsigned ncmds;
+	ctl_metrics *metrics[CTL_MAX_METRICS]; /* in the order registered */
+	unsigned nmetrics;
+	struct httpd *http;   /* /metrics, HTTPD_EXTERNAL: run from ctl_poll() */
+	uint64_t http_run_ms; /* its last pass */
 };
 
 static struct sw *tel_sw; /* the switch telemetry answers for (one per process) */
@@ -175,6 +183,48 @@ char *ctl_command(struct sw *sw, const char *line)
 	return out;
 }
 
+/* ---- /metrics. ------------------------------------------------------------------------- */
+
+int ctl_register_metrics(struct sw *sw, ctl_metrics *fn)
+{
+	struct ctl *c = sw->ctl;
+
+	if (!c || c->nmetrics == CTL_MAX_METRICS)
+		return -ENOSPC;
+	c->metrics[c->nmetrics++] = fn;
+	return 0;
+}
+
+char *ctl_metrics_render(struct sw *sw, size_t *len)
+{
+	struct ctl *c = sw->ctl;
+	struct prom *p = prom_new();
+	char *out;
+
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The modules read the CDT as commands do: a QSBR reader meanwhile. */
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
+	for (unsigned i = 0; c && i < c->nmetrics; i++)
+		c->metrics[i](sw, p);
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	out = prom_render(p, len);
+	prom_free(p);
+	return out;
+}
+
+static char *render_for_http(void *arg, size_t *len)
+{
+	return ctl_metrics_render(arg, len);
+}
+
+uint16_t ctl_metrics_port(const struct sw *sw)
+{
+	return sw->ctl && sw->ctl->http ? httpd_port(sw->ctl->http) : 0;
+}
+
 /* ---- Socket. ------------------------------------------------------------------------------ */
 
 /*
@@ -220,6 +270,17 @@ int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size
 	c = sw->ctl;
 	if (!no_telemetry && !tel_sw)
 		tel_sw = sw;
+	if (sw->self && sw->self->metrics_listen[0] && !c->http) {
+		char why[256];
+
+		c->http = httpd_start(sw->self->metrics_listen, HTTPD_EXTERNAL, render_for_http, sw,
+				      why, sizeof(why));
+		if (!c->http) {
+			snprintf(err, errlen, "switches[%s].metrics_listen %s", sw->self->name,
+				 why);
+			return -1;
+		}
+	}
 	if (!path)
 		path = sw->self->control_socket;
 	if (!*path)
@@ -250,6 +311,7 @@ void ctl_close(struct sw *sw)
 		tel_sw = NULL;
 	if (!c)
 		return;
+	httpd_stop(c->http);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (c->clients[i].fd >= 0) {
 			close(c->clients[i].fd);
@@ -336,24 +398,36 @@ static void client_serve(struct sw *sw, struct ctl_client *cl)
 void ctl_poll(struct sw *sw, int timeout_ms)
 {
 	struct ctl *c = sw->ctl;
-	struct pollfd pf[CTL_MAX_CLIENTS + 2];
+	struct pollfd pf[CTL_MAX_CLIENTS + 3];
 	eventfd_t woken;
-	int n = 0;
+	int n = 0, http = -1, sock;
 
 	/* Index 0: a worker's wake-up (intake.c), which ends the wait early. */
 	pf[n++] = (struct pollfd){.fd = sw->wake_fd, .events = POLLIN};
+	/* Then /metrics: libmicrohttpd's epoll fd, readable when a scraper needs us. */
+	if (c && c->http) {
+		http = n;
+		pf[n++] = (struct pollfd){.fd = httpd_fd(c->http), .events = POLLIN};
+	}
 	if (c && c->listen_fd >= 0) {
 		pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
 		for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 			pf[n++] = (struct pollfd){.fd = c->clients[i].fd, .events = POLLIN};
 	}
-	if (poll(pf, (nfds_t)n, timeout_ms) <= 0)
+	if (poll(pf, (nfds_t)n, timeout_ms) < 0)
 		return;
 	if (pf[0].revents & POLLIN)
 		(void)!eventfd_read(sw->wake_fd, &woken);
-	if (n == 1)
+	/* A pass when a scraper needs one, and one a second that closes idle connections. */
+	if (http >= 0 &&
+	    ((pf[http].revents & POLLIN) || clock_mono_ms() - c->http_run_ms >= 1000)) {
+		httpd_run(c->http);
+		c->http_run_ms = clock_mono_ms();
+	}
+	if (!c || c->listen_fd < 0)
 		return;
-	if (pf[1].revents & POLLIN) {
+	sock = http >= 0 ? 2 : 1; /* the listening socket, then the clients */
+	if (pf[sock].revents & POLLIN) {
 		int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
@@ -368,7 +442,7 @@ void ctl_poll(struct sw *sw, int timeout_ms)
 		}
 	}
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (c->clients[i].fd >= 0 && pf[i + 2].fd == c->clients[i].fd &&
-		    (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (c->clients[i].fd >= 0 && pf[sock + 1 + i].fd == c->clients[i].fd &&
+		    (pf[sock + 1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
 			client_serve(sw, &c->clients[i]);
 }

@@ -12,6 +12,11 @@
  *   stats | nodes | peers | neigh show | neigh add IP MAC PORT
  *   cdt show [HEXKEY] | cdt pin HEXKEY [replicas N] [force ID,ID...] | cdt unpin HEXKEY
  *   directory [on|off|show] | debug on | debug off | debug show
+ * The same registry serves Prometheus /metrics (switches[].metrics_listen,
+ * on libmicrohttpd driven from ctl_poll(), so on the control thread): each
+ * module registers the function that adds its samples (ctl_register_metrics()),
+ * and those functions use the module's formatters (fmt.h), the same that
+ * write its commands' JSON and its telemetry.
  * Everything runs on the control thread, from sw_control_poll(); a command
  * runs with the control thread online as a QSBR reader, so it may read the CDT,
  * and changes the pipeline's state only through the owning module's functions.
@@ -26,6 +31,7 @@
 #include <jansson.h>
 #include <rte_telemetry.h>
 
+struct prom;
 struct sw;
 
 /*
@@ -44,7 +50,25 @@ int ctl_init(struct sw *sw, char *err, size_t errlen);
  */
 int ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux);
 
-/* Open the socket (path NULL: the config's; "": none) and answer telemetry for sw. */
+/* A module's share of /metrics: its samples into p (control thread, QSBR online). */
+typedef void ctl_metrics(struct sw *sw, struct prom *p);
+
+/* Register a module's metrics; they are rendered in the order registered. 0 or -ENOSPC. */
+int ctl_register_metrics(struct sw *sw, ctl_metrics *fn);
+
+/*
+ * The /metrics text (malloc'd, *len its length; caller frees), or NULL with
+ * errno. Control thread only; used by the HTTP server and by tests.
+ */
+char *ctl_metrics_render(struct sw *sw, size_t *len);
+
+/* The port /metrics listens on, 0 when not served. */
+uint16_t ctl_metrics_port(const struct sw *sw);
+
+/*
+ * Open the socket (path NULL: the config's; "": none), start /metrics when
+ * the switch's metrics_listen is set, and answer telemetry for sw.
+ */
 int ctl_open(struct sw *sw, const char *path, bool no_telemetry, char *err, size_t errlen);
 /* Serve socket clients for up to timeout_ms. */
 void ctl_poll(struct sw *sw, int timeout_ms);

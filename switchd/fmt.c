@@ -12,6 +12,7 @@
 #include <rte_telemetry.h>
 
 #include "config.h"
+#include "prom.h"
 #include "wire.h"
 
 json_t *fmt_json(struct fmt *f)
@@ -39,6 +40,17 @@ void fmt_text(struct fmt *f, char *buf, size_t cap, const char *const *only)
 	f->only = only;
 	if (cap)
 		buf[0] = 0;
+}
+
+void fmt_prom(struct fmt *f, struct prom *prom, const char *prefix, const struct prom_label *labels,
+	      unsigned nlabels)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = FMT_PROM;
+	f->prom = prom;
+	f->prefix = prefix;
+	f->labels = labels;
+	f->nlabels = nlabels;
 }
 
 static bool wanted(const struct fmt *f, const char *name)
@@ -78,6 +90,8 @@ void fmt_str(struct fmt *f, const char *name, const char *v)
 	if (!wanted(f, name))
 		return;
 	switch (f->kind) {
+	case FMT_PROM: /* not a metric */
+		break;
 	case FMT_JSON:
 		json_object_set_new(f->json, name, v ? json_string(v) : json_null());
 		break;
@@ -99,6 +113,8 @@ void fmt_int(struct fmt *f, const char *name, int64_t v)
 	if (!wanted(f, name))
 		return;
 	switch (f->kind) {
+	case FMT_PROM: /* not a metric */
+		break;
 	case FMT_JSON:
 		json_object_set_new(f->json, name, json_integer((json_int_t)v));
 		break;
@@ -144,7 +160,7 @@ void fmt_list(struct fmt *f, const char *name, const char *const *v, unsigned n)
 	char joined[RTE_TEL_MAX_STRING_LEN];
 	size_t off = 0;
 
-	if (!wanted(f, name))
+	if (!wanted(f, name) || f->kind == FMT_PROM)
 		return;
 	if (f->kind == FMT_JSON) {
 		json_t *arr = json_array();
@@ -159,6 +175,128 @@ void fmt_list(struct fmt *f, const char *name, const char *const *v, unsigned n)
 		off += (size_t)snprintf(joined + off, sizeof(joined) - off, "%s%s", i ? "," : "",
 					v[i]);
 	fmt_str(f, name, joined);
+}
+
+/* ---- Metric fields. ----------------------------------------------------------------------- */
+
+/*
+ * The family name for field `name` (prefix + name + suffix) into buf, and
+ * the factor that turns its values into the family's unit: a name with an
+ * _ms or _us word in it (lag_ms, replication_lag_us_sum) is a time, shown
+ * in seconds (lag_seconds, replication_lag_seconds_sum).
+ */
+static double family(const struct fmt *f, const char *name, const char *suffix, char *buf,
+		     size_t cap)
+{
+	for (const char *u = strchr(name, '_'); u; u = strchr(u + 1, '_'))
+		if ((u[1] == 'm' || u[1] == 'u') && u[2] == 's' && (u[3] == '_' || !u[3])) {
+			snprintf(buf, cap, "%s%.*s_seconds%s%s", f->prefix, (int)(u - name), name,
+				 u + 3, suffix);
+			return u[1] == 'm' ? 1e-3 : 1e-6;
+		}
+	snprintf(buf, cap, "%s%s%s", f->prefix, name, suffix);
+	return 1;
+}
+
+static void prom_sample(struct fmt *f, const char *name, const char *suffix, const char *help,
+			enum prom_type type, double v)
+{
+	char fam[128];
+	double scale = family(f, name, suffix, fam, sizeof(fam));
+
+	prom_add(f->prom, fam, help, type, f->labels, f->nlabels, v * scale);
+}
+
+void fmt_gauge(struct fmt *f, const char *name, const char *help, int64_t v)
+{
+	if (f->kind != FMT_PROM)
+		fmt_int(f, name, v);
+	else if (wanted(f, name))
+		prom_sample(f, name, "", help, PROM_GAUGE, (double)v);
+}
+
+void fmt_gauge_double(struct fmt *f, const char *name, const char *help, double v)
+{
+	if (f->kind != FMT_PROM)
+		fmt_double(f, name, v);
+	else if (wanted(f, name))
+		prom_sample(f, name, "", help, PROM_GAUGE, v);
+}
+
+void fmt_counter(struct fmt *f, const char *name, const char *help, uint64_t v)
+{
+	if (f->kind != FMT_PROM)
+		fmt_int(f, name, (int64_t)v);
+	else if (wanted(f, name))
+		prom_sample(f, name, "_total", help, PROM_COUNTER, (double)v);
+}
+
+void fmt_flag(struct fmt *f, const char *name, const char *help, bool v)
+{
+	if (f->kind != FMT_PROM)
+		fmt_bool(f, name, v);
+	else if (wanted(f, name))
+		prom_sample(f, name, "", help, PROM_GAUGE, v);
+}
+
+void fmt_state(struct fmt *f, const char *name, const char *help, const char *v)
+{
+	struct prom_label labels[8];
+	char fam[128];
+
+	if (f->kind != FMT_PROM) {
+		fmt_str(f, name, v);
+		return;
+	}
+	if (!wanted(f, name) || f->nlabels >= RTE_DIM(labels))
+		return;
+	memcpy(labels, f->labels, f->nlabels * sizeof(*labels));
+	labels[f->nlabels] = (struct prom_label){name, v ? v : ""};
+	family(f, name, "", fam, sizeof(fam));
+	prom_add(f->prom, fam, help, PROM_GAUGE, labels, f->nlabels + 1, 1);
+}
+
+void fmt_hist(struct fmt *f, const char *name, const char *help, const struct prom_hist *h)
+{
+	uint64_t count = 0, cum = 0;
+	double sum = (double)__atomic_load_n(&h->sum_ns, __ATOMIC_RELAXED) / 1e9;
+	char fam[128], sub[160];
+
+	if (!wanted(f, name))
+		return;
+	for (unsigned i = 0; i <= h->nbounds; i++)
+		count += __atomic_load_n(&h->counts[i], __ATOMIC_RELAXED);
+	switch (f->kind) {
+	case FMT_PROM:
+		family(f, name, "", fam, sizeof(fam));
+		prom_add_hist(f->prom, fam, help, f->labels, f->nlabels, h);
+		break;
+	case FMT_JSON: {
+		json_t *buckets = json_object();
+
+		for (unsigned i = 0; i <= h->nbounds; i++) {
+			char le[32];
+
+			cum += __atomic_load_n(&h->counts[i], __ATOMIC_RELAXED);
+			if (i < h->nbounds)
+				snprintf(le, sizeof(le), "%g", h->bounds[i]);
+			else
+				strcpy(le, "+Inf");
+			json_object_set_new(buckets, le, json_integer((json_int_t)cum));
+		}
+		json_object_set_new(f->json, name,
+				    json_pack("{s:I, s:f, s:o}", "count", (json_int_t)count,
+					      "sum_seconds", sum, "buckets", buckets));
+		break;
+	}
+	case FMT_TEL:
+	case FMT_TEXT:
+		snprintf(sub, sizeof(sub), "%s_count", name);
+		fmt_int(f, sub, (int64_t)count);
+		snprintf(sub, sizeof(sub), "%s_sum_seconds", name);
+		fmt_double(f, sub, sum);
+		break;
+	}
 }
 
 json_t *fmt_key_json(const uint8_t *key, uint16_t len)
@@ -180,7 +318,7 @@ void fmt_key(struct fmt *f, const char *name, const uint8_t *key, uint16_t len)
 {
 	json_t *k;
 
-	if (!wanted(f, name))
+	if (!wanted(f, name) || f->kind == FMT_PROM)
 		return;
 	k = fmt_key_json(key, len);
 	if (f->kind == FMT_JSON)

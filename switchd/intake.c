@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"
+#include "prom.h"
 #include "health.h"
 #include "log.h"
 #include "members.h"
@@ -330,18 +331,31 @@ static void format_node(const struct sw *sw, const struct cfg_node *n, struct fm
 	bool known = l2_node_nb(sw->l2, n->id, m, &port);
 	/* Whose digests the score comes from: this switch's, or a peer's. */
 	const char *src = cluster_score_source(sw, n->id);
+	struct dig_node_view dv = {0};
 
+	dig_table_node(sw->dig, n->id, &dv);
 	fmt_int(f, "id", n->id);
 	fmt_str(f, "name", n->name);
 	fmt_str(f, "ip", cfg_format_ipv4(n->ip, ip));
-	fmt_int(f, "inflight", scores_inflight(&sw->scores, n->id));
-	fmt_int(f, "health", scores_health(&sw->scores, n->id));
-	fmt_int(f, "weight", n->weight);
-	fmt_bool(f, "alive", scores_alive(&sw->scores, n->id));
-	fmt_str(f, "state", scores_state_name(sw->scores.state[n->id]));
+	fmt_gauge(f, "inflight", "Requests forwarded to the node and not answered yet",
+		  scores_inflight(&sw->scores, n->id));
+	fmt_gauge(f, "health", "The node's health score, 0..100 (0 while down)",
+		  scores_health(&sw->scores, n->id));
+	fmt_gauge(f, "weight", "The node's ring weight", n->weight);
+	fmt_flag(f, "alive", "1 when the switch sends the node requests, 0 when down",
+		 scores_alive(&sw->scores, n->id));
+	fmt_state(f, "state", "The node's state as the switch sees it (the state label)",
+		  scores_state_name(sw->scores.state[n->id]));
 	fmt_str(f, "mac", known ? fmt_mac(m, mac) : NULL);
 	fmt_str(f, "port", known && port < sw->nports ? sw->ports[port].name : NULL);
 	fmt_str(f, "score_from", src ? src : sw->self->name);
+	fmt_counter(f, "digests", "DIGESTs from the node accepted", dv.received);
+	fmt_counter(f, "digests_lost", "DIGESTs from the node missing (gaps in their seq)",
+		    dv.lost);
+	fmt_gauge_double(f, "digest_loss_rate",
+			 "Share of the node's DIGESTs lost since it (re)started: lost / (received "
+			 "+ lost)",
+			 dv.loss_rate);
 }
 
 static json_t *cmd_nodes(struct sw *sw, int argc, char **argv, void *aux)
@@ -380,10 +394,41 @@ static json_t *cmd_debug(struct sw *sw, int argc, char **argv, void *aux)
 	return json_pack("{s:b, s:b, s:o}", "ok", 1, "debug", sw->debug, "log", lines);
 }
 
+/*
+ * /metrics: each node's row, labelled node="name"; the digest table's
+ * counters and its decode errors by reason.
+ */
+static void metrics_nodes(struct sw *sw, struct prom *p)
+{
+	char name[96];
+
+	for (int c = 0; c < DIG_CNT_COUNT; c++) {
+		snprintf(name, sizeof(name), "skewless_switch_%s_total", dig_counter_name(c));
+		prom_add(p, name, dig_counter_help(c), PROM_COUNTER, NULL, 0,
+			 (double)__atomic_load_n(&sw->dig->counters[c], __ATOMIC_RELAXED));
+	}
+	for (int e = DIG_OK + 1; e < DIG_ERR_COUNT; e++) {
+		const struct prom_label reason = {"reason", dig_error_name(e)};
+
+		prom_add(p, "skewless_switch_digests_rejected_total",
+			 "Digests that failed to decode, by reason", PROM_COUNTER, &reason, 1,
+			 (double)__atomic_load_n(&sw->dig->decode_errors[e], __ATOMIC_RELAXED));
+	}
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		const struct cfg_node *n = &sw->cfg->nodes[i];
+		const struct prom_label label = {"node", n->name};
+		struct fmt f;
+
+		fmt_prom(&f, p, "skewless_switch_node_", &label, 1);
+		format_node(sw, n, &f);
+	}
+}
+
 static void register_commands(struct sw *sw)
 {
 	ctl_register(sw, "nodes", cmd_nodes, NULL);
 	ctl_register(sw, "debug", cmd_debug, NULL);
+	ctl_register_metrics(sw, metrics_nodes);
 }
 
 /* /skewless/nodes (telemetry thread): scores are atomics, the rest read-only. */

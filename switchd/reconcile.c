@@ -14,12 +14,14 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"
 #include "keyhash.h"
 #include "payload.h"
+#include "prom.h"
 #include "switchd.h"
 
 _Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name every replica");
@@ -30,6 +32,23 @@ _Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name 
 struct rec_completion {
 	uint64_t keyhash;
 	uint64_t version;
+};
+
+/*
+ * Installed keys waiting for their first replica: the CDT update delay runs
+ * from the install (the round decide.c found the key hot, or, with peers, the
+ * round the cluster hot set gave it to us) to the first round the entry's set
+ * holds a node besides the home, i.e. reads of it are spread. Measured by the
+ * control round (so at its resolution), not by the workers: the fast path
+ * does nothing more for it. A key retired first, or still waiting after
+ * REC_DELAY_GIVE_UP_US, is counted as never served.
+ */
+#define REC_PENDING	     1024
+#define REC_DELAY_GIVE_UP_US (60ull * 1000 * 1000)
+
+struct rec_pending {
+	uint64_t keyhash;
+	uint64_t since_us;
 };
 
 /* A key removed because its home moves in a ring change, to be installed again. */
@@ -44,9 +63,17 @@ struct reconcile {
 	struct rec_stats stats; /* control thread writes; commands read on the same thread */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
+	uint32_t npending;
+	struct rec_pending pending[REC_PENDING];
+	struct prom_hist update_delay; /* control thread writes, relaxed */
 	uint32_t nmoved, moved_cap;
 	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
 };
+
+/* Update-delay buckets: a replica answers in about a round trip and a
+ * control round; seconds mean something is wrong (the alert is at 1 s). */
+static const double update_delay_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+					     0.25,  0.5,    1,	   2.5,	 5,	10};
 
 static void register_commands(struct sw *sw);
 
@@ -59,6 +86,7 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 		return -1;
 	}
 	sw->rec = r;
+	prom_hist_init(&r->update_delay, update_delay_bounds, RTE_DIM(update_delay_bounds));
 	r->stats.enabled = sw->cfg->directory.enabled;
 	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
 	register_commands(sw);
@@ -203,6 +231,10 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 	}
 	e->want_replicas = want;
 	r->stats.installs++;
+	if (want > 1 && r->npending < REC_PENDING)
+		r->pending[r->npending++] = (struct rec_pending){keyhash, clock_mono_us()};
+	else if (want > 1)
+		r->stats.delay_unmeasured++;
 	/* v = 0: "your current version"; the replies converge from there
 	 * (docs/design.md section 5). */
 	replicate(sw, e, cdt_entry_state(e), 0);
@@ -652,6 +684,31 @@ static void follow_cluster(struct sw *sw, uint64_t now_us, const struct rec_want
 
 /* ---- The round. ------------------------------------------------------------------------ */
 
+/*
+ * Keys installed and waiting: those whose reads are now spread give their
+ * update delay. Its own clock reading: the round's now_us is older than
+ * this round's installs.
+ */
+static void measure_update_delay(struct sw *sw)
+{
+	struct reconcile *r = sw->rec;
+	uint64_t now_us = clock_mono_us();
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < r->npending; i++) {
+		const struct rec_pending *p = &r->pending[i];
+		struct cdt_entry *e = cdt_find(sw->cdt, p->keyhash);
+
+		if (e && cdt_entry_state(e)->nreplicas > 1)
+			prom_hist_observe_ns(&r->update_delay, (now_us - p->since_us) * 1000);
+		else if (!e || now_us - p->since_us > REC_DELAY_GIVE_UP_US)
+			r->stats.never_served++;
+		else
+			r->pending[kept++] = *p;
+	}
+	r->npending = kept;
+}
+
 void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 {
 	struct reconcile *r = sw->rec;
@@ -671,6 +728,7 @@ void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 		follow_epoch(sw, want->epoch);
 	if (want->repair)
 		repair(sw);
+	measure_update_delay(sw);
 }
 
 /* ---- Formatters: a directory entry, the directory's figures. ------------------------------ */
@@ -736,21 +794,45 @@ void rec_format_stats(struct sw *sw, struct fmt *f)
 	struct eg_stats eg;
 
 	eg_get_stats(sw, &eg);
-	fmt_bool(f, "enabled", d->enabled);
-	fmt_int(f, "hot_set", d->hot_set);
-	fmt_int(f, "epoch_installs", d->last_installs);
-	fmt_int(f, "epoch_retires", d->last_retires);
-	fmt_int(f, "epochs", (int64_t)d->epochs);
-	fmt_int(f, "installs", (int64_t)d->installs);
-	fmt_int(f, "retires", (int64_t)d->retires);
-	fmt_int(f, "replicates_sent", (int64_t)eg.replicates_sent);
-	fmt_int(f, "unreplicates_sent", (int64_t)eg.unreplicates_sent);
-	fmt_int(f, "send_failed", (int64_t)eg.send_failed);
-	fmt_int(f, "full", (int64_t)d->full);
-	fmt_int(f, "collisions", (int64_t)d->collisions);
-	fmt_double(f, "replication_lag_us_mean",
-		   lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);
+	fmt_flag(f, "enabled", "1 while the directory takes hot keys", d->enabled);
+	fmt_gauge(f, "entries", "Keys in the directory", sw->cdt->nentries);
+	fmt_gauge(f, "capacity", "Directory entries available (directory.max_keys)",
+		  sw->cdt->max_entries);
+	fmt_gauge(f, "hot_set", "Keys in the last epoch's hot set", d->hot_set);
+	fmt_gauge(f, "epoch_installs", "Keys installed in the last epoch", d->last_installs);
+	fmt_gauge(f, "epoch_retires", "Keys retired in the last epoch", d->last_retires);
+	fmt_counter(f, "epochs", "Hot-key epochs ended", d->epochs);
+	fmt_counter(f, "installs", "Hot keys installed", d->installs);
+	fmt_counter(f, "retires", "Cold keys retired", d->retires);
+	fmt_counter(f, "replicates_sent", "REPLICATE datagrams sent", eg.replicates_sent);
+	fmt_counter(f, "unreplicates_sent", "UNREPLICATE datagrams sent", eg.unreplicates_sent);
+	fmt_counter(f, "send_failed", "Directory datagrams that could not be sent", eg.send_failed);
+	fmt_counter(f, "full", "Hot keys not installed: directory full", d->full);
+	fmt_counter(f, "collisions", "Hot keys not installed: keyhash collision", d->collisions);
+	fmt_gauge_double(f, "replication_lag_us_mean",
+			 "Mean replication lag (a write's completion to a replica's ack)",
+			 lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);
 	fmt_int(f, "replica_reads", (int64_t)sw_counter(sw, SW_CNT_REPLICA_READS));
+	fmt_hist(f, "update_delay_seconds",
+		 "CDT update delay: a key found hot (installed) to its first replica serving "
+		 "reads",
+		 &sw->rec->update_delay);
+	fmt_counter(f, "update_never_served",
+		    "Installed keys retired, or still without a replica after 60 s",
+		    d->never_served);
+	fmt_counter(f, "update_unmeasured",
+		    "Installed keys whose delay was not measured (too "
+		    "many waiting)",
+		    d->delay_unmeasured);
+}
+
+/* /metrics: the directory's figures. */
+static void metrics_directory(struct sw *sw, struct prom *p)
+{
+	struct fmt f;
+
+	fmt_prom(&f, p, "skewless_switch_directory_", NULL, 0);
+	rec_format_stats(sw, &f);
 }
 
 static json_t *stats_json(struct sw *sw)
@@ -882,6 +964,7 @@ static void register_commands(struct sw *sw)
 	ctl_register(sw, "cdt pin", cmd_cdt_pin, NULL);
 	ctl_register(sw, "cdt unpin", cmd_cdt_unpin, NULL);
 	ctl_register(sw, "directory", cmd_directory, NULL);
+	ctl_register_metrics(sw, metrics_directory);
 }
 
 /* /skewless/cdt (telemetry thread: QSBR reader nworkers + 1, serialised by tel_lock). */

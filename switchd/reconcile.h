@@ -56,8 +56,10 @@ struct rec_stats {
 	uint64_t epochs;
 	uint64_t installs;
 	uint64_t retires;
-	uint64_t full;	     /* hot keys not installed: directory full */
-	uint64_t collisions; /* hot keys whose keyhash another installed key holds */
+	uint64_t full;		   /* hot keys not installed: directory full */
+	uint64_t collisions;	   /* hot keys whose keyhash another installed key holds */
+	uint64_t never_served;	   /* installed keys retired (or 60 s) before a replica served */
+	uint64_t delay_unmeasured; /* installs whose update delay was not tracked (list full) */
 };
 
 int rec_init(struct sw *sw, char *err, size_t errlen);

@@ -10,6 +10,7 @@
 #include "ctl.h"
 #include "fmt.h"
 #include "intake.h"
+#include "prom.h"
 #include "reconcile.h"
 #include "switchd.h"
 
@@ -69,9 +70,60 @@ static json_t *cmd_stats(struct sw *sw, int argc, char **argv, void *aux)
 	return o;
 }
 
+/*
+ * /metrics: the counters of counters.h, walked from the same table as
+ * `stats` and /skewless/stats: events as skewless_switch_<name>_total, drops
+ * as skewless_switch_drops_total{reason}, ports' as
+ * skewless_switch_port_<name>_total{port}; and the workers' busy time.
+ */
+static void metrics_stats(struct sw *sw, struct prom *p)
+{
+	const struct prom_label info[] = {{"switch", sw->self->name},
+					  {"role", sw->inline_mode ? "inline" : "one-arm"}};
+	struct fmt f;
+
+	prom_add(p, "skewless_switch_info", "The switch's name and role (always 1)", PROM_GAUGE,
+		 info, RTE_DIM(info), 1);
+	fmt_prom(&f, p, "skewless_switch_", NULL, 0);
+	for (int c = 0; c < SW_CNT_COUNT; c++)
+		if (sw_counter_kind(c) == SW_CNT_EVENT)
+			fmt_counter(&f, sw_counter_name(c), sw_counter_help(c), sw_counter(sw, c));
+	fmt_counter(&f, "digests_received", "DIGEST datagrams the control thread took",
+		    intake_digests_received(sw));
+	for (int c = 0; c < SW_CNT_COUNT; c++)
+		if (sw_counter_kind(c) == SW_CNT_DROP) {
+			const struct prom_label reason = {"reason", sw_counter_name(c)};
+
+			prom_add(p, "skewless_switch_drops_total",
+				 "Frames the switch dropped, by reason (docs/operations.md)",
+				 PROM_COUNTER, &reason, 1, (double)sw_counter(sw, c));
+		}
+	for (uint16_t port = 0; port < sw->nports; port++) {
+		const struct prom_label label = {"port", sw->ports[port].name};
+
+		fmt_prom(&f, p, "skewless_switch_port_", &label, 1);
+		for (int c = 0; c < SW_PCNT_COUNT; c++)
+			fmt_counter(&f, sw_port_counter_name(c), sw_port_counter_help(c),
+				    sw_port_counter(sw, port, c));
+	}
+	for (uint16_t i = 0; i < sw->nworkers; i++) {
+		const struct sw_worker *w = sw->workers[i];
+		char lcore[8];
+		const struct prom_label label = {"lcore", lcore};
+
+		snprintf(lcore, sizeof(lcore), "%u", w->lcore);
+		fmt_prom(&f, p, "skewless_switch_worker_", &label, 1);
+		fmt_counter(&f, "busy_packets", "Packets the worker handled in busy polls",
+			    __atomic_load_n(&w->busy_packets, __ATOMIC_RELAXED));
+		fmt_counter(&f, "busy_cycles", "TSC cycles the worker spent on busy polls",
+			    __atomic_load_n(&w->busy_cycles, __ATOMIC_RELAXED));
+	}
+}
+
 void stats_init(struct sw *sw)
 {
 	ctl_register(sw, "stats", cmd_stats, NULL);
+	ctl_register_metrics(sw, metrics_stats);
 }
 
 /* /skewless/stats (telemetry thread): counters are summed with relaxed loads. */

@@ -538,6 +538,10 @@ START_TEST(fallback_within_one_request)
 	ck_assert_uint_eq(o.res.sends, 2);
 	ck_assert_uint_eq(sw->rx_total, 1);
 	ck_assert_uint_eq(n1->rx_total, 1);
+	/* One reroute (the switch given up), and it succeeded. */
+	ck_assert_uint_eq(stats(a).redirects_fallback, 1);
+	ck_assert_uint_eq(stats(a).redirects_fallback_ok, 1);
+	ck_assert_uint_eq(stats(a).redirects_moved, 0);
 	skl_close(a);
 	fake_free(sw);
 	fake_free(n1);
@@ -611,6 +615,8 @@ START_TEST(moved_resends_once)
 	ck_assert_uint_eq(o.res.node, 2);
 	ck_assert_uint_eq(o.res.sends, 2);
 	ck_assert_uint_eq(stats(a).moved, 1);
+	ck_assert_uint_eq(stats(a).redirects_moved, 1);
+	ck_assert_uint_eq(stats(a).redirects_moved_ok, 1);
 	/* Linearizable mode keeps the MOVED redirect: the next read skips n1. */
 	do_get(a, nodes, 2, key, NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_OK);
@@ -628,6 +634,9 @@ START_TEST(moved_resends_once)
 	do_get(a, nodes, 2, key2, NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_MOVED);
 	ck_assert_uint_eq(o.res.sends, 2);
+	/* A redirect that ended MOVED again: attempted, not succeeded. */
+	ck_assert_uint_eq(stats(a).redirects_moved, 2);
+	ck_assert_uint_eq(stats(a).redirects_moved_ok, 1);
 	skl_close(a);
 	fake_free(n1);
 	fake_free(n2);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +32,7 @@
 #define MAX_NODES	3
 #define NODE_PREFIX_LEN 8
 
+#include "../common/http_fetch.h"
 #include "../common/node_cluster.h"
 
 static struct cfg cfg;
@@ -1276,6 +1278,79 @@ START_TEST(retried_write_applied_once)
 }
 END_TEST
 
+/* A free TCP port on 127.0.0.1 (bound, read back, released). */
+static uint16_t free_tcp_port(void)
+{
+	struct sockaddr_in a = addr_of(0);
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* GET path from 127.0.0.1:port into buf (the whole HTTP answer); 0 or -1. */
+static int http_get(uint16_t port, const char *path, char *buf, size_t cap)
+{
+	char req[128];
+	struct http_fetch f = {port, req, buf, cap};
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	http_fetch_run(&f);
+	return buf[0] ? 0 : -1;
+}
+
+/* /metrics: the counters file's counters, gauges and the latency histogram, which promtool accepts.
+ */
+START_TEST(metrics_served)
+{
+	static char page[1 << 16], conf[1 << 14];
+	uint16_t port = free_tcp_port();
+	char listen[64], key[64], *body;
+	FILE *f;
+	size_t len;
+
+	write_config(1, "\"durability\":\"async\"");
+	/* Node 1 serves /metrics on a free port. */
+	f = fopen(conf_path, "r");
+	len = fread(conf, 1, sizeof(conf) - 1, f);
+	fclose(f);
+	conf[len] = 0;
+	snprintf(listen, sizeof(listen), "\"id\":1,\"metrics_listen\":\"127.0.0.1:%u\",", port);
+	body = strstr(conf, "\"id\":1,\"name\":\"n1\"");
+	ck_assert_ptr_nonnull(body);
+	f = fopen(conf_path, "w");
+	fprintf(f, "%.*s%s%s", (int)(body - conf), conf, listen, body + strlen("\"id\":1,"));
+	fclose(f);
+	start_node(1, NULL);
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "m%d", i);
+		ck_assert_uint_eq(req(1, WIRE_OP_PUT, key, "v", 1, 0, 0).status, WIRE_ST_OK);
+	}
+	ck_assert_int_eq(http_get(port, "/metrics", page, sizeof(page)), 0);
+	ck_assert_msg(strstr(page, " 200 OK\r\n"), "%.300s", page);
+	body = strstr(page, "\r\n\r\n") + 4;
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_put_total"), 5);
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_put_total"), counter(1, "put"));
+	ck_assert_double_ge(http_sample_value(body, "skewless_node_request_latency_seconds_count"),
+			    5);
+	ck_assert_double_ge(
+	    http_sample_value(body, "skewless_node_request_latency_seconds_bucket{le=\"+Inf\"}"),
+	    5);
+	ck_assert_double_eq(http_sample_value(body, "skewless_node_info{node=\"n1\"}"), 1);
+	ck_assert_ptr_nonnull(strstr(body, "# HELP skewless_node_overloaded_total (c) Queue full"));
+	f = popen("promtool check metrics >/dev/null 2>&1", "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(body, f);
+	ck_assert_msg(pclose(f) == 0, "promtool check metrics rejected:\n%s", body);
+	ck_assert_int_eq(http_get(port, "/nothing", page, sizeof(page)), 0);
+	ck_assert_ptr_nonnull(strstr(page, " 404 "));
+	stop_node(1);
+}
+END_TEST
+
 START_TEST(startup_errors)
 {
 	char cmd[1024];
@@ -1345,6 +1420,7 @@ int main(void)
 	tcase_add_test(tc, retried_write_applied_once);
 	tcase_add_test(tc, bypassing_write_drops_copies);
 	tcase_add_test(tc, startup_errors);
+	tcase_add_test(tc, metrics_served);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include <rte_udp.h>
 
 #include "../common/eal_cleanup.h"
+#include "../common/http_fetch.h"
 #include "auth.h"
 #include "cdt.h"
 #include "clock.h"
@@ -1553,6 +1555,97 @@ START_TEST(telemetry_rows_match_the_socket)
 }
 END_TEST
 
+/* ---- /metrics: the same formatters as the socket, over real HTTP, checked by promtool. ---- */
+
+START_TEST(metrics_from_the_same_formatters)
+{
+	struct cfg_switch *self = (struct cfg_switch *)cfg_switch_lookup(&cfg, "s1");
+	static char reply[1 << 17];
+	struct http_fetch sc = {0, "GET /metrics HTTP/1.0\r\n\r\n", reply, sizeof(reply)};
+	uint16_t home = home_of("hot"), other = home % 4 + 1;
+	char *out, *json, num[64];
+	size_t len;
+	FILE *promtool;
+	pthread_t t;
+	void *done;
+
+	sw_fini(&sw);
+	snprintf(self->metrics_listen, sizeof(self->metrics_listen), "127.0.0.1:0");
+	start_switch("s1");
+	self->metrics_listen[0] = 0; /* the other tests' switches serve none */
+	learn_nodes();
+	ck_assert_uint_gt(ctl_metrics_port(&sw), 0);
+	/* Load on one key: hot at the end of the epoch, installed, REPLICATE to its home. */
+	for (int i = 0; i < 200; i++)
+		inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
+	run();
+	drain_all();
+	sw_control_poll(&sw, 0);
+	usleep((sw.cfg->directory.epoch_ms + 20) * 1000);
+	sw_control_poll(&sw, 0);
+	drain_all();
+	ck_assert_ptr_nonnull(cdt_find(sw.cdt, keyhash("hot", 3)));
+	/* The home's REPLICATE reply sets the version, a replica acks it: reads are
+	 * spread now; the next round measures it. */
+	inject(home, 0, node_msg(WIRE_OP_REPLICATE | WIRE_REPLY, home, "hot", 1));
+	run();
+	inject(other, 0, node_msg(WIRE_OP_RC_ACK, other, "hot", 1));
+	run();
+	ck_assert_uint_eq(cdt_entry_state(cdt_find(sw.cdt, keyhash("hot", 3)))->nreplicas, 2);
+	sw_control_poll(&sw, 0);
+	drain_all();
+
+	out = ctl_metrics_render(&sw, &len);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_uint_eq(strlen(out), len);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_directory_update_delay_seconds_count"), 1);
+	ck_assert_double_ge(
+	    http_sample_value(out,
+			      "skewless_switch_directory_update_delay_seconds_bucket{le=\"10\"}"),
+	    1);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_directory_installs_total"), 1);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_directory_entries"), 1);
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_node_health{node=\"n3\"}"),
+			    100);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_node_state{node=\"n3\",state=\"unknown\"}"), 1);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_node_digest_loss_rate{node=\"n1\"}"), 0);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_drops_total{reason=\"runt_frame\"}"), 0);
+	ck_assert_double_ge(http_sample_value(out, "skewless_switch_port_rx_total{port=\"a1\"}"),
+			    200);
+	ck_assert_ptr_nonnull(strstr(out, "# TYPE skewless_switch_requests_total counter\n"));
+	ck_assert_double_eq(http_sample_value(out, "skewless_switch_digests_malformed_total"), 0);
+	ck_assert_double_eq(
+	    http_sample_value(out, "skewless_switch_digests_rejected_total{reason=\"short\"}"), 0);
+	ck_assert_ptr_nonnull(
+	    strstr(out, "# TYPE skewless_switch_directory_update_delay_seconds histogram\n"));
+	/* The socket's figures are the same numbers (one formatter, one table). */
+	json = ctl_command(&sw, "stats");
+	snprintf(num, sizeof(num), "\"requests\":%.0f,",
+		 http_sample_value(out, "skewless_switch_requests_total"));
+	ck_assert_msg(strstr(json, num), "no %s in %s", num, json);
+	ck_assert_ptr_nonnull(strstr(json, "\"update_delay_seconds\":{\"count\":1,"));
+	free(json);
+	/* The exposition format's own linter. */
+	promtool = popen("promtool check metrics >/dev/null 2>&1", "w");
+	ck_assert_ptr_nonnull(promtool);
+	fwrite(out, 1, len, promtool);
+	ck_assert_msg(pclose(promtool) == 0, "promtool check metrics rejected:\n%s", out);
+	free(out);
+
+	/* Over HTTP, served by the control round (ctl_poll), at most 5 s. */
+	sc.port = ctl_metrics_port(&sw);
+	ck_assert_int_eq(pthread_create(&t, NULL, http_fetch_run, &sc), 0);
+	for (int i = 0; i < 500 && pthread_tryjoin_np(t, &done) == EBUSY; i++)
+		sw_control_poll(&sw, 10);
+	ck_assert_msg(strstr(sc.reply, " 200 OK\r\n"), "reply: %.200s", sc.reply);
+	ck_assert_ptr_nonnull(strstr(sc.reply, "skewless_switch_node_inflight{node=\"n1\"} "));
+}
+END_TEST
+
 /* ---- Peer switches: the control round with a peer (peers.c plays switch s2). ------------ */
 
 static const char *peers_json =
@@ -1724,6 +1817,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, telemetry_rows_match_the_socket);
+	tcase_add_test(tc, metrics_from_the_same_formatters);
 	tcase_add_test(tc, commands_come_from_the_registry);
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
@@ -1743,9 +1837,9 @@ static Suite *suite(void)
 int main(void)
 {
 	char prefix[64];
-	char *eal[] = {"test_switchd",	"--no-huge", "-m",	 "256",		"--no-pci", "--no-shconf",
-		       "--file-prefix", prefix,	     "--lcores", "(0-2)@(0-1)", "--log-level",
-		       "lib.eal:error", NULL};
+	char *eal[] = {"test_switchd", "--no-huge",	"-m",	"256",	    "--no-pci",
+		       "--no-shconf",  "--file-prefix", prefix, "--lcores", "(0-2)@(0-1)",
+		       "--log-level",  "lib.eal:error", NULL};
 	char err[CFG_ERR_LEN];
 	int failed;
 
