@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "clock.h"
 #include "config.h"
 #include "keyhash.h"
@@ -88,6 +89,7 @@ struct req {
 	uint32_t ttl_ms;
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
+	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */
 	uint16_t key_len;
 	uint32_t val_len;
 	uint64_t invoke_ns;
@@ -124,6 +126,7 @@ struct skl_agent {
 	uint64_t timeout_ns, recheck_ns;
 	uint32_t retries, switch_failures, max_inflight;
 	uint32_t max_value;
+	uint32_t mtu; /* service.mtu: a datagram larger than this goes in chunks */
 
 	int fd;
 	uint16_t local_port;
@@ -240,6 +243,7 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	a->recheck_ns = (uint64_t)p->recheck_ms * 1000000ull;
 	a->max_inflight = p->max_inflight;
 	a->max_value = a->cfg->service.max_value;
+	a->mtu = a->cfg->service.mtu;
 	for (int i = 0; i < a->cfg->nswitches; i++)
 		a->nodes_via_switch |= a->cfg->switches[i].role == CFG_ROLE_INLINE;
 	if (opt) {
@@ -379,7 +383,7 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 	cfg->service.port = nswitches ? switches[0].port : CFG_DEFAULT_PORT;
 	cfg->service.vip = nswitches ? switches[0].ip : 0;
 	cfg->service.mtu = CFG_DEFAULT_MTU;
-	cfg->service.max_value = CFG_DEFAULT_MTU - CFG_SERVICE_OVERHEAD;
+	cfg->service.max_value = CFG_MAX_VALUE;
 	cfg->ring_version = 1;
 	cfg_agent_defaults(&cfg->agent);
 	if (!nswitches)
@@ -407,6 +411,29 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 
 /* ---- sending ---- */
 
+/*
+ * Send m (a PUT larger than a datagram) as count chunks, all of this attempt;
+ * a lost one loses the attempt, which the timer retries whole (the node
+ * counts the chunks it already had as duplicates). count 0: it cannot be
+ * chunked at this MTU (submit() refuses such values first), counted as lost.
+ */
+static void send_chunks(struct skl_agent *a, const struct wire_msg *m, uint16_t count,
+			const struct sockaddr_in *to)
+{
+	if (count == 0) {
+		a->st.send_errors++;
+		return;
+	}
+	for (uint16_t i = 0; i < count; i++) {
+		int len = wire_chunk_encode(m, i, count, a->tx, RX_BUF);
+
+		a->st.chunks_sent++;
+		if (len < 0 || sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to,
+				      sizeof(*to)) < 0)
+			a->st.send_errors++;
+	}
+}
+
 static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t flags, uint16_t node,
 		     bool with_value, const struct sockaddr_in *to)
 {
@@ -422,10 +449,16 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 	    .key = r->data,
 	    .value = with_value ? r->data + r->key_len : NULL,
 	};
-	int len = wire_encode(&m, a->tx, RX_BUF);
+	uint16_t count;
+	int len;
 
 	a->st.sent++;
 	r->sends++;
+	if (wire_chunk_needed(&m, a->mtu, &count)) {
+		send_chunks(a, &m, count, to);
+		return;
+	}
+	len = wire_encode(&m, a->tx, RX_BUF);
 	if (len < 0 ||
 	    sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
 		a->st.send_errors++; /* the timer treats it as lost */
@@ -592,6 +625,11 @@ static void release(struct req *r)
 {
 	free(r->data);
 	r->data = NULL;
+	if (r->reply) {
+		wire_chunk_set_free(r->reply);
+		free(r->reply);
+		r->reply = NULL;
+	}
 	r->in_use = false;
 }
 
@@ -859,6 +897,46 @@ static void switch_seen(struct skl_agent *a, int sw)
 	}
 }
 
+/*
+ * A chunk of r's reply (a GET of a large value): gather it. Returns true when
+ * it completed the reply, *m then being the whole reply (its value in
+ * r->reply, freed with r). The chunks of one reply agree on version and
+ * status (the set's tag), so chunks of two versions never mix: a chunk of
+ * another version (a retry answered elsewhere) is dropped, and if the reply
+ * it started never completes, the attempt times out and is retried.
+ */
+static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
+{
+	uint64_t tag = m->version ^ (uint64_t)m->status << 56;
+	struct wire_chunk c;
+
+	a->st.chunks_received++;
+	if (r->op != WIRE_OP_GET || wire_chunk_decode(m, &c) != WIRE_CHUNK_OK ||
+	    c.total > a->max_value) {
+		a->st.chunk_drops++;
+		return false;
+	}
+	if (!r->reply) {
+		r->reply = calloc(1, sizeof(*r->reply));
+		if (!r->reply || wire_chunk_set_init(r->reply, &c, tag, 0) != 0) {
+			free(r->reply);
+			r->reply = NULL;
+			a->st.chunk_drops++;
+			return false;
+		}
+	}
+	if (wire_chunk_set_add(r->reply, &c, tag) != WIRE_CHUNK_OK) {
+		a->st.chunk_drops++; /* a duplicate, or another version's */
+		return false;
+	}
+	if (!wire_chunk_set_done(r->reply))
+		return false;
+	m->flags &= (uint16_t)~WIRE_F_CHUNK;
+	m->value = r->reply->buf;
+	m->val_len = r->reply->total;
+	return true;
+}
+
 static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 			const struct sockaddr_in *from)
 {
@@ -893,7 +971,9 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 		a->st.rx_unmatched++; /* re-check answers land here too */
 		return;
 	}
-	if (op == r->op) {
+	if (op == r->op && (m.flags & WIRE_F_CHUNK) && !gather(a, r, &m)) {
+		return; /* a chunk taken or dropped; the reply is not whole yet */
+	} else if (op == r->op) {
 		a->st.replies++;
 		on_data_reply(a, r, &m, sw >= 0);
 	} else if (op == WIRE_OP_HINT) {
@@ -1022,7 +1102,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	struct req *r;
 
 	if (!key || key_len < 1 || key_len > WIRE_MAX_KEY || (value_len && !value) ||
-	    WIRE_HDR_LEN + key_len + value_len > WIRE_MAX_DATAGRAM ||
+	    value_len > WIRE_CHUNK_MAX_TOTAL ||
 	    (o && o->consistency > SKL_RELAXED))
 		return -EINVAL;
 	if (a->inflight >= a->max_inflight)
@@ -1056,7 +1136,10 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	r->phase = PH_SWITCH;
 	a->inflight++;
 	a->st.submitted++;
-	if (value_len > a->max_value) {
+	/* Over max_value, or in chunks with no room left beside a long key. */
+	if (value_len > a->max_value ||
+	    (WIRE_IP_UDP_LEN + WIRE_HDR_LEN + key_len + value_len > a->mtu &&
+	     wire_chunk_room(a->mtu, (uint16_t)key_len) == 0)) {
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}

@@ -161,7 +161,9 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 
 /*
  * Submit a request. key_len is 1..1024; key and value are copied, so they may
- * be freed on return. cb(arg, result) is called exactly once, from a later
+ * be freed on return. A value above service.max_value (262,144 bytes by
+ * default) completes TOO_LARGE without a datagram; one larger than a datagram
+ * travels in chunks (docs/protocol.md, "Chunked operations"). cb(arg, result) is called exactly once, from a later
  * skl_poll() (never from inside the submit call). Returns 0, -EINVAL (bad key
  * or value length), -EBUSY (max_inflight requests already in flight) or -ENOMEM.
  */
@@ -223,7 +225,10 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(hints, "HINT requests sent")                                                             \
 	X(cache_hits, "reads routed from the route cache")                                         \
 	X(probes, "PROBE datagrams sent")                                                          \
-	X(stale_reads, "relaxed reads answered from a probed copy")
+	X(stale_reads, "relaxed reads answered from a probed copy")                                \
+	X(chunks_sent, "chunks of PUTs larger than a datagram (in sent: one per attempt)")         \
+	X(chunks_received, "chunks of replies larger than a datagram")                             \
+	X(chunk_drops, "reply chunks dropped: malformed, duplicate, or of another version")
 
 struct skl_stats {
 #define X(field, desc) uint64_t field;

@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "dedup.h"
+#include "reasm.h"
 #include "ring.h"
 #include "store.h"
 #include "wire.h"
@@ -44,6 +45,19 @@
 	X(unsupported_op)    /* (c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes */          \
 	X(too_large)	     /* (c) value over max_value or datagram over the MTU */               \
 	X(overloaded)	     /* (c) queue full: answered OVERLOADED */                             \
+	X(chunks)	     /* (c) a chunk taken into an op being gathered (the last one of \
+				an op is counted as the op: accepted, overloaded) */              \
+	X(chunk_bad_header)  /* (c) chunk header unreadable: total, count, or no value op */     \
+	X(chunk_bad_index)   /* (c) chunk index not below its count: dropped */                 \
+	X(chunk_bad_length)  /* (c) chunk slice not the length its index implies: dropped */    \
+	X(chunk_duplicate)   /* (c) a chunk index the op already has: dropped */                \
+	X(chunk_mismatch)    /* (c) total, count or key unlike the op's first chunk: dropped */ \
+	X(chunk_overloaded)  /* (c) a new op past node.reassembly_mb: dropped (chunk 0 is \
+				answered OVERLOADED) */                                           \
+	X(chunked_ops)	     /* chunked ops gathered whole (then counted as one request) */     \
+	X(chunk_timeout)     /* chunked ops dropped unfinished after reassembly_timeout_ms */   \
+	X(chunked_replies)   /* replies sent in chunks (a GET of a large value) */               \
+	X(chunks_sent)	     /* datagrams of those replies and of chunked RC_REQs */            \
 	X(expired)	     /* client requests that waited in the queue past the agent timeout: \
 				dropped unserved, their sender has given up on them */            \
 	X(bad_payload)	     /* malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none */  \
@@ -80,13 +94,26 @@ enum node_counter {
 	    NODE_CTR_COUNT
 };
 
-/* A queued request: its bytes (worker and queue swap buffers, no copy) and origin. */
+/*
+ * A queued request: its bytes (worker and queue swap buffers, no copy) and
+ * origin. A chunked op gathered whole is too large for buf: it travels as
+ * `owned` (reasm.h's datagram, freed by the worker that serves it, which
+ * then gives its `charged` bytes back to the reassembly cap).
+ */
 struct node_req {
 	struct sockaddr_in from;
 	uint32_t len;
 	uint64_t rx_ns; /* CLOCK_MONOTONIC at receipt */
 	uint8_t *buf;
+	uint8_t *owned;
+	size_t charged;
 };
+
+/* The bytes of a queued request. */
+static inline const uint8_t *node_req_data(const struct node_req *r)
+{
+	return r->owned ? r->owned : r->buf;
+}
 
 /* One bounded FIFO of requests. */
 struct node_lane {
@@ -122,6 +149,7 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
+	struct reasm reasm;	  /* chunked ops being gathered (receive thread) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */

@@ -36,9 +36,9 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
+		    size_t cap)
 {
-	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	struct store_record rec;
 	struct wire_replicate req;
 	uint64_t now = store_now_ms(), gate;
@@ -60,7 +60,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	/* Before reading the version: a write beginning from here on stops the push. */
 	bool no_write = store_write_gate(n->store, m->keyhash, &gate);
 	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &rec, val + WIRE_RC_PREFIX_LEN,
-		       sizeof(val) - WIRE_RC_PREFIX_LEN);
+		       cap - WIRE_RC_PREFIX_LEN);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;
@@ -97,12 +97,9 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	    .value = val,
 	    .val_len = WIRE_RC_PREFIX_LEN + rec.value_len,
 	};
-	int len = wire_rc_req_encode_prefix(&copy, val, sizeof(val));
+	int len = wire_rc_req_encode_prefix(&copy, val, WIRE_RC_PREFIX_LEN);
 	struct store_copies copies = {.owner = req.owner};
 
-	if (len < 0)
-		return;
-	len = wire_encode(&rc_req, dgram, sizeof(dgram));
 	if (len < 0)
 		return;
 	/* Remember the holders first: a write that bypasses the owner must find them. */
@@ -124,9 +121,10 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 		if (!cn || target == n->self->id)
 			continue;
-		wire_put16(dgram + WIRE_OFF_NODE, target); /* the encoded datagram, per target */
+		rc_req.node = target;
 		node_addr(cn, &to);
-		if (node_send(n, &to, dgram, (size_t)len) == 0)
+		/* Whole, or in chunks when the copy is larger than a datagram. */
+		if (node_send_msg(n, &to, &rc_req) == 0)
 			node_count(n, NODE_CTR_rc_req_sent);
 	}
 }

@@ -10,8 +10,13 @@
 #include "node.h"
 #include "payload.h"
 
-/* Home: push RC_REQ(v) to the listed targets if the local version is exactly v. */
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
+/*
+ * Home: push RC_REQ(v) to the listed targets if the local version is exactly
+ * v; the value is read into val[0..cap) (room for max_value and the RC_REQ
+ * prefix), and a copy too large for one datagram goes in chunks.
+ */
+void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
+		    size_t cap);
 /* Replica: store the copy if not stale, then RC_ACK the switch. Never replies to the sender. */
 void repl_rc_req(struct node *n, const struct wire_msg *m);
 /* A bypassing write waits this long for each replica to confirm its copy is gone. */

@@ -6,10 +6,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "log.h"
 
 int node_socket_open(struct node *n, char *err, size_t errlen)
@@ -73,4 +75,51 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 		}
 		sent += (unsigned)r;
 	}
+}
+
+/* Chunks per sendmmsg(): a 256 KB value at MTU 1500 is about 190 of them. */
+#define CHUNK_BATCH 32
+
+int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg)
+{
+	uint32_t mtu = n->cfg->service.mtu;
+	size_t dgram = mtu - WIRE_IP_UDP_LEN;
+	struct mmsghdr msgs[CHUNK_BATCH];
+	struct iovec iov[CHUNK_BATCH];
+	uint16_t count;
+	uint8_t *bufs;
+	int len;
+
+	if (!wire_chunk_needed(msg, mtu, &count)) {
+		uint8_t one[NODE_MAX_DGRAM];
+
+		len = wire_encode(msg, one, sizeof(one));
+		return len < 0 ? len : node_send(n, to, one, (size_t)len);
+	}
+	if (count == 0)
+		return -EMSGSIZE;
+	bufs = malloc(CHUNK_BATCH * dgram);
+	if (!bufs)
+		return -ENOMEM;
+	for (uint32_t first = 0; first < count; first += CHUNK_BATCH) {
+		unsigned k = 0;
+
+		for (uint32_t i = first; i < count && k < CHUNK_BATCH; i++, k++) {
+			len = wire_chunk_encode(msg, (uint16_t)i, count, bufs + k * dgram, dgram);
+			if (len < 0) {
+				free(bufs);
+				return len;
+			}
+			iov[k] = (struct iovec){.iov_base = bufs + k * dgram, .iov_len = (size_t)len};
+			memset(&msgs[k], 0, sizeof(msgs[k]));
+			msgs[k].msg_hdr.msg_iov = &iov[k];
+			msgs[k].msg_hdr.msg_iovlen = 1;
+			msgs[k].msg_hdr.msg_name = (void *)to;
+			msgs[k].msg_hdr.msg_namelen = sizeof(*to);
+		}
+		node_send_many(n, msgs, k);
+		node_count_n(n, NODE_CTR_chunks_sent, k);
+	}
+	free(bufs);
+	return 0;
 }

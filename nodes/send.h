@@ -34,5 +34,11 @@ int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, siz
  * and skipped.
  */
 void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count);
+/*
+ * Send msg whole if its datagram fits service.mtu, else in chunks
+ * (proto/chunk.h; counted in chunks_sent). 0, -EMSGSIZE when it can be
+ * neither, or -ENOMEM.
+ */
+int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg);
 
 #endif
