@@ -684,14 +684,15 @@ START_TEST(argument_checks)
 	struct fake *n1 = fake_new(1, FAKE_ANSWER);
 	struct skl_options opt = {.mode = SKL_MODE_DIRECT};
 	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
-	static char big[70000];
+	static char big[262145];
 	struct outcome o = {0};
 
 	ck_assert_int_eq(skl_get(a, "", 0, NULL, on_result, &o), -EINVAL);
 	ck_assert_int_eq(skl_get(a, big, 1025, NULL, on_result, &o), -EINVAL);
-	ck_assert_int_eq(skl_put(a, "k", 1, big, sizeof(big), NULL, on_result, &o), -EINVAL);
-	/* Above max_value but sendable: TOO_LARGE without a datagram. */
-	ck_assert_int_eq(skl_put(a, "k", 1, big, 5000, NULL, on_result, &o), 0);
+	/* Past any chunked op (16 MB): refused before the bytes are read. */
+	ck_assert_int_eq(skl_put(a, "k", 1, big, (1u << 24) + 1, NULL, on_result, &o), -EINVAL);
+	/* Above max_value (262,144 by default): TOO_LARGE without a datagram. */
+	ck_assert_int_eq(skl_put(a, "k", 1, big, sizeof(big), NULL, on_result, &o), 0);
 	ck_assert(!o.done); /* never from inside the submit call */
 	run_until(a, &n1, 1, &o, 1000);
 	ck_assert_int_eq(o.res.status, SKL_TOO_LARGE);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "config.h"
 #include "digest.h"
 #include "keyhash.h"
@@ -303,10 +304,10 @@ START_TEST(data_ops_and_moved)
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(r.node, 2);
 
-	/* TOO_LARGE: a value over max_value. */
+	/* TOO_LARGE: a whole datagram over the MTU (a larger value travels in chunks). */
 	static uint8_t big[2000];
 
-	r = req(1, WIRE_OP_PUT, k1, big, cfg.service.max_value + 1, 0, 0);
+	r = req(1, WIRE_OP_PUT, k1, big, sizeof(big), 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
 	/* Ops a node does not serve get BAD_REQUEST. */
 	r = req(1, WIRE_OP_HINT, k1, NULL, 0, 0, 0);
@@ -1041,6 +1042,266 @@ START_TEST(startup_errors)
 }
 END_TEST
 
+/* ---- chunked operations (docs/protocol.md, "Chunked operations") ---- */
+
+static uint8_t big_val[262144 + 16], big_got[262144 + 16];
+
+/*
+ * Send a request carrying val[0..vlen) to node id from cl_fd: whole when it
+ * fits the MTU, else in chunks, leaving out chunk `skip` (-1: none) and
+ * sending chunk `twice` (-1: none) a second time. Returns the req_id.
+ */
+static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
+			      uint64_t version, uint16_t flags, int skip, int twice)
+{
+	struct wire_msg m = {.op = op,
+			     .flags = flags,
+			     .req_id = ((uint64_t)9 << 32) | ++seq,
+			     .keyhash = keyhash(key, strlen(key)),
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen};
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[1500];
+	uint16_t count;
+	int len;
+
+	if (!wire_chunk_needed(&m, cfg.service.mtu, &count)) {
+		len = wire_encode(&m, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		return m.req_id;
+	}
+	ck_assert_uint_gt(count, 1);
+	for (int i = 0; i < count; i++) {
+		if (i == skip)
+			continue;
+		len = wire_chunk_encode(&m, (uint16_t)i, count, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		for (int n = i == twice ? 2 : 1; n > 0; n--)
+			sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 64 == 63)
+			sleep_ms(1); /* the test's own pacing: the node's socket is what is tested */
+	}
+	return m.req_id;
+}
+
+/*
+ * Wait (up to timeout_ms) for the reply to req_id, whole or in chunks;
+ * *rep is its header, its value gathered into big_got. 0, or -1 on timeout.
+ */
+static int recv_whole(uint64_t req_id, struct wire_msg *rep, int timeout_ms)
+{
+	uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
+	struct wire_chunk_set set = {0};
+	uint8_t buf[2048];
+
+	while (clock_mono_ms() < deadline) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		struct wire_chunk c;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t r = recv(cl_fd, buf, sizeof(buf), 0);
+
+		if (r <= 0 || wire_decode(buf, (size_t)r, rep) != WIRE_OK || rep->req_id != req_id)
+			continue;
+		if (!(rep->flags & WIRE_F_CHUNK)) {
+			memcpy(big_got, rep->value ? rep->value : big_got, rep->val_len);
+			rep->value = big_got;
+			rep->key = NULL;
+			return 0;
+		}
+		ck_assert_int_eq(wire_chunk_decode(rep, &c), WIRE_CHUNK_OK);
+		if (!set.buf)
+			ck_assert_int_eq(wire_chunk_set_init(&set, &c, rep->version, 0), 0);
+		ck_assert_int_eq(wire_chunk_set_add(&set, &c, rep->version), WIRE_CHUNK_OK);
+		if (wire_chunk_set_done(&set)) {
+			memcpy(big_got, set.buf, set.total);
+			rep->val_len = set.total;
+			rep->value = big_got;
+			rep->key = NULL;
+			wire_chunk_set_free(&set);
+			return 0;
+		}
+	}
+	wire_chunk_set_free(&set);
+	return -1;
+}
+
+static void fill_big(uint32_t salt)
+{
+	for (size_t i = 0; i < sizeof(big_val); i++)
+		big_val[i] = (uint8_t)((i * 2654435761u) >> 13 ^ salt);
+}
+
+START_TEST(chunked_values)
+{
+	static const uint32_t sizes[] = {1, 1352, 1353, 1500, 65536, 262144};
+	struct wire_msg r;
+	uint64_t id;
+	char k[64];
+
+	write_config(2, "\"durability\":\"async\",\"reassembly_timeout_ms\":200");
+	start_node(1, NULL);
+	key_homed_at(1, k, "big");
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		fill_big((uint32_t)s);
+		id = send_value_op(1, WIRE_OP_PUT, k, big_val, sizes[s], 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(id, &r, 2000) == 0, "no reply to a PUT of %u", sizes[s]);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert(!(r.flags & WIRE_F_CHUNK)); /* one reply per op */
+		id = send_value_op(1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(id, &r, 2000) == 0, "no reply to a GET of %u", sizes[s]);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_eq(r.val_len, sizes[s]);
+		ck_assert_int_eq(memcmp(big_got, big_val, sizes[s]), 0);
+	}
+	ck_assert_uint_ge(counter(1, "chunked_ops"), 3);
+	ck_assert_uint_ge(counter(1, "chunked_replies"), 3);
+
+	/* 262,144 + 1: TOO_LARGE, answered once (to chunk 0), nothing stored. */
+	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 262145, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
+	ck_assert_int_ne(recv_whole(id, &r, 300), 0);
+
+	/* A PUT missing one chunk is never visible, and its memory is reclaimed. */
+	fill_big(99);
+	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 100000, 0, 0, 40, 3);
+	ck_assert_int_ne(recv_whole(id, &r, 500), 0);
+	ck_assert_uint_eq(counter(1, "chunk_duplicate"), 1);
+	ck_assert_uint_ge(counter(1, "chunk_timeout"), 1);
+	fill_big(5); /* the last value stored: 262,144 bytes of salt 5 */
+	id = send_value_op(1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	ck_assert_uint_eq(r.val_len, 262144);
+	ck_assert_int_eq(memcmp(big_got, big_val, 262144), 0);
+}
+END_TEST
+
+/* Chunks with a bad index, length or header are counted and dropped; the node stays up. */
+START_TEST(bad_chunks_counted)
+{
+	struct wire_msg m, r;
+	struct sockaddr_in to;
+	uint8_t out[1500];
+	char k[64];
+	int len;
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "bad");
+	to = node_addr(1);
+	m = (struct wire_msg){.op = WIRE_OP_PUT,
+			      .req_id = ((uint64_t)9 << 32) | ++seq,
+			      .keyhash = keyhash(k, strlen(k)),
+			      .key = (const void *)k,
+			      .key_len = (uint16_t)strlen(k),
+			      .value = big_val,
+			      .val_len = 5000};
+	len = wire_chunk_encode(&m, 1, 4, out, sizeof(out));
+	ck_assert_int_gt(len, 0);
+	/* Index 4 of 4: out of range. */
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 4, 4);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* Count 9 with the slice of 4: the length does not match. */
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 4, 1);
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 6, 9);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* Total 0. */
+	wire_put32(out + WIRE_HDR_LEN + m.key_len, 0);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* CHUNK on an op that carries no value. */
+	m.op = WIRE_OP_GET;
+	len = wire_chunk_encode(&m, 0, 4, out, sizeof(out));
+	wire_put32(out + WIRE_OFF_VAL_LEN, 0);
+	sendto(cl_fd, out, WIRE_HDR_LEN + m.key_len, 0, (struct sockaddr *)&to, sizeof(to));
+	sleep_ms(200);
+	ck_assert_uint_eq(counter(1, "chunk_bad_index"), 1);
+	ck_assert_uint_eq(counter(1, "chunk_bad_length"), 1);
+	ck_assert_uint_eq(counter(1, "chunk_bad_header"), 2);
+	r = req(1, WIRE_OP_PUT, k, "fine", 4, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
+/* Past node.reassembly_mb, a new op is answered OVERLOADED; expired ops give their memory back. */
+START_TEST(reassembly_cap)
+{
+	struct wire_msg r;
+	uint64_t ids[8];
+	int overloaded = 0;
+	char k[64];
+
+	write_config(1, "\"durability\":\"async\",\"reassembly_mb\":1,\"reassembly_timeout_ms\":300");
+	start_node(1, NULL);
+	key_homed_at(1, k, "cap");
+	fill_big(1);
+	/* 256 KB ops, each missing a chunk: the 4th passes 1 MB. */
+	for (int i = 0; i < 5; i++)
+		ids[i] = send_value_op(1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, 100, -1);
+	/* Every answer, to whichever op: only those past the cap are answered. */
+	for (uint64_t until = clock_mono_ms() + 300; clock_mono_ms() < until;) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		uint8_t buf[2048];
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n = recv(cl_fd, buf, sizeof(buf), 0);
+
+		if (n > 0 && wire_decode(buf, (size_t)n, &r) == WIRE_OK &&
+		    r.status == WIRE_ST_OVERLOADED)
+			overloaded++;
+	}
+	ck_assert_int_eq(overloaded, 2);
+	ck_assert_uint_ge(counter(1, "chunk_overloaded"), 2);
+	sleep_ms(600); /* the timeout, then the receive thread's idle sweep (100 ms) */
+	ck_assert_uint_eq(counter(1, "chunk_timeout"), 3);
+	/* The memory is back: a whole 256 KB PUT goes in. */
+	ids[5] = send_value_op(1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(ids[5], &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
+/* A hot large value is replicated with chunked RC_REQs and read from the replica in chunks. */
+START_TEST(chunked_replication)
+{
+	struct wire_msg r, ack;
+	uint8_t payload[4], sbuf[2048];
+	uint64_t id, v;
+	char k[64];
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "hotbig");
+	fill_big(7);
+	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 200000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	v = r.version;
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.node, 2);
+	ck_assert_uint_eq(ack.version, v);
+	ck_assert_uint_gt(counter(1, "chunks_sent"), 100);
+	id = send_value_op(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert(r.flags & WIRE_F_REPLICATED);
+	ck_assert_uint_eq(r.val_len, 200000);
+	ck_assert_int_eq(memcmp(big_got, big_val, 200000), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1059,6 +1320,10 @@ int main(void)
 	tcase_add_test(tc, retried_write_applied_once);
 	tcase_add_test(tc, bypassing_write_drops_copies);
 	tcase_add_test(tc, startup_errors);
+	tcase_add_test(tc, chunked_values);
+	tcase_add_test(tc, bad_chunks_counted);
+	tcase_add_test(tc, reassembly_cap);
+	tcase_add_test(tc, chunked_replication);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
