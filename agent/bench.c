@@ -35,6 +35,8 @@
 
 #define NODE_IDS       256
 #define PRELOAD_WINDOW 512
+/* ...and at most this many value bytes in flight: 256 KB values (in chunks) go 4 at a time. */
+#define PRELOAD_BYTES (1u << 20)
 /* After the run, in-flight operations get this long to finish (they are
  * bounded by their own timeouts anyway). */
 #define DRAIN_NS 5000000000ull
@@ -326,11 +328,14 @@ static int run_preload(struct bench *b)
 {
 	char key[96], *value = malloc(b->value_size + 1);
 	uint64_t next = 0, t = clock_mono_ns();
+	uint32_t window = b->value_size ? PRELOAD_BYTES / b->value_size : PRELOAD_WINDOW;
+
+	window = window < 1 ? 1 : window > PRELOAD_WINDOW ? PRELOAD_WINDOW : window;
 
 	if (!value)
 		return -ENOMEM;
 	while ((next < b->wl.nkeys || skl_inflight(b->agent)) && !interrupted) {
-		while (next < b->wl.nkeys && skl_inflight(b->agent) < PRELOAD_WINDOW) {
+		while (next < b->wl.nkeys && skl_inflight(b->agent) < window) {
 			int klen = snprintf(key, sizeof(key), "%s%llu", b->key_prefix,
 					    (unsigned long long)next);
 
