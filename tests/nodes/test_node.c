@@ -672,9 +672,12 @@ static uint32_t rnd(void)
 }
 
 static const char *const classes[] = {
-    "accepted",	    "rx_replies",  "drop_short",     "drop_bad_magic", "drop_bad_version",
-    "drop_bad_op",  "bad_flags",   "bad_status",     "bad_key_len",    "bad_truncated",
-    "bad_trailing", "bad_keyhash", "unsupported_op", "too_large",      "overloaded",
+    "accepted",		"rx_replies",	    "drop_short",	"drop_bad_magic",
+    "drop_bad_version", "drop_bad_op",	    "bad_flags",	"bad_status",
+    "bad_key_len",	"bad_truncated",    "bad_trailing",	"bad_keyhash",
+    "unsupported_op",	"too_large",	    "overloaded",	"chunks",
+    "chunk_bad_header", "chunk_bad_index",  "chunk_bad_length", "chunk_duplicate",
+    "chunk_mismatch",	"chunk_overloaded",
 };
 
 START_TEST(malformed_flood)
@@ -1302,6 +1305,93 @@ START_TEST(chunked_replication)
 }
 END_TEST
 
+/*
+ * Random chunks: valid chunks of real ops (some duplicated, some lost) mixed
+ * with chunk headers broken every way. Every datagram lands in one class, the
+ * node never crashes, and once the timeout has passed no reassembly memory
+ * is left (reassembly_bytes, a gauge in the counters file).
+ */
+START_TEST(chunk_flood)
+{
+	const int count = 4000;
+	uint64_t rx0, sum0 = 0, rx, sum = 0;
+	struct sockaddr_in to;
+	uint8_t out[1500], drain[2048];
+	struct wire_msg r;
+	char k[64];
+
+	write_config(1, "\"durability\":\"async\",\"reassembly_mb\":2,\"reassembly_timeout_ms\":100");
+	start_node(1, NULL);
+	key_homed_at(1, k, "flood");
+	to = node_addr(1);
+	fill_big(3);
+	rx0 = counter(1, "rx_datagrams");
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum0 += counter(1, classes[i]);
+	ck_assert_uint_eq(sum0, rx0);
+	for (int i = 0; i < count; i++) {
+		/* 2,000 B .. 300 KB (some over max_value) in slices of 1,400 B. */
+		uint32_t total = 2000 + rnd() % 300000;
+		uint16_t n = (uint16_t)((total + 1399) / 1400);
+		struct wire_msg m = {.op = rnd() % 8 ? WIRE_OP_PUT : WIRE_OP_RC_REQ,
+				     .req_id = ((uint64_t)11 << 32) | (rnd() % 64),
+				     .keyhash = keyhash(k, strlen(k)),
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
+				     .value = big_val,
+				     .val_len = total};
+		uint8_t *ch = out + WIRE_HDR_LEN + m.key_len;
+		int len;
+
+		len = wire_chunk_encode(&m, (uint16_t)(rnd() % n), n, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		/* Break one field of half of them. */
+		switch (rnd() % 10) {
+		case 0:
+			wire_put16(ch + 4, (uint16_t)rnd()); /* index */
+			break;
+		case 1:
+			wire_put16(ch + 6, (uint16_t)rnd()); /* count */
+			break;
+		case 2:
+			wire_put32(ch, rnd()); /* total */
+			break;
+		case 3:
+			len -= 1 + (int)(rnd() % 4); /* the slice (and val_len) shorter */
+			wire_put32(out + WIRE_OFF_VAL_LEN, (uint32_t)(len - WIRE_HDR_LEN - m.key_len));
+			break;
+		case 4:
+			wire_put32(out + WIRE_OFF_VAL_LEN, rnd() % 8); /* under the chunk header */
+			len = WIRE_HDR_LEN + m.key_len + (int)wire_get32(out + WIRE_OFF_VAL_LEN);
+			break;
+		default:
+			break;
+		}
+		sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 100 == 99) {
+			sleep_ms(5);
+			while (recv(cl_fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+				;
+		}
+	}
+	sleep_ms(400); /* past the timeout and the idle sweep */
+	rx = counter(1, "rx_datagrams") - rx0;
+	ck_assert_uint_eq(rx, (uint64_t)count);
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum += counter(1, classes[i]);
+	ck_assert_uint_eq(sum - sum0, rx);
+	ck_assert_uint_gt(counter(1, "chunks"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_index"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_length"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_header"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_mismatch"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_timeout"), 0);
+	ck_assert_uint_eq(counter(1, "reassembly_bytes"), 0);
+	r = req(1, WIRE_OP_PUT, k, "still", 5, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1324,6 +1414,7 @@ int main(void)
 	tcase_add_test(tc, bad_chunks_counted);
 	tcase_add_test(tc, reassembly_cap);
 	tcase_add_test(tc, chunked_replication);
+	tcase_add_test(tc, chunk_flood);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
