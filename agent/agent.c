@@ -900,33 +900,35 @@ static void switch_seen(struct skl_agent *a, int sw)
 /*
  * A chunk of r's reply (a GET of a large value): gather it. Returns true when
  * it completed the reply, *m then being the whole reply (its value in
- * r->reply, freed with r). The chunks of one reply agree on version and
- * status (the set's tag), so chunks of two versions never mix: a chunk of
- * another version (a retry answered elsewhere) is dropped, and if the reply
- * it started never completes, the attempt times out and is retried.
+ * r->reply, freed with r). A reply's chunks agree on the version (the set's
+ * tag), so chunks of two versions never mix: chunks of the same version are
+ * the same bytes, whichever node sent them. A chunk of a newer version (a
+ * retry answered after a write) starts the reply afresh; an older one is
+ * dropped. Versions only grow, so a reply being gathered is replaced at most
+ * by newer ones, and the attempt's timer bounds the wait.
  */
 static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
 {
-	uint64_t tag = m->version ^ (uint64_t)m->status << 56;
+	enum wire_chunk_error err;
 	struct wire_chunk c;
 
 	a->st.chunks_received++;
-	if (r->op != WIRE_OP_GET || wire_chunk_decode(m, &c) != WIRE_CHUNK_OK ||
-	    c.total > a->max_value) {
+	if (r->op != WIRE_OP_GET || m->status != WIRE_ST_OK ||
+	    wire_chunk_decode(m, &c) != WIRE_CHUNK_OK || c.total > a->max_value) {
 		a->st.chunk_drops++;
 		return false;
 	}
-	if (!r->reply) {
+	if (r->reply && m->version > r->reply->tag)
+		wire_chunk_set_free(r->reply); /* a newer version's reply: start again */
+	if (!r->reply)
 		r->reply = calloc(1, sizeof(*r->reply));
-		if (!r->reply || wire_chunk_set_init(r->reply, &c, tag, 0) != 0) {
-			free(r->reply);
-			r->reply = NULL;
-			a->st.chunk_drops++;
-			return false;
-		}
+	if (!r->reply || (!r->reply->buf && wire_chunk_set_init(r->reply, &c, m->version, 0))) {
+		a->st.chunk_drops++; /* out of memory: the attempt times out */
+		return false;
 	}
-	if (wire_chunk_set_add(r->reply, &c, tag) != WIRE_CHUNK_OK) {
-		a->st.chunk_drops++; /* a duplicate, or another version's */
+	err = wire_chunk_set_add(r->reply, &c, m->version);
+	if (err != WIRE_CHUNK_OK) {
+		a->st.chunk_drops++; /* a duplicate, or an older version's */
 		return false;
 	}
 	if (!wire_chunk_set_done(r->reply))
