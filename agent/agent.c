@@ -1104,8 +1104,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	struct req *r;
 
 	if (!key || key_len < 1 || key_len > WIRE_MAX_KEY || (value_len && !value) ||
-	    value_len > WIRE_CHUNK_MAX_TOTAL ||
-	    (o && o->consistency > SKL_RELAXED))
+	    value_len > WIRE_CHUNK_MAX_TOTAL || (o && o->consistency > SKL_RELAXED))
 		return -EINVAL;
 	if (a->inflight >= a->max_inflight)
 		return -EBUSY;

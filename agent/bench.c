@@ -520,9 +520,9 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 	/* Value bytes per second: each success moves one value of value_size (a GET's
 	 * read back, a PUT's written); a larger value travels in chunks. */
 	json_object_set_new(root, "throughput_mb_s",
-			    json_real(elapsed_s > 0 ? b->succeeded * (double)b->value_size /
-							  elapsed_s / 1e6
-						    : 0.0));
+			    json_real(elapsed_s > 0
+					  ? b->succeeded * (double)b->value_size / elapsed_s / 1e6
+					  : 0.0));
 	json_object_set_new(root, "target_rate", json_real(b->rate));
 	json_object_set_new(root, "concurrency", json_integer(b->rate > 0 ? 0 : b->concurrency));
 	json_object_set_new(root, "zipf_s", json_real(b->wl.zipf_s));

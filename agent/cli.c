@@ -40,8 +40,8 @@ static void usage(FILE *out)
 		"\n"
 		"commands:\n"
 		"  get KEY                  read KEY; writes its value to stdout, byte for byte\n"
-		"  put KEY VALUE [--ttl MS] write KEY (expiring after MS milliseconds); VALUE - reads\n"
-		"                           it from stdin (up to service.max_value bytes)\n"
+		"  put KEY VALUE [--ttl MS] write KEY (expiring after MS milliseconds)\n"
+		"  put KEY - [--ttl MS]     the same, the value read from stdin (to EOF)\n"
 		"  del KEY                  delete KEY\n"
 		"  where KEY...             print each key's keyhash, ring point and home node\n"
 		"  bench [flags]            load generator (skewless bench --help)\n"
@@ -321,8 +321,9 @@ static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int a
 			fprintf(stderr, "skewless %s: KEY must be 1..%d bytes, got %zu\n", cmd,
 				WIRE_MAX_KEY, klen);
 		else /* only a value beyond any chunked op can be refused so */
-			fprintf(stderr, "skewless %s: VALUE of %zu bytes is too long (at most %u)\n",
-				cmd, value_len, cli->cfg.service.max_value);
+			fprintf(stderr,
+				"skewless %s: VALUE of %zu bytes is too long (at most %u)\n", cmd,
+				value_len, cli->cfg.service.max_value);
 		free(buf);
 		free(value);
 		return CLI_EXIT_USAGE;

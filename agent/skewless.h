@@ -163,8 +163,9 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
  * Submit a request. key_len is 1..1024; key and value are copied, so they may
  * be freed on return. A value above service.max_value (262,144 bytes by
  * default) completes TOO_LARGE without a datagram; one larger than a datagram
- * travels in chunks (docs/protocol.md, "Chunked operations"). cb(arg, result) is called exactly once, from a later
- * skl_poll() (never from inside the submit call). Returns 0, -EINVAL (bad key
+ * travels in chunks (docs/protocol.md, "Chunked operations"). cb(arg, result)
+ * is called exactly once, from a later skl_poll() (never from inside the
+ * submit call). Returns 0, -EINVAL (bad key
  * or value length), -EBUSY (max_inflight requests already in flight) or -ENOMEM.
  */
 int skl_get(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,

@@ -144,7 +144,7 @@ struct cfg_node_params {
 	uint32_t tombstone_gc_s;
 	uint32_t block_cache_mb;
 	uint32_t write_buffer_mb; /* 0: RocksDB's default (64 MB) */
-	uint32_t reassembly_mb;	 /* cap on chunked operations' memory */
+	uint32_t reassembly_mb;	  /* cap on chunked operations' memory */
 	uint32_t reassembly_timeout_ms; /* an unfinished chunked op is dropped after this */
 };
 

@@ -46,8 +46,8 @@ static uint32_t bucket_of(const struct reasm *r, const struct reasm_key *k)
 
 static bool same_key(const struct reasm_key *a, const struct reasm_key *b)
 {
-	return a->client_ip == b->client_ip && a->client_port == b->client_port &&
-	       a->op == b->op && a->req_id == b->req_id && a->keyhash == b->keyhash;
+	return a->client_ip == b->client_ip && a->client_port == b->client_port && a->op == b->op &&
+	       a->req_id == b->req_id && a->keyhash == b->keyhash;
 }
 
 static struct reasm_entry **find(struct reasm *r, const struct reasm_key *k)

@@ -41,10 +41,10 @@ struct reasm_entry;
 
 struct reasm {
 	struct reasm_entry **buckets;
-	uint32_t nbuckets;		  /* a power of two */
+	uint32_t nbuckets;		     /* a power of two */
 	struct reasm_entry *oldest, *newest; /* by first chunk: expiry order */
-	uint32_t live;			  /* ops being gathered */
-	uint64_t cap;			  /* bytes */
+	uint32_t live;			     /* ops being gathered */
+	uint64_t cap;			     /* bytes */
 	uint64_t timeout_ns;
 	_Atomic uint64_t used; /* bytes of ops gathered or completed and not yet released */
 };

@@ -110,7 +110,8 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 				free(bufs);
 				return len;
 			}
-			iov[k] = (struct iovec){.iov_base = bufs + k * dgram, .iov_len = (size_t)len};
+			iov[k] =
+			    (struct iovec){.iov_base = bufs + k * dgram, .iov_len = (size_t)len};
 			memset(&msgs[k], 0, sizeof(msgs[k]));
 			msgs[k].msg_hdr.msg_iov = &iov[k];
 			msgs[k].msg_hdr.msg_iovlen = 1;

@@ -80,8 +80,7 @@ static void queue_free(struct node_queue *q)
  * caller's).
  */
 static int queue_push(struct node *n, enum node_lane_id lane, const struct sockaddr_in *from,
-		      const void *buf, uint32_t len, uint64_t rx_ns, uint8_t *owned,
-		      size_t charged)
+		      const void *buf, uint32_t len, uint64_t rx_ns, uint8_t *owned, size_t charged)
 {
 	struct node_queue *q = &n->queue;
 	struct node_lane *l = &q->lane[lane];
@@ -314,8 +313,8 @@ static enum node_counter chunk_counter(enum wire_chunk_error e)
  * chunk 0 alone is answered (TOO_LARGE, OVERLOADED), so an op gets at most
  * one such answer and a switch counts it once.
  */
-static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8_t *buf,
-		     size_t len, const struct wire_msg *m, uint64_t now, uint8_t *out)
+static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
+		     const struct wire_msg *m, uint64_t now, uint8_t *out)
 {
 	struct reasm_key key = {
 	    .client_ip = m->ret_ip ? m->ret_ip : ntohl(from->sin_addr.s_addr),
@@ -330,8 +329,8 @@ static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8
 	uint8_t *done = NULL;
 	size_t done_len = 0, charged = 0;
 
-	err = (wire_op_attrs(m->op) & WIRE_A_VALUE) ? wire_chunk_decode(m, &c)
-						    : WIRE_CHUNK_ERR_SHORT;
+	err =
+	    (wire_op_attrs(m->op) & WIRE_A_VALUE) ? wire_chunk_decode(m, &c) : WIRE_CHUNK_ERR_SHORT;
 	if (err != WIRE_CHUNK_OK) {
 		node_count(n, chunk_counter(err));
 		return;
@@ -362,7 +361,8 @@ static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8
 		break;
 	}
 	node_count(n, NODE_CTR_chunked_ops);
-	if (wire_decode(done, done_len, &whole) != WIRE_OK || wire_op_lane(whole.op) == WIRE_LANE_RX ||
+	if (wire_decode(done, done_len, &whole) != WIRE_OK ||
+	    wire_op_lane(whole.op) == WIRE_LANE_RX ||
 	    queue_push(n, lane_of(whole.op), from, NULL, (uint32_t)done_len, now, done, charged) !=
 		0) {
 		/* A full queue (gathered ops are never served on receipt: no op with a
@@ -484,8 +484,9 @@ static void *rx_main(void *arg)
 		if (got < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				log_warn("recvmmsg: %s", strerror(errno));
-			/* Idle (the socket's 100 ms receive timeout): unfinished ops still expire. */
-			node_count_n(n, NODE_CTR_chunk_timeout, reasm_expire(&n->reasm, clock_mono_ns()));
+			/* Idle (the socket's 100 ms timeout): unfinished ops still expire. */
+			node_count_n(n, NODE_CTR_chunk_timeout,
+				     reasm_expire(&n->reasm, clock_mono_ns()));
 			continue;
 		}
 		uint64_t now = clock_mono_ns();
@@ -752,8 +753,8 @@ static bool handle(struct node *n, const struct wire_msg *m, const struct sockad
  * a larger one (a GET of a large value) is sent here in chunks (0 returned,
  * as when there is no reply).
  */
-static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap,
-		    uint8_t *scratch, size_t scratch_cap)
+static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap, uint8_t *scratch,
+		    size_t scratch_cap)
 {
 	struct wire_msg m, rep;
 	uint16_t count;

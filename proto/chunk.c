@@ -78,8 +78,8 @@ int wire_chunk_encode(const struct wire_msg *msg, uint16_t index, uint16_t count
 	uint8_t *p = buf;
 	int hdr_len;
 
-	if (count < 2 || index >= count || msg->val_len == 0 || msg->val_len > WIRE_CHUNK_MAX_TOTAL ||
-	    count > msg->val_len)
+	if (count < 2 || index >= count || msg->val_len == 0 ||
+	    msg->val_len > WIRE_CHUNK_MAX_TOTAL || count > msg->val_len)
 		return -EINVAL;
 	stride = wire_chunk_stride(msg->val_len, count);
 	if ((uint64_t)stride * (count - 1) >= msg->val_len)

@@ -27,7 +27,7 @@
 
 #include "wire.h"
 
-#define WIRE_CHUNK_HDR_LEN 8
+#define WIRE_CHUNK_HDR_LEN   8
 #define WIRE_CHUNK_MAX_COUNT 65535u
 /* Protocol bound on a logical value: far above any max_value (262,144 + the RC_REQ prefix). */
 #define WIRE_CHUNK_MAX_TOTAL (1u << 24)
@@ -35,21 +35,21 @@
 #define WIRE_IP_UDP_LEN 28
 
 /* Why wire_chunk_decode() or wire_chunk_set_add() refused a chunk: X(enum name, log name). */
-#define WIRE_CHUNK_ERRORS(X)                                                               \
-	X(WIRE_CHUNK_OK, "ok")                                                             \
-	X(WIRE_CHUNK_ERR_SHORT, "chunk_short")       /* value under the 8-byte chunk header */ \
-	X(WIRE_CHUNK_ERR_TOTAL, "chunk_bad_total")   /* total 0 or over WIRE_CHUNK_MAX_TOTAL */ \
-	X(WIRE_CHUNK_ERR_COUNT, "chunk_bad_count")   /* count < 2, or more chunks than bytes */ \
-	X(WIRE_CHUNK_ERR_INDEX, "chunk_bad_index")   /* index >= count */                     \
-	X(WIRE_CHUNK_ERR_LENGTH, "chunk_bad_length") /* slice not the stride's length */      \
-	X(WIRE_CHUNK_ERR_MISMATCH, "chunk_mismatch") /* total/count/version differ in one op */ \
+#define WIRE_CHUNK_ERRORS(X)                                                                       \
+	X(WIRE_CHUNK_OK, "ok")                                                                     \
+	X(WIRE_CHUNK_ERR_SHORT, "chunk_short")	     /* value under the 8-byte chunk header */     \
+	X(WIRE_CHUNK_ERR_TOTAL, "chunk_bad_total")   /* total 0 or over WIRE_CHUNK_MAX_TOTAL */    \
+	X(WIRE_CHUNK_ERR_COUNT, "chunk_bad_count")   /* count < 2, or more chunks than bytes */    \
+	X(WIRE_CHUNK_ERR_INDEX, "chunk_bad_index")   /* index >= count */                          \
+	X(WIRE_CHUNK_ERR_LENGTH, "chunk_bad_length") /* slice not the stride's length */           \
+	X(WIRE_CHUNK_ERR_MISMATCH, "chunk_mismatch") /* total/count/version differ in one op */    \
 	X(WIRE_CHUNK_ERR_DUPLICATE, "chunk_duplicate")
 
 enum wire_chunk_error {
 #define X(name, str) name,
 	WIRE_CHUNK_ERRORS(X)
 #undef X
-	WIRE_CHUNK_ERR_COUNT_
+	    WIRE_CHUNK_ERR_COUNT_
 };
 
 /* One decoded chunk; data points into the datagram. */

@@ -713,8 +713,9 @@ static bool next_dgram(struct skl_agent *a, struct fake *f, struct wire_msg *m, 
 }
 
 /* Send chunks of a GET reply to q, value val at version, the indexes in mask (bit i: chunk i). */
-static void send_reply_chunks(struct fake *f, const struct wire_msg *q, const struct sockaddr_in *to,
-			      const uint8_t *val, uint64_t version, unsigned mask)
+static void send_reply_chunks(struct fake *f, const struct wire_msg *q,
+			      const struct sockaddr_in *to, const uint8_t *val, uint64_t version,
+			      unsigned mask)
 {
 	struct wire_msg m = *q;
 	uint8_t out[1500];
@@ -730,7 +731,8 @@ static void send_reply_chunks(struct fake *f, const struct wire_msg *q, const st
 
 		ck_assert_int_gt(len, 0);
 		if (mask & (1u << i))
-			sendto(f->fd, out, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to));
+			sendto(f->fd, out, (size_t)len, 0, (const struct sockaddr *)to,
+			       sizeof(*to));
 	}
 }
 

@@ -672,12 +672,11 @@ static uint32_t rnd(void)
 }
 
 static const char *const classes[] = {
-    "accepted",		"rx_replies",	    "drop_short",	"drop_bad_magic",
-    "drop_bad_version", "drop_bad_op",	    "bad_flags",	"bad_status",
-    "bad_key_len",	"bad_truncated",    "bad_trailing",	"bad_keyhash",
-    "unsupported_op",	"too_large",	    "overloaded",	"chunks",
-    "chunk_bad_header", "chunk_bad_index",  "chunk_bad_length", "chunk_duplicate",
-    "chunk_mismatch",	"chunk_overloaded",
+    "accepted",	      "rx_replies",	  "drop_short",	     "drop_bad_magic",	 "drop_bad_version",
+    "drop_bad_op",    "bad_flags",	  "bad_status",	     "bad_key_len",	 "bad_truncated",
+    "bad_trailing",   "bad_keyhash",	  "unsupported_op",  "too_large",	 "overloaded",
+    "chunks",	      "chunk_bad_header", "chunk_bad_index", "chunk_bad_length", "chunk_duplicate",
+    "chunk_mismatch", "chunk_overloaded",
 };
 
 START_TEST(malformed_flood)
@@ -1086,7 +1085,8 @@ static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *v
 		for (int n = i == twice ? 2 : 1; n > 0; n--)
 			sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
 		if (i % 64 == 63)
-			sleep_ms(1); /* the test's own pacing: the node's socket is what is tested */
+			sleep_ms(
+			    1); /* the test's own pacing: the node's socket is what is tested */
 	}
 	return m.req_id;
 }
@@ -1239,7 +1239,8 @@ START_TEST(reassembly_cap)
 	int overloaded = 0;
 	char k[64];
 
-	write_config(1, "\"durability\":\"async\",\"reassembly_mb\":1,\"reassembly_timeout_ms\":300");
+	write_config(1,
+		     "\"durability\":\"async\",\"reassembly_mb\":1,\"reassembly_timeout_ms\":300");
 	start_node(1, NULL);
 	key_homed_at(1, k, "cap");
 	fill_big(1);
@@ -1320,7 +1321,8 @@ START_TEST(chunk_flood)
 	struct wire_msg r;
 	char k[64];
 
-	write_config(1, "\"durability\":\"async\",\"reassembly_mb\":2,\"reassembly_timeout_ms\":100");
+	write_config(1,
+		     "\"durability\":\"async\",\"reassembly_mb\":2,\"reassembly_timeout_ms\":100");
 	start_node(1, NULL);
 	key_homed_at(1, k, "flood");
 	to = node_addr(1);
@@ -1358,7 +1360,8 @@ START_TEST(chunk_flood)
 			break;
 		case 3:
 			len -= 1 + (int)(rnd() % 4); /* the slice (and val_len) shorter */
-			wire_put32(out + WIRE_OFF_VAL_LEN, (uint32_t)(len - WIRE_HDR_LEN - m.key_len));
+			wire_put32(out + WIRE_OFF_VAL_LEN,
+				   (uint32_t)(len - WIRE_HDR_LEN - m.key_len));
 			break;
 		case 4:
 			wire_put32(out + WIRE_OFF_VAL_LEN, rnd() % 8); /* under the chunk header */

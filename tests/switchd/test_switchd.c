@@ -415,8 +415,9 @@ START_TEST(chunked_op_counts_once)
 	for (int i = 2; i >= 0; i--) {
 		len = wire_chunk_encode(&put, (uint16_t)i, 3, buf, sizeof(buf));
 		ck_assert_int_gt(len, 0);
-		inject(0, 0, frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, buf,
-				   (size_t)len));
+		inject(
+		    0, 0,
+		    frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, buf, (size_t)len));
 		run();
 		ck_assert_int_eq(scores_inflight(&sw.scores, home), i == 0 ? 1 : 0);
 	}
@@ -441,8 +442,8 @@ START_TEST(chunked_op_counts_once)
 	node_mac(home, mac);
 	for (int i = 1; i < 3; i++) {
 		len = wire_chunk_encode(&rep, (uint16_t)i, 3, buf, sizeof(buf));
-		inject(home, 0, frame(mac, vip_mac, 0x0a4d0000u + home, VIP, SVC, SVC, buf,
-				      (size_t)len));
+		inject(home, 0,
+		       frame(mac, vip_mac, 0x0a4d0000u + home, VIP, SVC, SVC, buf, (size_t)len));
 		run();
 		ck_assert_int_eq(scores_inflight(&sw.scores, home), 1);
 	}
