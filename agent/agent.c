@@ -90,6 +90,8 @@ struct req {
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
 	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */
+	uint16_t chunks;	      /* chunks of each attempt of a PUT (0: one datagram) */
+	uint64_t deadline_ns;	      /* the running attempt's */
 	uint16_t key_len;
 	uint32_t val_len;
 	uint64_t invoke_ns;
@@ -471,12 +473,24 @@ static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_
 		 to);
 }
 
+/*
+ * How long an attempt of r waits: timeout_ms, and for a PUT in chunks 1/64 of
+ * it more per chunk (its datagrams queue behind each other at every hop: a
+ * 256 KB value is 187 of them at MTU 1500, 3.9 x the timeout). A chunked
+ * reply stretches the wait as it arrives (gather()).
+ */
+static uint64_t attempt_ns(const struct skl_agent *a, const struct req *r)
+{
+	return a->timeout_ns + a->timeout_ns * r->chunks / 64;
+}
+
 static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
 {
 	if (r->phase != ph)
 		r->phase_start_ns = a->now;
 	r->phase = (uint8_t)ph;
-	tw_add(&a->tw, &r->timer, a->now + a->timeout_ns);
+	r->deadline_ns = a->now + attempt_ns(a, r);
+	tw_add(&a->tw, &r->timer, r->deadline_ns);
 }
 
 /* Queue r to complete with status at the start of the next skl_poll(). */
@@ -931,8 +945,14 @@ static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
 		a->st.chunk_drops++; /* a duplicate, or an older version's */
 		return false;
 	}
-	if (!wire_chunk_set_done(r->reply))
+	if (!wire_chunk_set_done(r->reply)) {
+		/* A reply still arriving is not lost: wait a timeout from its latest chunk. */
+		if (tw_armed(&r->timer) && a->now + a->timeout_ns > r->deadline_ns) {
+			r->deadline_ns = a->now + a->timeout_ns;
+			tw_add(&a->tw, &r->timer, r->deadline_ns);
+		}
 		return false;
+	}
 	m->flags &= (uint16_t)~WIRE_F_CHUNK;
 	m->value = r->reply->buf;
 	m->val_len = r->reply->total;
@@ -1139,8 +1159,11 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	a->st.submitted++;
 	/* Over max_value, or in chunks with no room left beside a long key. */
 	if (value_len > a->max_value ||
-	    (WIRE_IP_UDP_LEN + WIRE_HDR_LEN + key_len + value_len > a->mtu &&
-	     wire_chunk_room(a->mtu, (uint16_t)key_len) == 0)) {
+	    (wire_chunk_needed(&(struct wire_msg){.op = op,
+						  .key_len = (uint16_t)key_len,
+						  .val_len = (uint32_t)value_len},
+			       a->mtu, &r->chunks) &&
+	     r->chunks == 0)) {
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}

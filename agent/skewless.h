@@ -14,8 +14,10 @@
  *   hint    a GET asks the switch with HINT, then reads from that node directly
  *           (REPLICA_READ when it is not the home); writes go through the switch;
  *   direct  every request goes to the key's home node on the ketama ring.
- * Each attempt waits agent.timeout_ms (50) for its reply; a request is resent at
- * most agent.retries (1) times, and one that runs out of time ends SKL_TIMEOUT.
+ * Each attempt waits agent.timeout_ms (50) for its reply (a PUT in chunks 1/64
+ * more per chunk, and a chunked reply re-arms it as it arrives); a request is
+ * resent at most agent.retries (1) times, and one that runs out of time ends
+ * SKL_TIMEOUT.
  * After agent.switch_failures consecutive switch timeouts during which the
  * switch sent nothing at all, the agent routes to the ring home (which always
  * holds the latest completed version), trying the next configured switch first
