@@ -62,13 +62,16 @@ int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, siz
 	return 0;
 }
 
-void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+/* Chunks per sendmmsg(): a 256 KB value at MTU 1500 is about 190 of them. */
+#define CHUNK_BATCH 32
+
+/* sendmmsg() on fd; each datagram that fails is counted and skipped. */
+static void send_many_fd(struct node *n, int fd, struct mmsghdr *msgs, unsigned count)
 {
 	for (unsigned sent = 0; sent < count;) {
-		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
+		int r = sendmmsg(fd, msgs + sent, count - sent, 0);
 
 		if (r <= 0) {
-			/* Count the one that failed and go on with the rest. */
 			node_count(n, NODE_CTR_send_errors);
 			sent++;
 			continue;
@@ -77,10 +80,18 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 	}
 }
 
-/* Chunks per sendmmsg(): a 256 KB value at MTU 1500 is about 190 of them. */
-#define CHUNK_BATCH 32
+void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+{
+	send_many_fd(n, n->fd, msgs, count);
+}
 
 int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg)
+{
+	return node_send_msg_fd(n, n->fd, to, msg);
+}
+
+int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
+		     const struct wire_msg *msg)
 {
 	uint32_t mtu = n->cfg->service.mtu;
 	size_t dgram = mtu - WIRE_IP_UDP_LEN;
@@ -94,7 +105,13 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 		uint8_t one[NODE_MAX_DGRAM];
 
 		len = wire_encode(msg, one, sizeof(one));
-		return len < 0 ? len : node_send(n, to, one, (size_t)len);
+		if (len < 0)
+			return len;
+		if (sendto(fd, one, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
+			node_count(n, NODE_CTR_send_errors);
+			return -errno;
+		}
+		return 0;
 	}
 	if (count == 0)
 		return -EMSGSIZE;
@@ -118,7 +135,7 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 			msgs[k].msg_hdr.msg_name = (void *)to;
 			msgs[k].msg_hdr.msg_namelen = sizeof(*to);
 		}
-		node_send_many(n, msgs, k);
+		send_many_fd(n, fd, msgs, k);
 		node_count_n(n, NODE_CTR_chunks_sent, k);
 	}
 	free(bufs);

@@ -40,5 +40,8 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count);
  * neither, or -ENOMEM.
  */
 int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg);
+/* The same from another socket of the node's (a worker's own, to read the answers itself). */
+int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
+		     const struct wire_msg *msg);
 
 #endif
