@@ -383,6 +383,21 @@ def scenario_values(tb):
             served.add(r["node"])
     check(not bad and len(served) >= 2,
           f"30 reads of {hot} byte-exact, served by {sorted(served)} ({bad[:3]})")
+    # A write of the hot key (pushed to its holders in chunks, write-through):
+    # every read after it returns the new value, whichever node serves it.
+    value = bytes(rnd.getrandbits(8) for _ in range(150000))
+    rc, out, err = cli_bytes(tb, "put", hot, "-", stdin=value)
+    check(rc == 0, f"put {hot} again (150,000 B): {out!r} {err.strip()}")
+    served, bad = set(), []
+    for _ in range(20):
+        rc, r, _ = tb.cli("get", hot)
+        got = bytes.fromhex(r.get("value_hex", "")) if r else b""
+        if rc != 0 or got != value:
+            bad.append(f"exit {rc}, {len(got)} bytes{' (the old value)' if len(got) == 200000 else ''}")
+        elif r:
+            served.add(r["node"])
+    check(not bad, f"20 reads after the write: the new value, byte-exact, from {sorted(served)}"
+          f" ({bad[:3]})")
 
     # Throughput and latency, one operation in flight (the switch's TAP ports
     # cost a system call per frame, and a 256 KB value is 186 of them).
