@@ -1172,11 +1172,11 @@ END_TEST
 static uint8_t big_val[262144 + 16], big_got[262144 + 16];
 
 /*
- * Send a request carrying val[0..vlen) to node id from cl_fd: whole when it
+ * Send a request carrying val[0..vlen) to node id from fd: whole when it
  * fits the MTU, else in chunks, leaving out chunk `skip` (-1: none) and
  * sending chunk `twice` (-1: none) a second time. Returns the req_id.
  */
-static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
+static uint64_t send_value_op(int fd, int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
 			      uint64_t version, uint16_t flags, int skip, int twice)
 {
 	struct wire_msg m = {.op = op,
@@ -1196,7 +1196,7 @@ static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *v
 	if (!wire_chunk_needed(&m, cfg.service.mtu, &count)) {
 		len = wire_encode(&m, out, sizeof(out));
 		ck_assert_int_gt(len, 0);
-		sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
 		return m.req_id;
 	}
 	ck_assert_uint_gt(count, 1);
@@ -1206,7 +1206,7 @@ static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *v
 		len = wire_chunk_encode(&m, (uint16_t)i, count, out, sizeof(out));
 		ck_assert_int_gt(len, 0);
 		for (int n = i == twice ? 2 : 1; n > 0; n--)
-			sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+			sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
 		if (i % 64 == 63)
 			sleep_ms(
 			    1); /* the test's own pacing: the node's socket is what is tested */
@@ -1215,22 +1215,22 @@ static uint64_t send_value_op(int id, uint8_t op, const char *key, const void *v
 }
 
 /*
- * Wait (up to timeout_ms) for the reply to req_id, whole or in chunks;
+ * Wait (up to timeout_ms) on fd for the reply to req_id, whole or in chunks;
  * *rep is its header, its value gathered into big_got. 0, or -1 on timeout.
  */
-static int recv_whole(uint64_t req_id, struct wire_msg *rep, int timeout_ms)
+static int recv_whole(int fd, uint64_t req_id, struct wire_msg *rep, int timeout_ms)
 {
 	uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
 	struct wire_chunk_set set = {0};
 	uint8_t buf[2048];
 
 	while (clock_mono_ms() < deadline) {
-		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_chunk c;
 
 		if (poll(&p, 1, 20) <= 0)
 			continue;
-		ssize_t r = recv(cl_fd, buf, sizeof(buf), 0);
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
 
 		if (r <= 0 || wire_decode(buf, (size_t)r, rep) != WIRE_OK || rep->req_id != req_id)
 			continue;
@@ -1275,12 +1275,12 @@ START_TEST(chunked_values)
 	key_homed_at(1, k, "big");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		fill_big((uint32_t)s);
-		id = send_value_op(1, WIRE_OP_PUT, k, big_val, sizes[s], 0, 0, -1, -1);
-		ck_assert_msg(recv_whole(id, &r, 2000) == 0, "no reply to a PUT of %u", sizes[s]);
+		id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, sizes[s], 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(cl_fd, id, &r, 2000) == 0, "no reply to a PUT of %u", sizes[s]);
 		ck_assert_uint_eq(r.status, WIRE_ST_OK);
 		ck_assert(!(r.flags & WIRE_F_CHUNK)); /* one reply per op */
-		id = send_value_op(1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
-		ck_assert_msg(recv_whole(id, &r, 2000) == 0, "no reply to a GET of %u", sizes[s]);
+		id = send_value_op(cl_fd, 1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(cl_fd, id, &r, 2000) == 0, "no reply to a GET of %u", sizes[s]);
 		ck_assert_uint_eq(r.status, WIRE_ST_OK);
 		ck_assert_uint_eq(r.val_len, sizes[s]);
 		ck_assert_int_eq(memcmp(big_got, big_val, sizes[s]), 0);
@@ -1289,20 +1289,20 @@ START_TEST(chunked_values)
 	ck_assert_uint_ge(counter(1, "chunked_replies"), 3);
 
 	/* 262,144 + 1: TOO_LARGE, answered once (to chunk 0), nothing stored. */
-	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 262145, 0, 0, -1, -1);
-	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262145, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
-	ck_assert_int_ne(recv_whole(id, &r, 300), 0);
+	ck_assert_int_ne(recv_whole(cl_fd, id, &r, 300), 0);
 
 	/* A PUT missing one chunk is never visible, and its memory is reclaimed. */
 	fill_big(99);
-	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 100000, 0, 0, 40, 3);
-	ck_assert_int_ne(recv_whole(id, &r, 500), 0);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 100000, 0, 0, 40, 3);
+	ck_assert_int_ne(recv_whole(cl_fd, id, &r, 500), 0);
 	ck_assert_uint_eq(counter(1, "chunk_duplicate"), 1);
 	ck_assert_uint_ge(counter(1, "chunk_timeout"), 1);
 	fill_big(5); /* the last value stored: 262,144 bytes of salt 5 */
-	id = send_value_op(1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
-	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	id = send_value_op(cl_fd, 1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
 	ck_assert_uint_eq(r.val_len, 262144);
 	ck_assert_int_eq(memcmp(big_got, big_val, 262144), 0);
 }
@@ -1369,7 +1369,7 @@ START_TEST(reassembly_cap)
 	fill_big(1);
 	/* 256 KB ops, each missing a chunk: the 4th passes 1 MB. */
 	for (int i = 0; i < 5; i++)
-		ids[i] = send_value_op(1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, 100, -1);
+		ids[i] = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, 100, -1);
 	/* Every answer, to whichever op: only those past the cap are answered. */
 	for (uint64_t until = clock_mono_ms() + 300; clock_mono_ms() < until;) {
 		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
@@ -1388,8 +1388,8 @@ START_TEST(reassembly_cap)
 	sleep_ms(600); /* the timeout, then the receive thread's idle sweep (100 ms) */
 	ck_assert_uint_eq(counter(1, "chunk_timeout"), 3);
 	/* The memory is back: a whole 256 KB PUT goes in. */
-	ids[5] = send_value_op(1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, -1, -1);
-	ck_assert_int_eq(recv_whole(ids[5], &r, 2000), 0);
+	ids[5] = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, ids[5], &r, 2000), 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 }
 END_TEST
@@ -1407,8 +1407,8 @@ START_TEST(chunked_replication)
 	start_node(2, NULL);
 	key_homed_at(1, k, "hotbig");
 	fill_big(7);
-	id = send_value_op(1, WIRE_OP_PUT, k, big_val, 200000, 0, 0, -1, -1);
-	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 200000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	v = r.version;
 	wire_put16(payload, 1);
@@ -1419,8 +1419,8 @@ START_TEST(chunked_replication)
 	ck_assert_uint_eq(ack.node, 2);
 	ck_assert_uint_eq(ack.version, v);
 	ck_assert_uint_gt(counter(1, "chunks_sent"), 100);
-	id = send_value_op(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
-	ck_assert_int_eq(recv_whole(id, &r, 2000), 0);
+	id = send_value_op(cl_fd, 2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert_uint_eq(r.version, v);
 	ck_assert(r.flags & WIRE_F_REPLICATED);
@@ -1518,6 +1518,43 @@ START_TEST(chunk_flood)
 }
 END_TEST
 
+/* A write-through push of a value larger than a datagram goes in chunks, and both holders confirm. */
+START_TEST(write_through_chunked)
+{
+	uint8_t payload[6], sbuf[2048];
+	struct wire_msg r, ack;
+	uint64_t id, v1;
+	char k[64];
+
+	write_config(3, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	start_node(3, NULL);
+	key_homed_at(1, k, "wtbig");
+	fill_big(11);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 3000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	v1 = r.version;
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	wire_put16(payload + 4, 3);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 6, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	/* 100,000 bytes through the switch's address: 71 chunks, pushed to n2 and n3. */
+	fill_big(12);
+	id = send_value_op(sw_fd, 1, WIRE_OP_PUT, k, big_val, 100000, 0, WIRE_F_VIA_SWITCH, -1, -1);
+	ck_assert_int_eq(recv_whole(sw_fd, id, &r, 3000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert(r.flags & WIRE_F_WRITE_THROUGH);
+	ck_assert_uint_eq(r.val_len, 4); /* both holders listed */
+	ck_assert_uint_eq(counter(1, "write_through_confirmed"), 2);
+	ck_assert_uint_gt(counter(1, "chunks_sent"), 2 * 70);
+	ck_assert_uint_ge(counter(2, "chunked_ops"), 2); /* REPLICATE's copy, then the push */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1542,6 +1579,7 @@ int main(void)
 	tcase_add_test(tc, reassembly_cap);
 	tcase_add_test(tc, chunked_replication);
 	tcase_add_test(tc, chunk_flood);
+	tcase_add_test(tc, write_through_chunked);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
