@@ -147,6 +147,7 @@ static void node_data_dir(const struct cfg *cfg, void *obj, size_t index)
 #define SYNC	   "sync", struct cfg_sync
 #define AGENT	   "agent", struct cfg_agent
 #define NODE_PARAM "node", struct cfg_node_params
+#define AUTH	   "auth", struct cfg_auth
 
 const struct cfg_key cfg_keys[] = {
     KEY_OBJECT("", "service", "the service address (below)", .flags = CFG_REQUIRED),
@@ -160,6 +161,8 @@ const struct cfg_key cfg_keys[] = {
     KEY_OBJECT("", "sync", "what peer switches tell each other"),
     KEY_OBJECT("", "agent", "parameters of every agent"),
     KEY_OBJECT("", "node", "parameters shared by every node"),
+    KEY_OBJECT("", "auth",
+	       "the shared key of control messages (docs/operations.md \"Threat model\")"),
 
     KEY_IPV4(SERVICE, "vip", vip, "the switch's service IPv4 address", .flags = CFG_REQUIRED),
     KEY_UINT(SERVICE, "port", port, 1, 65535, CFG_DEFAULT_PORT,
@@ -337,6 +340,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(NODE_PARAM, "reassembly_timeout_ms", reassembly_timeout_ms, 1, 600000, 500,
 	     "a chunked operation not complete this long after its first chunk is dropped "
 	     "(counted `chunk_timeout`); the agent resends it whole"),
+
+    KEY_STRING(AUTH, "key_file", key_file, "",
+	       "file with the cluster's shared key, 64..128 hex digits (`openssl rand -hex 32`), "
+	       "no access for group and others (`chmod 600`); relative to the config's folder. "
+	       "Set: every control message carries an HMAC-SHA256 and switches and nodes drop "
+	       "those without a valid one. Read by switches and nodes at start, never by agents"),
 };
 
 const size_t cfg_nkeys = sizeof(cfg_keys) / sizeof(cfg_keys[0]);

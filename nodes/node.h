@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "config.h"
 #include "dedup.h"
 #include "reasm.h"
@@ -65,6 +66,10 @@
 	X(src_not_switch)    /* REPLICATE from no configured switch address: dropped, no reply */ \
 	X(src_not_node)	     /* RC_REQ from no configured node, UNREPLICATE from no node nor \
 				switch: dropped, no reply */                                      \
+	X(auth_missing)	     /* (c) with a key: a control datagram without a MAC, dropped */      \
+	X(auth_bad)	     /* (c) with a key: a control datagram with a wrong MAC, dropped */   \
+	X(auth_bad_reply)    /* with a key: an RC_ACK or UNREPLICATE reply on a home's own \
+				socket with no valid MAC: not taken as a holder's confirmation */ \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
@@ -168,6 +173,10 @@ struct node {
 	uint16_t nswitches;
 	uint16_t switch_ids[CFG_MAX_SWITCHES];
 	struct sockaddr_in switch_addr[CFG_MAX_SWITCHES];
+	/* The cluster key (auth.key_file): with it, send.c seals every control
+	 * datagram and the receivers check them (server.c, repl.c). */
+	bool keyed;
+	struct wire_key key;
 	pthread_t rx_thread, ttl_thread, report_thread;
 	pthread_t *workers;
 };

@@ -160,8 +160,29 @@ bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holde
 }
 
 /*
+ * Whether a reply on one of this node's own sockets (a write-through push's
+ * RC_ACKs, an UNREPLICATE's confirmation) may be taken: with a key it must
+ * carry a valid MAC, then *len is cut to the datagram without it (a forged
+ * confirmation would let a write through while a copy still serves the old
+ * value, or list a holder that holds nothing).
+ */
+static bool authentic_reply(struct node *n, const uint8_t *in, size_t *len)
+{
+	size_t body;
+
+	if (!n->keyed)
+		return true;
+	if (wire_auth_check(&n->key, in, *len, &body) == WIRE_AUTH_OK) {
+		*len = body;
+		return true;
+	}
+	node_count(n, NODE_CTR_auth_bad_reply);
+	return false;
+}
+
+/*
  * Send the RC_REQ rc_req to every holder from fd, whole or in chunks when the
- * value is larger than a datagram; the number sent.
+ * value is larger than a datagram (sealed with a key); the number sent.
  */
 static unsigned push_to_holders(struct node *n, int fd, struct wire_msg *rc_req,
 				const uint8_t *holders)
@@ -197,13 +218,15 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_rc_ack ack;
 		struct wire_msg r;
-		ssize_t len;
+		ssize_t got_len;
+		size_t len;
 
 		if (now >= deadline ||
 		    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
 			break;
-		len = recv(fd, in, sizeof(in), 0);
-		if (len <= 0 || wire_decode(in, (size_t)len, &r) != WIRE_OK ||
+		got_len = recv(fd, in, sizeof(in), 0);
+		len = got_len > 0 ? (size_t)got_len : 0;
+		if (len == 0 || !authentic_reply(n, in, &len) || wire_decode(in, len, &r) != WIRE_OK ||
 		    r.op != WIRE_OP_RC_ACK || r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
 			continue;
 		/* A holder that holds a newer version does not hold this one. */
@@ -470,13 +493,15 @@ static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t targ
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_msg r;
 
-		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) != len)
+		if (node_send_on(n, fd, &to, out, (size_t)len) != 0)
 			continue;
 		while (poll(&p, 1, REPL_DROP_WAIT_MS) > 0) {
 			ssize_t got = recv(fd, in, sizeof(in), 0);
+			size_t len = got > 0 ? (size_t)got : 0;
 
-			if (got > 0 && wire_decode_header(in, (size_t)got, &r) == WIRE_OK &&
-			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY))
+			if (len && wire_decode_header(in, len, &r) == WIRE_OK &&
+			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY) &&
+			    authentic_reply(n, in, &len))
 				return r.status == WIRE_ST_OK;
 		}
 	}

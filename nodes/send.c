@@ -49,27 +49,48 @@ void node_socket_close(struct node *n)
 	n->fd = -1;
 }
 
-int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+/* Whether buf, a datagram about to leave, is a control message that needs a MAC. */
+static bool needs_mac(const struct node *n, const void *buf, size_t len)
 {
-	if (sendto(n->fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
-		int rc = -errno; /* before logging, which may change errno */
+	return n->keyed && len > WIRE_OFF_OP &&
+	       wire_op_authenticated(((const uint8_t *)buf)[WIRE_OFF_OP]);
+}
 
+int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const void *buf,
+		 size_t len)
+{
+	uint8_t mac[WIRE_MAC_LEN];
+	struct iovec iov[2] = {{.iov_base = (void *)buf, .iov_len = len},
+			       {.iov_base = mac, .iov_len = sizeof(mac)}};
+	struct msghdr msg = {
+	    .msg_name = (void *)to, .msg_namelen = sizeof(*to), .msg_iov = iov, .msg_iovlen = 1};
+	int rc = 0;
+
+	/* The trailer goes out as a second piece: callers' buffers need no room for it. */
+	if (needs_mac(n, buf, len)) {
+		rc = wire_mac(&n->key, buf, len, mac);
+		msg.msg_iovlen = 2;
+	}
+	if (rc == 0 && sendmsg(fd, &msg, 0) < 0)
+		rc = -errno; /* before logging, which may change errno */
+	if (rc < 0) {
 		node_count(n, NODE_CTR_send_errors);
 		log_debug("sendto %s:%u: %s", inet_ntoa(to->sin_addr), ntohs(to->sin_port),
 			  strerror(-rc));
-		return rc;
 	}
-	return 0;
+	return rc;
 }
 
-/* Chunks per sendmmsg(): a 256 KB value at MTU 1500 is about 190 of them. */
-#define CHUNK_BATCH 32
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+{
+	return node_send_on(n, n->fd, to, buf, len);
+}
 
-/* sendmmsg() on fd; each datagram that fails is counted and skipped. */
-static void send_many_fd(struct node *n, int fd, struct mmsghdr *msgs, unsigned count)
+/* sendmmsg() msgs[0..count), counting each one that fails and going on with the rest. */
+static void send_batch(struct node *n, struct mmsghdr *msgs, unsigned count)
 {
 	for (unsigned sent = 0; sent < count;) {
-		int r = sendmmsg(fd, msgs + sent, count - sent, 0);
+		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
 
 		if (r <= 0) {
 			node_count(n, NODE_CTR_send_errors);
@@ -80,9 +101,42 @@ static void send_many_fd(struct node *n, int fd, struct mmsghdr *msgs, unsigned 
 	}
 }
 
+/* Datagrams node_send_many() seals at a time: each needs a second iovec and a MAC of its own. */
+#define SEAL_CHUNK 16
+
 void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 {
-	send_many_fd(n, n->fd, msgs, count);
+	if (!n->keyed) {
+		send_batch(n, msgs, count);
+		return;
+	}
+	for (unsigned base = 0; base < count; base += SEAL_CHUNK) {
+		unsigned k = count - base < SEAL_CHUNK ? count - base : SEAL_CHUNK, out = 0;
+		struct mmsghdr batch[SEAL_CHUNK];
+		struct iovec iov[SEAL_CHUNK][2];
+		uint8_t mac[SEAL_CHUNK][WIRE_MAC_LEN];
+
+		for (unsigned i = 0; i < k; i++) {
+			struct msghdr *h = &msgs[base + i].msg_hdr;
+
+			batch[out] = msgs[base + i];
+			if (h->msg_iovlen == 1 &&
+			    needs_mac(n, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len)) {
+				if (wire_mac(&n->key, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len,
+					     mac[out]) != 0) {
+					node_count(n, NODE_CTR_send_errors);
+					continue;
+				}
+				iov[out][0] = h->msg_iov[0];
+				iov[out][1] = (struct iovec){.iov_base = mac[out],
+							     .iov_len = WIRE_MAC_LEN};
+				batch[out].msg_hdr.msg_iov = iov[out];
+				batch[out].msg_hdr.msg_iovlen = 2;
+			}
+			out++;
+		}
+		send_batch(n, batch, out);
+	}
 }
 
 int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg)
@@ -93,51 +147,26 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 		     const struct wire_msg *msg)
 {
-	uint32_t mtu = n->cfg->service.mtu;
-	size_t dgram = mtu - WIRE_IP_UDP_LEN;
-	struct mmsghdr msgs[CHUNK_BATCH];
-	struct iovec iov[CHUNK_BATCH];
+	/* A sealed datagram's MAC trailer must fit the MTU too. */
+	uint32_t mtu = n->cfg->service.mtu -
+		       (n->keyed && wire_op_authenticated(msg->op) ? WIRE_MAC_LEN : 0);
+	uint8_t one[NODE_MAX_DGRAM];
 	uint16_t count;
-	uint8_t *bufs;
 	int len;
 
 	if (!wire_chunk_needed(msg, mtu, &count)) {
-		uint8_t one[NODE_MAX_DGRAM];
-
 		len = wire_encode(msg, one, sizeof(one));
-		if (len < 0)
-			return len;
-		if (sendto(fd, one, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
-			node_count(n, NODE_CTR_send_errors);
-			return -errno;
-		}
-		return 0;
+		return len < 0 ? len : node_send_on(n, fd, to, one, (size_t)len);
 	}
 	if (count == 0)
 		return -EMSGSIZE;
-	bufs = malloc(CHUNK_BATCH * dgram);
-	if (!bufs)
-		return -ENOMEM;
-	for (uint32_t first = 0; first < count; first += CHUNK_BATCH) {
-		unsigned k = 0;
-
-		for (uint32_t i = first; i < count && k < CHUNK_BATCH; i++, k++) {
-			len = wire_chunk_encode(msg, (uint16_t)i, count, bufs + k * dgram, dgram);
-			if (len < 0) {
-				free(bufs);
-				return len;
-			}
-			iov[k] =
-			    (struct iovec){.iov_base = bufs + k * dgram, .iov_len = (size_t)len};
-			memset(&msgs[k], 0, sizeof(msgs[k]));
-			msgs[k].msg_hdr.msg_iov = &iov[k];
-			msgs[k].msg_hdr.msg_iovlen = 1;
-			msgs[k].msg_hdr.msg_name = (void *)to;
-			msgs[k].msg_hdr.msg_namelen = sizeof(*to);
-		}
-		send_many_fd(n, fd, msgs, k);
-		node_count_n(n, NODE_CTR_chunks_sent, k);
+	/* One system call per chunk: node_send_on() seals each one that needs it. */
+	for (uint16_t i = 0; i < count; i++) {
+		len = wire_chunk_encode(msg, i, count, one, mtu - WIRE_IP_UDP_LEN);
+		if (len < 0)
+			return len;
+		if (node_send_on(n, fd, to, one, (size_t)len) == 0)
+			node_count(n, NODE_CTR_chunks_sent);
 	}
-	free(bufs);
 	return 0;
 }

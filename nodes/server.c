@@ -377,6 +377,38 @@ static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8
 	node_count(n, NODE_CTR_accepted);
 }
 
+/*
+ * With a key, a control datagram must come from an address the config names
+ * for its op (checked first, so a stranger's datagram costs no HMAC) and
+ * carry a valid MAC; true when it may go on, *len then without the trailer.
+ * Dropped ones get no reply. A length that fits neither form goes on as it
+ * is, for wire_decode() to name.
+ */
+static bool authentic(struct node *n, const struct sockaddr_in *from, const uint8_t *buf,
+		      size_t *len, uint8_t op)
+{
+	enum node_counter foreign = source_check(n, op, from);
+	size_t body;
+
+	if (foreign != NODE_CTR_COUNT) {
+		node_count(n, foreign);
+		return false;
+	}
+	switch (wire_auth_check(&n->key, buf, *len, &body)) {
+	case WIRE_AUTH_OK:
+		*len = body;
+		return true;
+	case WIRE_AUTH_MISSING:
+		node_count(n, NODE_CTR_auth_missing);
+		return false;
+	case WIRE_AUTH_BAD:
+		node_count(n, NODE_CTR_auth_bad);
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* Classify one datagram: answer it at once, or queue it for a worker. */
 static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
 		   uint64_t now, uint8_t *out)
@@ -395,6 +427,8 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		node_count(n, NODE_CTR_rx_replies);
 		return;
 	}
+	if (n->keyed && wire_op_authenticated(m.op) && !authentic(n, from, buf, &len, m.op))
+		return;
 	err = wire_decode(buf, len, &m);
 	if (err != WIRE_OK) {
 		node_count(n, drop_counter(err));

@@ -30,6 +30,7 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
+#include "auth.h"
 #include "chunk.h"
 #include "intake.h"
 #include "keyhash.h"
@@ -334,6 +335,28 @@ static inline bool from_node(const struct sw *sw, const struct pkt *p)
 	return node != 0 && node <= CFG_MAX_NODES && sw->node_ip_be[node] == p->ip->src_addr;
 }
 
+/*
+ * With a key: whether a control datagram ends in the MAC of its header, key
+ * and value (proto/auth.h); dropped and counted when it does not. Only
+ * control datagrams come here, after their source was checked: a stranger's
+ * costs no HMAC.
+ */
+static bool authentic(struct sw_worker *w, struct pkt *p)
+{
+	size_t body, len = rte_be_to_cpu_16(p->udp->dgram_len) - sizeof(struct rte_udp_hdr);
+
+	switch (wire_auth_check(&w->sw->key, p->hdr, len, &body)) {
+	case WIRE_AUTH_OK:
+		return true;
+	case WIRE_AUTH_MISSING:
+		drop(w, p->m, SW_CNT_DROP_AUTH_MISSING);
+		return false;
+	default:
+		drop(w, p->m, SW_CNT_DROP_AUTH_BAD);
+		return false;
+	}
+}
+
 /* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
 static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
@@ -376,6 +399,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			drop(w, p->m, SW_CNT_DROP_DIGEST_SRC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		/* The control thread is the single writer of health: hand it the frame,
 		 * with the port index it came in on (intake.c checks it against L2). */
 		p->m->port = in_port;
@@ -393,6 +418,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			drop(w, p->m, SW_CNT_DROP_SYNC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		l2_nb_learn(sw->l2, src, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s,
 			    false);
 		if (rte_ring_mp_enqueue(sw->sync_ring, p->m) != 0) {
@@ -495,7 +522,11 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
 	err = wire_decode(p->hdr, udp_len - sizeof(*udp), &p->msg);
-	if (err != WIRE_OK) {
+	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
+	 * without it here, checked by its handler once its source is. */
+	if (unlikely(err != WIRE_OK) &&
+	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
+	      wire_decode(p->hdr, udp_len - sizeof(*udp) - WIRE_MAC_LEN, &p->msg) == WIRE_OK)) {
 		drop(w, m, sw_cnt_wire(err));
 		return K_DONE;
 	}
@@ -819,6 +850,8 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 		return;
 	if (p->kind == K_REPLY && !later_chunk(msg))
 		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
+	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
+		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
 	in_dir = learn_version(w, p, e);
 	if (p->kind == K_CTL_REPLY) {
@@ -853,7 +886,7 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 	const struct wire_msg *msg = &p->msg;
 
 	CNT(w, SW_CNT_RC_ACKS);
-	if (!accept_from_node(w, p, in_port, now_s))
+	if (!accept_from_node(w, p, in_port, now_s) || (sw->keyed && !authentic(w, p)))
 		return;
 	e = entry_for(w, e, msg);
 	if (e && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {
