@@ -1710,6 +1710,52 @@ START_TEST(write_through_chunked)
 }
 END_TEST
 
+/*
+ * With a cluster key, a copy larger than a datagram goes as sealed chunks
+ * (each with its MAC, within the MTU) and the replica gathers and stores it.
+ */
+START_TEST(keyed_chunked_replication)
+{
+	struct wire_key key;
+	uint8_t payload[4], buf[2048];
+	struct wire_msg rep, r;
+	uint64_t id, v;
+	ssize_t got;
+	char k[64];
+
+	write_keyed_config(2, &key);
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "keyedbig");
+	fill_big(21);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 120000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	v = r.version;
+	rep = (struct wire_msg){.op = WIRE_OP_REPLICATE,
+				.version = v,
+				.key = (const void *)k,
+				.key_len = (uint16_t)strlen(k),
+				.value = payload,
+				.val_len = 4};
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	got = send_sealed(1, &rep, &key, buf, sizeof(buf));
+	ck_assert_int_gt(got, 0);
+	for (int i = 0; i < 100 && counter(2, "rc_req") == 0; i++)
+		sleep_ms(20);
+	ck_assert_uint_eq(counter(2, "rc_req"), 1);
+	ck_assert_uint_eq(counter(2, "chunked_ops"), 1);
+	ck_assert_uint_eq(counter(2, "auth_bad") + counter(2, "auth_missing"), 0);
+	ck_assert_uint_eq(counter(2, "too_large"), 0);
+	id = send_value_op(cl_fd, 2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_uint_eq(r.val_len, 120000);
+	ck_assert_int_eq(memcmp(big_got, big_val, 120000), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1736,6 +1782,7 @@ int main(void)
 	tcase_add_test(tc, chunked_replication);
 	tcase_add_test(tc, chunk_flood);
 	tcase_add_test(tc, write_through_chunked);
+	tcase_add_test(tc, keyed_chunked_replication);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
