@@ -54,7 +54,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 	if (home) {
 		node_count(n, NODE_CTR_moved);
-		node_reply_moved(rep, home);
+		node_reply_moved(n, rep, home);
 		return;
 	}
 	node_count(n, NODE_CTR_replicate);
