@@ -738,12 +738,13 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
-	store_write_end(n->store, m->keyhash);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
+	/* The push is part of the write: no REPLICATE pushes the key while it is out. */
 	if (through)
 		repl_through_end(n, m, owner, holders, rep);
+	store_write_end(n->store, m->keyhash);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -1020,11 +1021,15 @@ static void *worker_main(void *arg)
 				req_release(n, &reqs[i]);
 				continue;
 			}
-			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
-			req_release(n, &reqs[i]);
-
+			/*
+			 * The emulated time passes first, then the request is served
+			 * and answered at once: what a write makes visible is not
+			 * seen a service time before its reply leaves.
+			 */
 			if (n->service_time_us)
 				emulate_service_time(n, start);
+			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
+			req_release(n, &reqs[i]);
 			if (len == 0)
 				continue;
 			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
