@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "clock.h"
 #include "config.h"
 #include "keyhash.h"
@@ -95,6 +96,9 @@ struct req {
 	uint64_t stamp; /* GET: the version a HINT said to read (0: any) */
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
+	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */
+	uint16_t chunks;	      /* chunks of each attempt of a PUT (0: one datagram) */
+	uint64_t deadline_ns;	      /* the running attempt's */
 	uint16_t key_len;
 	uint32_t val_len;
 	uint64_t invoke_ns;
@@ -131,6 +135,7 @@ struct skl_agent {
 	uint64_t timeout_ns, recheck_ns;
 	uint32_t retries, switch_failures, max_inflight;
 	uint32_t max_value;
+	uint32_t mtu; /* service.mtu: a datagram larger than this goes in chunks */
 
 	int fd;
 	uint16_t local_port;
@@ -252,6 +257,7 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	a->recheck_ns = (uint64_t)p->recheck_ms * 1000000ull;
 	a->max_inflight = p->max_inflight;
 	a->max_value = a->cfg->service.max_value;
+	a->mtu = a->cfg->service.mtu;
 	for (int i = 0; i < a->cfg->nswitches; i++)
 		a->nodes_via_switch |= a->cfg->switches[i].role == CFG_ROLE_INLINE;
 	if (opt) {
@@ -391,7 +397,7 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 	cfg->service.port = nswitches ? switches[0].port : CFG_DEFAULT_PORT;
 	cfg->service.vip = nswitches ? switches[0].ip : 0;
 	cfg->service.mtu = CFG_DEFAULT_MTU;
-	cfg->service.max_value = CFG_DEFAULT_MTU - CFG_SERVICE_OVERHEAD;
+	cfg->service.max_value = CFG_MAX_VALUE;
 	cfg->ring_version = 1;
 	cfg_agent_defaults(&cfg->agent);
 	if (!nswitches)
@@ -419,6 +425,29 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 
 /* ---- sending ---- */
 
+/*
+ * Send m (a PUT larger than a datagram) as count chunks, all of this attempt;
+ * a lost one loses the attempt, which the timer retries whole (the node
+ * counts the chunks it already had as duplicates). count 0: it cannot be
+ * chunked at this MTU (submit() refuses such values first), counted as lost.
+ */
+static void send_chunks(struct skl_agent *a, const struct wire_msg *m, uint16_t count,
+			const struct sockaddr_in *to)
+{
+	if (count == 0) {
+		a->st.send_errors++;
+		return;
+	}
+	for (uint16_t i = 0; i < count; i++) {
+		int len = wire_chunk_encode(m, i, count, a->tx, RX_BUF);
+
+		a->st.chunks_sent++;
+		if (len < 0 || sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to,
+				      sizeof(*to)) < 0)
+			a->st.send_errors++;
+	}
+}
+
 static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t flags, uint16_t node,
 		     bool with_value, const struct sockaddr_in *to)
 {
@@ -434,10 +463,16 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 	    .key = r->data,
 	    .value = with_value ? r->data + r->key_len : NULL,
 	};
-	int len = wire_encode(&m, a->tx, RX_BUF);
+	uint16_t count;
+	int len;
 
 	a->st.sent++;
 	r->sends++;
+	if (wire_chunk_needed(&m, a->mtu, &count)) {
+		send_chunks(a, &m, count, to);
+		return;
+	}
+	len = wire_encode(&m, a->tx, RX_BUF);
 	if (len < 0 ||
 	    sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
 		a->st.send_errors++; /* the timer treats it as lost */
@@ -450,12 +485,24 @@ static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_
 		 to);
 }
 
+/*
+ * How long an attempt of r waits: timeout_ms, and for a PUT in chunks 1/64 of
+ * it more per chunk (its datagrams queue behind each other at every hop: a
+ * 256 KB value is 187 of them at MTU 1500, 3.9 x the timeout). A chunked
+ * reply stretches the wait as it arrives (gather()).
+ */
+static uint64_t attempt_ns(const struct skl_agent *a, const struct req *r)
+{
+	return a->timeout_ns + a->timeout_ns * r->chunks / 64;
+}
+
 static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
 {
 	if (r->phase != ph)
 		r->phase_start_ns = a->now;
 	r->phase = (uint8_t)ph;
-	tw_add(&a->tw, &r->timer, a->now + a->timeout_ns);
+	r->deadline_ns = a->now + attempt_ns(a, r);
+	tw_add(&a->tw, &r->timer, r->deadline_ns);
 }
 
 /* r is rerouted: around given-up switches, or home after a cached route failed (once per request).
@@ -618,6 +665,11 @@ static void release(struct req *r)
 {
 	free(r->data);
 	r->data = NULL;
+	if (r->reply) {
+		wire_chunk_set_free(r->reply);
+		free(r->reply);
+		r->reply = NULL;
+	}
 	r->in_use = false;
 }
 
@@ -912,6 +964,54 @@ static void switch_seen(struct skl_agent *a, int sw)
 	}
 }
 
+/*
+ * A chunk of r's reply (a GET of a large value): gather it. Returns true when
+ * it completed the reply, *m then being the whole reply (its value in
+ * r->reply, freed with r). A reply's chunks agree on the version (the set's
+ * tag), so chunks of two versions never mix: chunks of the same version are
+ * the same bytes, whichever node sent them. A chunk of a newer version (a
+ * retry answered after a write) starts the reply afresh; an older one is
+ * dropped. Versions only grow, so a reply being gathered is replaced at most
+ * by newer ones, and the attempt's timer bounds the wait.
+ */
+static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
+{
+	enum wire_chunk_error err;
+	struct wire_chunk c;
+
+	a->st.chunks_received++;
+	if (r->op != WIRE_OP_GET || m->status != WIRE_ST_OK ||
+	    wire_chunk_decode(m, &c) != WIRE_CHUNK_OK || c.total > a->max_value) {
+		a->st.chunk_drops++;
+		return false;
+	}
+	if (r->reply && m->version > r->reply->tag)
+		wire_chunk_set_free(r->reply); /* a newer version's reply: start again */
+	if (!r->reply)
+		r->reply = calloc(1, sizeof(*r->reply));
+	if (!r->reply || (!r->reply->buf && wire_chunk_set_init(r->reply, &c, m->version, 0))) {
+		a->st.chunk_drops++; /* out of memory: the attempt times out */
+		return false;
+	}
+	err = wire_chunk_set_add(r->reply, &c, m->version);
+	if (err != WIRE_CHUNK_OK) {
+		a->st.chunk_drops++; /* a duplicate, or an older version's */
+		return false;
+	}
+	if (!wire_chunk_set_done(r->reply)) {
+		/* A reply still arriving is not lost: wait a timeout from its latest chunk. */
+		if (tw_armed(&r->timer) && a->now + a->timeout_ns > r->deadline_ns) {
+			r->deadline_ns = a->now + a->timeout_ns;
+			tw_add(&a->tw, &r->timer, r->deadline_ns);
+		}
+		return false;
+	}
+	m->flags &= (uint16_t)~WIRE_F_CHUNK;
+	m->value = r->reply->buf;
+	m->val_len = r->reply->total;
+	return true;
+}
+
 static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 			const struct sockaddr_in *from)
 {
@@ -946,7 +1046,9 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 		a->st.rx_unmatched++; /* re-check answers land here too */
 		return;
 	}
-	if (op == r->op) {
+	if (op == r->op && (m.flags & WIRE_F_CHUNK) && !gather(a, r, &m)) {
+		return; /* a chunk taken or dropped; the reply is not whole yet */
+	} else if (op == r->op) {
 		a->st.replies++;
 		on_data_reply(a, r, &m, sw >= 0);
 	} else if (op == WIRE_OP_HINT) {
@@ -1075,8 +1177,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	struct req *r;
 
 	if (!key || key_len < 1 || key_len > WIRE_MAX_KEY || (value_len && !value) ||
-	    WIRE_HDR_LEN + key_len + value_len > WIRE_MAX_DATAGRAM ||
-	    (o && o->consistency > SKL_RELAXED))
+	    value_len > WIRE_CHUNK_MAX_TOTAL || (o && o->consistency > SKL_RELAXED))
 		return -EINVAL;
 	if (a->inflight >= a->max_inflight)
 		return -EBUSY;
@@ -1109,7 +1210,13 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	r->phase = PH_SWITCH;
 	a->inflight++;
 	a->st.submitted++;
-	if (value_len > a->max_value) {
+	/* Over max_value, or in chunks with no room left beside a long key. */
+	if (value_len > a->max_value ||
+	    (wire_chunk_needed(&(struct wire_msg){.op = op,
+						  .key_len = (uint16_t)key_len,
+						  .val_len = (uint32_t)value_len},
+			       a->mtu, &r->chunks) &&
+	     r->chunks == 0)) {
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}

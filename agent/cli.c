@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -38,8 +39,9 @@ static void usage(FILE *out)
 		"usage: skewless --config FILE [options] <command> [args]\n"
 		"\n"
 		"commands:\n"
-		"  get KEY                  read KEY; prints its value\n"
+		"  get KEY                  read KEY; writes its value to stdout, byte for byte\n"
 		"  put KEY VALUE [--ttl MS] write KEY (expiring after MS milliseconds)\n"
+		"  put KEY - [--ttl MS]     the same, the value read from stdin (to EOF)\n"
 		"  del KEY                  delete KEY\n"
 		"  where KEY...             print each key's keyhash, ring point and home node\n"
 		"  bench [flags]            load generator (skewless bench --help)\n"
@@ -211,11 +213,18 @@ static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, c
 		putchar('\n');
 		json_decref(o);
 	} else if (res->op == SKL_OP_GET && res->status == SKL_OK) {
+		/* Byte-exact (a file, a pipe); a newline only for a terminal's prompt. */
 		fwrite(res->value, 1, shown, stdout);
-		putchar('\n');
+		if (isatty(STDOUT_FILENO))
+			putchar('\n');
 	} else if (res->status == SKL_OK) {
 		printf("OK version=%llu node=%s\n", (unsigned long long)res->version,
 		       node ? node : "?");
+	} else if (res->status == SKL_TOO_LARGE && res->op == SKL_OP_PUT) {
+		fprintf(stderr,
+			"skewless %s %s: TOO_LARGE: the value is %zu bytes, above the service's "
+			"max_value of %u bytes\n",
+			cmd, key, res->value_len, cli->cfg.service.max_value);
 	} else {
 		fprintf(stderr, "skewless %s %s: %s\n", cmd, key, skl_status_name(res->status));
 	}
@@ -227,26 +236,82 @@ static int print_result(struct cli *cli, struct skl_agent *a, const char *cmd, c
 	return (int)res->status;
 }
 
+/*
+ * Read all of stdin (put KEY -) into *out, at most limit bytes; *len = the
+ * bytes read, limit + 1 when there was more (the caller refuses it unsent).
+ * Returns 0 or a negative errno.
+ */
+static int read_stdin(size_t limit, char **out, size_t *len)
+{
+	size_t cap = limit + 1, n = 0;
+	char *buf = malloc(cap ? cap : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	while (n < cap) {
+		ssize_t r = read(STDIN_FILENO, buf + n, cap - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int rc = -errno;
+
+			free(buf);
+			return rc;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
 static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int argc, char **argv,
 		    uint32_t ttl_ms)
 {
 	struct skl_call_opts o = {.consistency = cli->consistency, .ttl_ms = ttl_ms};
 	struct skl_result res;
 	int want = !strcmp(cmd, "put") ? 2 : 1, rc;
-	size_t cap = 65536;
-	char *buf;
+	size_t cap = (size_t)cli->cfg.service.max_value + 1, value_len = 0;
+	char *buf, *value = NULL;
 
 	if (argc != want) {
 		fprintf(stderr, "skewless %s: expected %s\n", cmd, want == 2 ? "KEY VALUE" : "KEY");
 		return CLI_EXIT_USAGE;
 	}
+	if (want == 2 && !strcmp(argv[1], "-")) {
+		/* The value from stdin, up to max_value (one byte more: too large). */
+		rc = read_stdin(cli->cfg.service.max_value, &value, &value_len);
+		if (rc) {
+			fprintf(stderr, "skewless put: reading the value from stdin: %s\n",
+				strerror(-rc));
+			return CLI_EXIT_SOFTWARE;
+		}
+		if (value_len > cli->cfg.service.max_value) {
+			fprintf(stderr,
+				"skewless put %s: TOO_LARGE: the value on stdin is more than the "
+				"service's max_value of %u bytes; nothing was sent\n",
+				argv[0], cli->cfg.service.max_value);
+			free(value);
+			return SKL_TOO_LARGE;
+		}
+	} else if (want == 2) {
+		value = strdup(argv[1]);
+		value_len = strlen(argv[1]);
+		if (!value)
+			return CLI_EXIT_SOFTWARE;
+	}
 	buf = malloc(cap);
-	if (!buf)
+	if (!buf) {
+		free(value);
 		return CLI_EXIT_SOFTWARE;
+	}
 	if (!strcmp(cmd, "get"))
 		rc = skl_get_sync(a, argv[0], strlen(argv[0]), &o, buf, cap, &res);
 	else if (!strcmp(cmd, "put"))
-		rc = skl_put_sync(a, argv[0], strlen(argv[0]), argv[1], strlen(argv[1]), &o, &res);
+		rc = skl_put_sync(a, argv[0], strlen(argv[0]), value, value_len, &o, &res);
 	else
 		rc = skl_del_sync(a, argv[0], strlen(argv[0]), &o, &res);
 	if (rc == -EINVAL) {
@@ -255,22 +320,23 @@ static int cmd_data(struct cli *cli, struct skl_agent *a, const char *cmd, int a
 		if (klen < 1 || klen > WIRE_MAX_KEY || argc < 2)
 			fprintf(stderr, "skewless %s: KEY must be 1..%d bytes, got %zu\n", cmd,
 				WIRE_MAX_KEY, klen);
-		else /* only a value can be too long for one datagram */
-			fprintf(
-			    stderr,
-			    "skewless %s: VALUE of %zu bytes does not fit one datagram with this "
-			    "key (at most %zu)\n",
-			    cmd, strlen(argv[1]), (size_t)WIRE_MAX_DATAGRAM - WIRE_HDR_LEN - klen);
+		else /* only a value beyond any chunked op can be refused so */
+			fprintf(stderr,
+				"skewless %s: VALUE of %zu bytes is too long (at most %u)\n", cmd,
+				value_len, cli->cfg.service.max_value);
 		free(buf);
+		free(value);
 		return CLI_EXIT_USAGE;
 	}
 	if (rc) {
 		fprintf(stderr, "skewless %s: %s\n", cmd, strerror(-rc));
 		free(buf);
+		free(value);
 		return CLI_EXIT_SOFTWARE;
 	}
 	rc = print_result(cli, a, cmd, argv[0], &res, res.value_len < cap ? res.value_len : cap);
 	free(buf);
+	free(value);
 	return rc;
 }
 

@@ -14,8 +14,10 @@
  *   hint    a GET asks the switch with HINT, then reads from that node directly
  *           (REPLICA_READ when it is not the home); writes go through the switch;
  *   direct  every request goes to the key's home node on the ketama ring.
- * Each attempt waits agent.timeout_ms (50) for its reply; a request is resent at
- * most agent.retries (1) times, and one that runs out of time ends SKL_TIMEOUT.
+ * Each attempt waits agent.timeout_ms (50) for its reply (a PUT in chunks 1/64
+ * more per chunk, and a chunked reply re-arms it as it arrives); a request is
+ * resent at most agent.retries (1) times, and one that runs out of time ends
+ * SKL_TIMEOUT.
  * After agent.switch_failures consecutive switch timeouts during which the
  * switch sent nothing at all, the agent routes to the ring home (which always
  * holds the latest completed version), trying the next configured switch first
@@ -161,8 +163,11 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 
 /*
  * Submit a request. key_len is 1..1024; key and value are copied, so they may
- * be freed on return. cb(arg, result) is called exactly once, from a later
- * skl_poll() (never from inside the submit call). Returns 0, -EINVAL (bad key
+ * be freed on return. A value above service.max_value (262,144 bytes by
+ * default) completes TOO_LARGE without a datagram; one larger than a datagram
+ * travels in chunks (docs/protocol.md, "Chunked operations"). cb(arg, result)
+ * is called exactly once, from a later skl_poll() (never from inside the
+ * submit call). Returns 0, -EINVAL (bad key
  * or value length), -EBUSY (max_inflight requests already in flight) or -ENOMEM.
  */
 int skl_get(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
@@ -229,7 +234,10 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(redirects_fallback,                                                                      \
 	  "requests rerouted: direct while the switches are given up, or home after a cached "     \
 	  "route failed")                                                                          \
-	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")
+	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")                            \
+	X(chunks_sent, "chunks of PUTs larger than a datagram (in sent: one per attempt)")         \
+	X(chunks_received, "chunks of replies larger than a datagram")                             \
+	X(chunk_drops, "reply chunks dropped: malformed, duplicate, or of another version")
 
 struct skl_stats {
 #define X(field, desc) uint64_t field;

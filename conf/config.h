@@ -38,9 +38,8 @@ enum cfg_durability { CFG_DURABILITY_SYNC, CFG_DURABILITY_ASYNC };
 
 #define CFG_DEFAULT_PORT 7447
 #define CFG_DEFAULT_MTU	 1500
-/* What a datagram carries besides a value: IPv4 + UDP headers, the wire header, the
- * RC_REQ control prefix and a 64-byte key. service.max_value defaults to mtu - this. */
-#define CFG_SERVICE_OVERHEAD (20 + 8 + 48 + 8 + 64)
+/* The largest value the service takes (service.max_value's bound and default). */
+#define CFG_MAX_VALUE 262144
 
 struct cfg_service {
 	uint32_t vip; /* host byte order */
@@ -148,6 +147,8 @@ struct cfg_node_params {
 	uint32_t tombstone_gc_s;
 	uint32_t block_cache_mb;
 	uint32_t write_buffer_mb; /* 0: RocksDB's default (64 MB) */
+	uint32_t reassembly_mb;	  /* cap on chunked operations' memory */
+	uint32_t reassembly_timeout_ms; /* an unfinished chunked op is dropped after this */
 };
 
 /* The shared key of control messages (docs/operations.md, "Threat model"). */

@@ -21,14 +21,6 @@ static const char *const durability_names[] = {"sync", "async", NULL};
 
 /* Derived defaults: each reads keys of its section (or service) above it. */
 
-static void service_max_value(const struct cfg *cfg, void *obj, size_t index)
-{
-	struct cfg_service *s = obj;
-
-	(void)cfg, (void)index;
-	s->max_value = s->mtu - CFG_SERVICE_OVERHEAD;
-}
-
 static void switch_name(const struct cfg *cfg, void *obj, size_t index)
 {
 	struct cfg_switch *sw = obj;
@@ -179,10 +171,9 @@ const struct cfg_key cfg_keys[] = {
 	    "the VIP's MAC (answered by switchd's ARP responder)"),
     KEY_UINT(SERVICE, "mtu", mtu, 576, 9000, CFG_DEFAULT_MTU,
 	     "the MTU ports run (TAP testbed: 1500)"),
-    KEY_UINT(SERVICE, "max_value", max_value, 1, 0, 0,
-	     "largest value in bytes; larger values get TOO_LARGE. 148 = IPv4 + UDP (28) + "
-	     "header (48) + RC_REQ prefix (8) + a 64-byte key budget",
-	     .flags = CFG_MAX_IS_DEFAULT, .derive = service_max_value, .def_doc = "mtu - 148"),
+    KEY_UINT(SERVICE, "max_value", max_value, 1, CFG_MAX_VALUE, CFG_MAX_VALUE,
+	     "largest value in bytes; larger values get TOO_LARGE. A value whose datagram "
+	     "would not fit the MTU travels in chunks (docs/protocol.md, \"Chunked operations\")"),
 
     KEY_UINT(SWITCH, "id", id, 1, CFG_MAX_SWITCHES * 1000, 0, "unique", .flags = CFG_REQUIRED),
     KEY_STRING(SWITCH, "name", name, NULL, "unique, not a number (tools take NAME or ID)",
@@ -354,6 +345,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(NODE_PARAM, "write_buffer_mb", write_buffer_mb, 0, 1u << 16, 0,
 	     "RocksDB memtable size per column family; 0 keeps RocksDB's 64 MB. Small values "
 	     "(with a small block cache) let many nodes share one machine: `conf/scale64.json`"),
+    KEY_UINT(NODE_PARAM, "reassembly_mb", reassembly_mb, 1, 1u << 16, 64,
+	     "cap on the memory of chunked operations being gathered or queued; a chunk "
+	     "that would start one past it is answered OVERLOADED"),
+    KEY_UINT(NODE_PARAM, "reassembly_timeout_ms", reassembly_timeout_ms, 1, 600000, 500,
+	     "a chunked operation not complete this long after its first chunk is dropped "
+	     "(counted `chunk_timeout`); the agent resends it whole"),
 
     KEY_STRING(AUTH, "key_file", key_file, "",
 	       "file with the cluster's shared key, 64..128 hex digits (`openssl rand -hex 32`), "

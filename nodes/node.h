@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "config.h"
 #include "dedup.h"
+#include "reasm.h"
 #include "migrate.h"
 #include "ring.h"
 #include "store.h"
@@ -48,6 +49,17 @@
 	X(unsupported_op, "(c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes")                \
 	X(too_large, "(c) Value over max_value or datagram over the MTU")                          \
 	X(overloaded, "(c) Queue full: answered OVERLOADED")                                       \
+	X(chunks, "(c) Chunks taken into an op being gathered (an op's last is counted as the op)") \
+	X(chunk_bad_header, "(c) Chunk header unreadable: total, count, or no value op")           \
+	X(chunk_bad_index, "(c) Chunk index not below its count: dropped")                         \
+	X(chunk_bad_length, "(c) Chunk slice not the length its index implies: dropped")           \
+	X(chunk_duplicate, "(c) A chunk index the op already has: dropped")                        \
+	X(chunk_mismatch, "(c) Total, count or key unlike the op's first chunk: dropped")          \
+	X(chunk_overloaded, "(c) A new chunked op past node.reassembly_mb: dropped")               \
+	X(chunked_ops, "Chunked ops gathered whole (then counted as one request)")                 \
+	X(chunk_timeout, "Chunked ops dropped unfinished after reassembly_timeout_ms")             \
+	X(chunked_replies, "Replies sent in chunks (a GET of a large value)")                      \
+	X(chunks_sent, "Datagrams of chunked replies and of chunked RC_REQs")                      \
 	X(expired,                                                                                 \
 	  "Client requests that waited in the queue past the agent timeout: dropped unserved")     \
 	X(bad_payload, "Malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none")            \
@@ -65,7 +77,7 @@
 	X(stamp_previous, "Reads stamped with the version before a write-through: served it")      \
 	X(read_while_pushing,                                                                      \
 	  "Home reads served the previous version while a write-through was out")                  \
-	X(stamp_moved, "Replica reads stamped with a version not held: MOVED to the home")         \
+	X(stamp_moved, "Reads stamped with a version not held: MOVED (a replica's to the home)")   \
 	X(put, "PUTs applied")                                                                     \
 	X(write_retried, "PUT/DEL retries answered from their first attempt (not re-applied)")     \
 	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
@@ -95,13 +107,26 @@ enum node_counter {
 	    NODE_CTR_COUNT
 };
 
-/* A queued request: its bytes (worker and queue swap buffers, no copy) and origin. */
+/*
+ * A queued request: its bytes (worker and queue swap buffers, no copy) and
+ * origin. A chunked op gathered whole is too large for buf: it travels as
+ * `owned` (reasm.h's datagram, freed by the worker that serves it, which
+ * then gives its `charged` bytes back to the reassembly cap).
+ */
 struct node_req {
 	struct sockaddr_in from;
 	uint32_t len;
 	uint64_t rx_ns; /* CLOCK_MONOTONIC at receipt */
 	uint8_t *buf;
+	uint8_t *owned;
+	size_t charged;
 };
+
+/* The bytes of a queued request. */
+static inline const uint8_t *node_req_data(const struct node_req *r)
+{
+	return r->owned ? r->owned : r->buf;
+}
 
 /* One bounded FIFO of requests. */
 struct node_lane {
@@ -143,6 +168,7 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	  /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
+	struct reasm reasm;	  /* chunked ops being gathered (receive thread) */
 	struct through *through;  /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */

@@ -51,9 +51,9 @@ static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t curre
 		   : current;
 }
 
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
+		    size_t cap)
 {
-	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	struct store_record rec;
 	struct wire_replicate req;
 	uint64_t now = store_now_ms(), gate;
@@ -75,7 +75,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	/* Before reading the version: a write beginning from here on stops the push. */
 	bool no_write = store_write_gate(n->store, m->keyhash, &gate);
 	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &rec, val + WIRE_RC_PREFIX_LEN,
-		       sizeof(val) - WIRE_RC_PREFIX_LEN);
+		       cap - WIRE_RC_PREFIX_LEN);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;
@@ -112,12 +112,9 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	    .value = val,
 	    .val_len = WIRE_RC_PREFIX_LEN + rec.value_len,
 	};
-	int len = wire_rc_req_encode_prefix(&copy, val, sizeof(val));
+	int len = wire_rc_req_encode_prefix(&copy, val, WIRE_RC_PREFIX_LEN);
 	struct store_copies copies = {.owner = req.owner};
 
-	if (len < 0)
-		return;
-	len = wire_encode(&rc_req, dgram, sizeof(dgram));
 	if (len < 0)
 		return;
 	/* Remember the holders first: a write that bypasses the owner must find them. */
@@ -141,9 +138,10 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 		if (!cn || target == n->self->id)
 			continue;
-		wire_put16(dgram + WIRE_OFF_NODE, target); /* the encoded datagram, per target */
+		rc_req.node = target;
 		node_addr(cn, &to);
-		if (node_send(n, &to, dgram, (size_t)len) == 0)
+		/* Whole, or in chunks when the copy is larger than a datagram. */
+		if (node_send_msg(n, &to, &rc_req) == 0)
 			node_count(n, NODE_CTR_rc_req_sent);
 	}
 }
@@ -196,8 +194,11 @@ static bool authentic_reply(struct node *n, const uint8_t *in, size_t *len)
 	return false;
 }
 
-/* Send the RC_REQ (encoded in dgram) to every holder from fd; the number sent. */
-static unsigned push_to_holders(struct node *n, int fd, uint8_t *dgram, size_t len,
+/*
+ * Send the RC_REQ rc_req to every holder from fd, whole or in chunks when the
+ * value is larger than a datagram (sealed with a key); the number sent.
+ */
+static unsigned push_to_holders(struct node *n, int fd, struct wire_msg *rc_req,
 				const uint8_t *holders)
 {
 	unsigned sent = 0;
@@ -208,9 +209,9 @@ static unsigned push_to_holders(struct node *n, int fd, uint8_t *dgram, size_t l
 
 		if (!(holders[id / 8] & (1u << (id % 8))) || !cn || id == n->self->id)
 			continue;
-		wire_put16(dgram + WIRE_OFF_NODE, (uint16_t)id);
+		rc_req->node = (uint16_t)id;
 		node_addr(cn, &to);
-		if (node_send_on(n, fd, &to, dgram, len) == 0) {
+		if (node_send_msg_fd(n, fd, &to, rc_req) == 0) {
 			node_count(n, NODE_CTR_rc_req_sent);
 			sent++;
 		}
@@ -259,8 +260,7 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 {
 	static __thread int fd = -1;
 	static __thread uint8_t list[2 * CFG_MAX_NODES];
-	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
-	uint8_t confirmed[THROUGH_HOLDERS] = {0};
+	uint8_t confirmed[THROUGH_HOLDERS] = {0}, *val;
 	bool del = m->op == WIRE_OP_DEL;
 	struct wire_rc_req copy = {
 	    .owner = owner,
@@ -268,12 +268,18 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	    .ttl_ms = del ? 0 : (uint32_t)m->version, /* a PUT's version field is its TTL */
 	    .value_len = del ? 0 : m->val_len,
 	};
-	int prefix = wire_rc_req_encode_prefix(&copy, val, sizeof(val));
 	unsigned sent, got, nlist = 0;
-	int len;
+	int prefix;
 
-	if (prefix < 0 || (size_t)prefix + copy.value_len > sizeof(val))
+	/* The copy: its prefix and the value, up to max_value (sent in chunks past the MTU). */
+	val = malloc(WIRE_RC_PREFIX_LEN + (size_t)copy.value_len);
+	if (!val)
 		return;
+	prefix = wire_rc_req_encode_prefix(&copy, val, WIRE_RC_PREFIX_LEN);
+	if (prefix < 0 || (fd < 0 && (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)) {
+		free(val);
+		return;
+	}
 	if (copy.value_len)
 		memcpy(val + prefix, m->value, copy.value_len);
 	struct wire_msg rc_req = {
@@ -288,13 +294,9 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	    .value = val,
 	    .val_len = (uint32_t)prefix + copy.value_len,
 	};
-	len = wire_encode(&rc_req, dgram, sizeof(dgram));
-	if (len < 0)
-		return;
-	if (fd < 0 && (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return;
 	node_count(n, NODE_CTR_write_through);
-	sent = push_to_holders(n, fd, dgram, (size_t)len, holders);
+	sent = push_to_holders(n, fd, &rc_req, holders);
+	free(val);
 	got = await_holders(n, fd, m->req_id, rep->version, holders, sent, confirmed);
 	node_count_n(n, NODE_CTR_write_through_confirmed, got);
 	node_count_n(n, NODE_CTR_write_through_missed, sent - got);

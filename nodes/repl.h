@@ -10,8 +10,13 @@
 #include "node.h"
 #include "payload.h"
 
-/* Home: push RC_REQ(v) to the listed targets if the local version is exactly v. */
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
+/*
+ * Home: push RC_REQ(v) to the listed targets if the local version is exactly
+ * v; the value is read into val[0..cap) (room for max_value and the RC_REQ
+ * prefix), and a copy too large for one datagram goes in chunks.
+ */
+void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
+		    size_t cap);
 /*
  * Replica: store the copy if not stale, then RC_ACK the switch; a
  * write-through push (WIRE_F_WRITE_THROUGH) is acked to its sender, the home,

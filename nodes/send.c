@@ -6,10 +6,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "log.h"
 
 int node_socket_open(struct node *n, char *err, size_t errlen)
@@ -135,4 +137,36 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 		}
 		send_batch(n, batch, out);
 	}
+}
+
+int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg)
+{
+	return node_send_msg_fd(n, n->fd, to, msg);
+}
+
+int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
+		     const struct wire_msg *msg)
+{
+	/* A sealed datagram's MAC trailer must fit the MTU too. */
+	uint32_t mtu = n->cfg->service.mtu -
+		       (n->keyed && wire_op_authenticated(msg->op) ? WIRE_MAC_LEN : 0);
+	uint8_t one[NODE_MAX_DGRAM];
+	uint16_t count;
+	int len;
+
+	if (!wire_chunk_needed(msg, mtu, &count)) {
+		len = wire_encode(msg, one, sizeof(one));
+		return len < 0 ? len : node_send_on(n, fd, to, one, (size_t)len);
+	}
+	if (count == 0)
+		return -EMSGSIZE;
+	/* One system call per chunk: node_send_on() seals each one that needs it. */
+	for (uint16_t i = 0; i < count; i++) {
+		len = wire_chunk_encode(msg, i, count, one, mtu - WIRE_IP_UDP_LEN);
+		if (len < 0)
+			return len;
+		if (node_send_on(n, fd, to, one, (size_t)len) == 0)
+			node_count(n, NODE_CTR_chunks_sent);
+	}
+	return 0;
 }

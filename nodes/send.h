@@ -41,5 +41,14 @@ int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const voi
  * fails is counted and skipped. Control datagrams are sealed as by node_send().
  */
 void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count);
+/*
+ * Send msg whole if its datagram fits service.mtu, else in chunks
+ * (proto/chunk.h; counted in chunks_sent). 0, -EMSGSIZE when it can be
+ * neither, or -ENOMEM.
+ */
+int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wire_msg *msg);
+/* The same from another socket of the node's (a worker's own, to read the answers itself). */
+int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
+		     const struct wire_msg *msg);
 
 #endif

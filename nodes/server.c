@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "chunk.h"
 #include "clock.h"
 #include "keyhash.h"
 #include "log.h"
@@ -74,9 +75,14 @@ static void queue_free(struct node_queue *q)
 	pthread_cond_destroy(&q->nonempty);
 }
 
-/* Copy a datagram into the tail slot. Returns 0, or -ENOSPC when the queue is full. */
+/*
+ * Copy a datagram into the tail slot, or with owned set, hand over that
+ * buffer instead (a chunked op gathered whole; its charged bytes go with
+ * it). Returns 0, or -ENOSPC when the queue is full (owned stays the
+ * caller's).
+ */
 static int queue_push(struct node *n, enum node_lane_id lane, const struct sockaddr_in *from,
-		      const void *buf, uint32_t len, uint64_t rx_ns)
+		      const void *buf, uint32_t len, uint64_t rx_ns, uint8_t *owned, size_t charged)
 {
 	struct node_queue *q = &n->queue;
 	struct node_lane *l = &q->lane[lane];
@@ -91,7 +97,10 @@ static int queue_push(struct node *n, enum node_lane_id lane, const struct socka
 	s->from = *from;
 	s->len = len;
 	s->rx_ns = rx_ns;
-	memcpy(s->buf, buf, len);
+	s->owned = owned;
+	s->charged = charged;
+	if (!owned)
+		memcpy(s->buf, buf, len);
 	l->count++;
 	q->count++;
 	atomic_fetch_add(&n->queued, 1);
@@ -129,6 +138,7 @@ static uint32_t queue_pop(struct node *n, struct node_req *out, uint32_t max)
 
 			out[k] = *s;
 			s->buf = mine;
+			s->owned = NULL;
 			l->head = (l->head + 1) % l->depth;
 			l->count--;
 			q->count--;
@@ -156,7 +166,8 @@ static void reply_init(struct node *n, const struct wire_msg *m, struct wire_msg
 {
 	memset(rep, 0, sizeof(*rep));
 	rep->op = (uint8_t)(m->op | WIRE_REPLY);
-	rep->flags = m->flags & WIRE_F_ALL & ~WIRE_F_WRITE_THROUGH; /* only a home sets it */
+	/* A home sets WRITE_THROUGH; a reply is sent whole or chunked anew. */
+	rep->flags = m->flags & WIRE_F_ALL & ~(WIRE_F_WRITE_THROUGH | WIRE_F_CHUNK);
 	rep->req_id = m->req_id;
 	rep->keyhash = m->keyhash;
 	rep->node = n->self->id;
@@ -199,7 +210,7 @@ static void reply_reject(struct node *n, const struct sockaddr_in *to, const uin
 	wire_put16(out + WIRE_OFF_MAGIC, WIRE_MAGIC);
 	out[WIRE_OFF_VER] = WIRE_VERSION;
 	out[WIRE_OFF_OP] = (uint8_t)(m->op | WIRE_REPLY);
-	wire_put16(out + WIRE_OFF_FLAGS, m->flags & WIRE_F_ALL);
+	wire_put16(out + WIRE_OFF_FLAGS, m->flags & WIRE_F_ALL & ~WIRE_F_CHUNK);
 	out[WIRE_OFF_STATUS] = status;
 	wire_put64(out + WIRE_OFF_REQ_ID, m->req_id);
 	wire_put64(out + WIRE_OFF_KEYHASH, m->keyhash);
@@ -241,20 +252,24 @@ static enum node_counter drop_counter(enum wire_error e)
 static bool handle(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		   struct wire_msg *rep, uint8_t *out, size_t cap);
 
-/* Why a valid datagram is too large for this node, or 0. */
-static int too_large(struct node *n, const struct wire_msg *m, size_t len)
+/* Is a value of val_len (a whole op's, chunked or not) too large for op? */
+static bool value_too_large(const struct node *n, uint8_t op, uint64_t val_len)
 {
 	uint32_t max_value = n->cfg->service.max_value;
 
-	if (len > NODE_MAX_DGRAM || len + 28 > n->cfg->service.mtu)
-		return 1;
-	if (m->op == WIRE_OP_PUT && m->val_len > max_value)
-		return 1;
-	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN)
-		return 1;
-	if (m->op == WIRE_OP_MIGRATE && m->val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_LEN)
-		return 1;
-	return 0;
+	if (op == WIRE_OP_RC_REQ)
+		return val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN;
+	if (op == WIRE_OP_MIGRATE)
+		return val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_LEN;
+	return op == WIRE_OP_PUT && val_len > max_value;
+}
+
+/* Is a valid datagram (or chunk) of len bytes too large for this node? */
+static bool too_large(const struct node *n, const struct wire_msg *m, size_t len)
+{
+	if (len > NODE_MAX_DGRAM || len + WIRE_IP_UDP_LEN > n->cfg->service.mtu)
+		return true;
+	return !(m->flags & WIRE_F_CHUNK) && value_too_large(n, m->op, m->val_len);
 }
 
 /*
@@ -281,6 +296,89 @@ static enum node_counter source_check(const struct node *n, uint8_t op,
 			if (n->cfg->nodes[i].ip == ip)
 				return NODE_CTR_COUNT;
 	return (by & WIRE_BY_NODE) ? NODE_CTR_src_not_node : NODE_CTR_src_not_switch;
+}
+
+/* A chunk's drop counter for a chunk header wire_chunk_decode() refused. */
+static enum node_counter chunk_counter(enum wire_chunk_error e)
+{
+	switch (e) {
+	case WIRE_CHUNK_ERR_INDEX:
+		return NODE_CTR_chunk_bad_index;
+	case WIRE_CHUNK_ERR_LENGTH:
+		return NODE_CTR_chunk_bad_length;
+	default:
+		return NODE_CTR_chunk_bad_header;
+	}
+}
+
+/*
+ * One chunk of an op (docs/protocol.md, "Chunked operations"), validated as
+ * a datagram and from an accepted source: gather it; once the op is whole,
+ * queue it as one request. Bad chunks are counted and dropped; the op's
+ * chunk 0 alone is answered (TOO_LARGE, OVERLOADED), so an op gets at most
+ * one such answer and a switch counts it once.
+ */
+static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
+		     const struct wire_msg *m, uint64_t now, uint8_t *out)
+{
+	struct reasm_key key = {
+	    .client_ip = m->ret_ip ? m->ret_ip : ntohl(from->sin_addr.s_addr),
+	    .client_port = m->ret_ip ? m->ret_port : ntohs(from->sin_port),
+	    .op = m->op,
+	    .req_id = m->req_id,
+	    .keyhash = m->keyhash,
+	};
+	struct wire_chunk c;
+	enum wire_chunk_error err;
+	struct wire_msg whole;
+	uint8_t *done = NULL;
+	size_t done_len = 0, charged = 0;
+
+	err =
+	    (wire_op_attrs(m->op) & WIRE_A_VALUE) ? wire_chunk_decode(m, &c) : WIRE_CHUNK_ERR_SHORT;
+	if (err != WIRE_CHUNK_OK) {
+		node_count(n, chunk_counter(err));
+		return;
+	}
+	if (value_too_large(n, m->op, c.total)) {
+		node_count(n, NODE_CTR_too_large);
+		if (c.index == 0)
+			reply_reject(n, from, buf, len, m, WIRE_ST_TOO_LARGE, out);
+		return;
+	}
+	switch (reasm_add(&n->reasm, &key, m, &c, now, &done, &done_len, &charged)) {
+	case REASM_PARTIAL:
+		node_count(n, NODE_CTR_chunks);
+		return;
+	case REASM_DUPLICATE:
+		node_count(n, NODE_CTR_chunk_duplicate);
+		return;
+	case REASM_MISMATCH:
+		node_count(n, NODE_CTR_chunk_mismatch);
+		return;
+	case REASM_FULL:
+	case REASM_NOMEM:
+		node_count(n, NODE_CTR_chunk_overloaded);
+		if (c.index == 0)
+			reply_reject(n, from, buf, len, m, WIRE_ST_OVERLOADED, out);
+		return;
+	case REASM_COMPLETE:
+		break;
+	}
+	node_count(n, NODE_CTR_chunked_ops);
+	if (wire_decode(done, done_len, &whole) != WIRE_OK ||
+	    wire_op_lane(whole.op) == WIRE_LANE_RX ||
+	    queue_push(n, lane_of(whole.op), from, NULL, (uint32_t)done_len, now, done, charged) !=
+		0) {
+		/* A full queue (gathered ops are never served on receipt: no op with a
+		 * value is). The answer goes as for a whole datagram. */
+		node_count(n, NODE_CTR_overloaded);
+		reply_reject(n, from, buf, len, m, WIRE_ST_OVERLOADED, out);
+		free(done);
+		reasm_release(&n->reasm, charged);
+		return;
+	}
+	node_count(n, NODE_CTR_accepted);
 }
 
 /*
@@ -362,6 +460,10 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		reply_reject(n, from, buf, len, &m, WIRE_ST_TOO_LARGE, out);
 		return;
 	}
+	if (m.flags & WIRE_F_CHUNK) {
+		rx_chunk(n, from, buf, len, &m, now, out);
+		return;
+	}
 	if (wire_op_lane(m.op) == WIRE_LANE_RX) {
 		/*
 		 * UNREPLICATE is served here, never queued: a home applying a write
@@ -381,7 +483,7 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 			node_send(n, from, out, rlen);
 		return;
 	}
-	if (queue_push(n, lane_of(m.op), from, buf, (uint32_t)len, now) != 0) {
+	if (queue_push(n, lane_of(m.op), from, buf, (uint32_t)len, now, NULL, 0) != 0) {
 		node_count(n, NODE_CTR_overloaded);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_OVERLOADED, out);
 		return;
@@ -422,12 +524,16 @@ static void *rx_main(void *arg)
 		if (got < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				log_warn("recvmmsg: %s", strerror(errno));
+			/* Idle (the socket's 100 ms timeout): unfinished ops still expire. */
+			node_count_n(n, NODE_CTR_chunk_timeout,
+				     reasm_expire(&n->reasm, clock_mono_ns()));
 			continue;
 		}
 		uint64_t now = clock_mono_ns();
 
 		for (int i = 0; i < got; i++)
 			rx_one(n, &from[i], iov[i].iov_base, msgs[i].msg_len, now, out);
+		node_count_n(n, NODE_CTR_chunk_timeout, reasm_expire(&n->reasm, now));
 	}
 	free(bufs);
 	free(out);
@@ -753,8 +859,8 @@ static bool on_probe(struct node *n, const struct wire_msg *m, const struct sock
 static bool on_replicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 			 struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	(void)from, (void)out, (void)cap;
-	repl_replicate(n, m, rep);
+	(void)from;
+	repl_replicate(n, m, rep, out, cap);
 	return true;
 }
 
@@ -802,18 +908,37 @@ static bool handle(struct node *n, const struct wire_msg *m, const struct sockad
 }
 
 /*
- * Serve one queued request; the reply is encoded into out and its length
- * returned (0: no reply).
+ * Serve one queued request. Handlers read values into scratch[0..scratch_cap);
+ * a reply that fits one datagram is encoded into out and its length returned,
+ * a larger one (a GET of a large value) is sent here in chunks (0 returned,
+ * as when there is no reply).
  */
-static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap)
+static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap, uint8_t *scratch,
+		    size_t scratch_cap)
 {
 	struct wire_msg m, rep;
+	uint16_t count;
+	int rc;
 
-	if (wire_decode(r->buf, r->len, &m) != WIRE_OK)
+	if (wire_decode(node_req_data(r), r->len, &m) != WIRE_OK)
 		return 0; /* validated by the receive thread; cannot happen */
 	reply_init(n, &m, &rep);
-	if (!handle(n, &m, &r->from, &rep, out, cap))
+	if (!handle(n, &m, &r->from, &rep, scratch, scratch_cap))
 		return 0;
+	if (!wire_chunk_needed(&rep, n->cfg->service.mtu, &count))
+		return reply_encode(n, &rep, out, cap);
+	rep.load = node_load(n);
+	rc = node_send_msg(n, &r->from, &rep);
+	if (rc == 0) {
+		node_count(n, NODE_CTR_chunked_replies);
+		return 0;
+	}
+	/* A key too long to leave room for a chunk at this MTU. */
+	log_warn("cannot send a %u-byte %s reply: %s", rep.val_len, wire_op_name(rep.op),
+		 strerror(-rc));
+	rep.status = WIRE_ST_TOO_LARGE;
+	rep.value = NULL;
+	rep.val_len = 0;
 	return reply_encode(n, &rep, out, cap);
 }
 
@@ -845,13 +970,27 @@ static void emulate_service_time(struct node *n, uint64_t start)
 static bool expired(const struct node *n, const struct node_req *r, uint64_t now)
 {
 	return now - r->rx_ns > (uint64_t)n->cfg->agent.timeout_ms * 1000000ull &&
-	       lane_of(r->buf[WIRE_OFF_OP]) == NODE_LANE_CLIENT;
+	       lane_of(node_req_data(r)[WIRE_OFF_OP]) == NODE_LANE_CLIENT;
+}
+
+/* Free a gathered op's datagram once served, and give its bytes back to the cap. */
+static void req_release(struct node *n, struct node_req *r)
+{
+	if (!r->owned)
+		return;
+	free(r->owned);
+	reasm_release(&n->reasm, r->charged);
+	r->owned = NULL;
 }
 
 static void *worker_main(void *arg)
 {
 	struct node *n = arg;
 	const size_t cap = NODE_MAX_DGRAM + WIRE_MAX_KEY;
+	/* Room for any value a handler reads: max_value, and an RC_REQ prefix. */
+	const size_t scratch_cap =
+	    WIRE_HDR_LEN + WIRE_MAX_KEY + WIRE_RC_PREFIX_LEN + n->cfg->service.max_value;
+	uint8_t *scratch = malloc(scratch_cap);
 	/* With emulated service time each request holds the worker on its own. */
 	const uint32_t batch = n->service_time_us ? 1 : WORKER_BATCH;
 	struct node_req reqs[WORKER_BATCH] = {0};
@@ -859,7 +998,7 @@ static void *worker_main(void *arg)
 	struct iovec iov[WORKER_BATCH];
 	uint8_t *outs = malloc(cap * WORKER_BATCH);
 	uint32_t k;
-	int ok = outs != NULL;
+	int ok = outs != NULL && scratch != NULL;
 
 	for (int i = 0; i < WORKER_BATCH; i++) {
 		reqs[i].buf = malloc(NODE_MAX_DGRAM);
@@ -879,6 +1018,7 @@ static void *worker_main(void *arg)
 
 			if (expired(n, &reqs[i], start)) {
 				node_count(n, NODE_CTR_expired);
+				req_release(n, &reqs[i]);
 				continue;
 			}
 			/*
@@ -888,7 +1028,8 @@ static void *worker_main(void *arg)
 			 */
 			if (n->service_time_us)
 				emulate_service_time(n, start);
-			len = serve(n, &reqs[i], out, cap);
+			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
+			req_release(n, &reqs[i]);
 			if (len == 0)
 				continue;
 			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
@@ -910,6 +1051,7 @@ out:
 	for (int i = 0; i < WORKER_BATCH; i++)
 		free(reqs[i].buf);
 	free(outs);
+	free(scratch);
 	return NULL;
 }
 
@@ -918,6 +1060,10 @@ int server_start(struct node *n, uint32_t workers)
 	int rc;
 
 	rc = queue_init(&n->queue, n->cfg->node.queue_depth, NODE_MAX_DGRAM);
+	if (rc)
+		return rc;
+	rc = reasm_init(&n->reasm, (uint64_t)n->cfg->node.reassembly_mb << 20,
+			(uint64_t)n->cfg->node.reassembly_timeout_ms * 1000000ull);
 	if (rc)
 		return rc;
 	n->workers = calloc(workers, sizeof(*n->workers));
@@ -949,4 +1095,5 @@ void server_stop(struct node *n, uint32_t workers)
 	free(n->workers);
 	n->workers = NULL;
 	queue_free(&n->queue);
+	reasm_free(&n->reasm);
 }

@@ -64,6 +64,8 @@ void node_dump_counters(struct node *n)
 	if (f) {
 		fprintf(f, "ring_epoch %llu\n", (unsigned long long)mig_epoch(&n->mig));
 		fprintf(f, "load %u\n", node_load(n));
+		/* A gauge: chunked ops being gathered or queued (node.reassembly_mb caps it). */
+		fprintf(f, "reassembly_bytes %llu\n", (unsigned long long)reasm_used(&n->reasm));
 		if (fclose(f) != 0 || rename(tmp, path) != 0)
 			log_warn("%s: cannot write counters", path);
 	} else {

@@ -68,16 +68,18 @@ enum wire_status {
 	X(WIRE_F_VIA_SWITCH, 0x2, "VIA_SWITCH")                                            \
 	X(WIRE_F_DEBUG, 0x4, "DEBUG")                                                      \
 	X(WIRE_F_REPLICATED, 0x8, "REPLICATED")                                            \
-	X(WIRE_F_WRITE_THROUGH, 0x10, "WRITE_THROUGH")
+	X(WIRE_F_WRITE_THROUGH, 0x10, "WRITE_THROUGH")                                     \
+	X(WIRE_F_CHUNK, 0x20, "CHUNK")
 
 enum wire_flag {
 #define X(name, value, str) name = value,
 	WIRE_FLAGS(X)
 #undef X
 };
+/* CHUNK: one chunk of an op whose value spans several datagrams (chunk.h). */
 #define WIRE_F_ALL                                                                         \
 	(WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH | WIRE_F_DEBUG | WIRE_F_REPLICATED |       \
-	 WIRE_F_WRITE_THROUGH)
+	 WIRE_F_WRITE_THROUGH | WIRE_F_CHUNK)
 
 /* Why wire_decode() rejected a datagram: X(enum name, log name). */
 #define WIRE_ERRORS(X)                                                                     \

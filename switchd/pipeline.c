@@ -31,6 +31,7 @@
 #include <rte_udp.h>
 
 #include "auth.h"
+#include "chunk.h"
 #include "intake.h"
 #include "keyhash.h"
 #include "switchd.h"
@@ -660,6 +661,16 @@ static void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_
 }
 
 /*
+ * A chunked op (proto/chunk.h) is routed chunk by chunk like any request,
+ * but counts once, as its chunk 0: a later chunk neither counts in flight at
+ * its node nor feeds hot-key sampling. One flag test for everything else.
+ */
+static __rte_always_inline bool later_chunk(const struct wire_msg *msg)
+{
+	return unlikely(msg->flags & WIRE_F_CHUNK) && wire_chunk_is_later(msg);
+}
+
+/*
  * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
  * key's owner): choose the node, stamp the return address, forward.
  */
@@ -692,7 +703,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		learn_client(w, p, in_port, now_s);
 		/* 1 in sample_every client requests feeds hot-key detection (intake.c);
 		 * a peer's forwarded requests were counted by that peer already. */
-		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && --w->sample_countdown == 0) {
+		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && !later_chunk(msg) &&
+		    --w->sample_countdown == 0) {
 			w->sample_countdown = sw->sample_every;
 			intake_sample(w, msg);
 		}
@@ -742,7 +754,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		flags |= WIRE_F_REPLICA_READ;
 	rewrite(sw, p, mac, sw->node_ip_be[target], sw->node_port_be[target], flags, target,
 		ret_ip, ret_port);
-	scores_inflight_inc(&sw->scores, w->index, target);
+	if (!later_chunk(msg))
+		scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
 
@@ -883,7 +896,7 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	sender = accept_from_node(w, p, in_port, now_s);
 	if (!sender)
 		return;
-	if (p->kind == K_REPLY)
+	if (p->kind == K_REPLY && !later_chunk(msg))
 		scores_inflight_dec(&sw->scores, w->index, sender, now_tsc);
 	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
 		return;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chunk.h"
 #include "clock.h"
 #include "keyhash.h"
 #include "skewless.h"
@@ -688,19 +689,157 @@ START_TEST(hint_mode_and_route_cache)
 }
 END_TEST
 
+/* ---- chunked values (docs/protocol.md, "Chunked operations") ---- */
+
+static uint8_t big_a[5000], big_b[5000], big_got[5000];
+static size_t big_got_len;
+
+static void on_big(void *arg, const struct skl_result *res)
+{
+	big_got_len = res->value_len;
+	if (res->op == SKL_OP_GET && res->value)
+		memcpy(big_got, res->value, res->value_len <= sizeof(big_got) ? res->value_len : 0);
+	on_result(arg, res);
+}
+
+/* The next datagram on f's socket within 500 ms (the agent polled meanwhile). */
+static bool next_dgram(struct skl_agent *a, struct fake *f, struct wire_msg *m, uint8_t *buf,
+		       struct sockaddr_in *from)
+{
+	uint64_t end = clock_mono_ms() + 500;
+
+	while (clock_mono_ms() < end) {
+		socklen_t flen = sizeof(*from);
+		ssize_t n = recvfrom(f->fd, buf, 2048, 0, (struct sockaddr *)from, &flen);
+
+		if (n > 0) {
+			ck_assert_int_eq(wire_decode(buf, (size_t)n, m), WIRE_OK);
+			return true;
+		}
+		skl_poll(a, 1);
+	}
+	return false;
+}
+
+/* Send chunks of a GET reply to q, value val at version, the indexes in mask (bit i: chunk i). */
+static void send_reply_chunks(struct fake *f, const struct wire_msg *q,
+			      const struct sockaddr_in *to, const uint8_t *val, uint64_t version,
+			      unsigned mask)
+{
+	struct wire_msg m = *q;
+	uint8_t out[1500];
+
+	m.op = WIRE_OP_GET | WIRE_REPLY;
+	m.status = WIRE_ST_OK;
+	m.node = f->id;
+	m.version = version;
+	m.value = val;
+	m.val_len = sizeof(big_a);
+	for (uint16_t i = 0; i < 4; i++) {
+		int len = wire_chunk_encode(&m, i, 4, out, sizeof(out));
+
+		ck_assert_int_gt(len, 0);
+		if (mask & (1u << i))
+			sendto(f->fd, out, (size_t)len, 0, (const struct sockaddr *)to,
+			       sizeof(*to));
+	}
+}
+
+/*
+ * A lost chunk loses the attempt; the agent resends the whole op within its
+ * retry budget. PUT: 4 chunks, no answer until the second attempt's 4. GET:
+ * the first reply misses a chunk, the retry's reply completes it (its other
+ * chunks are duplicates). And a reply of a newer version replaces the older
+ * one being gathered: versions never mix.
+ */
+START_TEST(chunk_loss_retried)
+{
+	struct fake *n1 = fake_new(1, FAKE_SILENT);
+	struct skl_options opt = {
+	    .mode = SKL_MODE_DIRECT, .timeout_ms = 60, .retries = 1, .retries_set = 1};
+	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
+	struct outcome o = {0};
+	struct sockaddr_in from;
+	struct wire_msg m;
+	uint8_t buf[2048], out[2048];
+	uint64_t req_id = 0;
+	int len;
+
+	for (size_t i = 0; i < sizeof(big_a); i++) {
+		big_a[i] = (uint8_t)(i * 7);
+		big_b[i] = (uint8_t)(i * 13 + 1);
+	}
+	ck_assert_int_eq(skl_put(a, "big", 3, big_a, sizeof(big_a), NULL, on_big, &o), 0);
+	for (int k = 0; k < 8; k++) { /* two attempts of 4 chunks, the same req_id */
+		ck_assert_msg(next_dgram(a, n1, &m, buf, &from), "chunk %d of the PUT", k);
+		ck_assert(m.flags & WIRE_F_CHUNK);
+		ck_assert_uint_eq(m.op, WIRE_OP_PUT);
+		ck_assert(req_id == 0 || m.req_id == req_id);
+		req_id = m.req_id;
+	}
+	ck_assert(!o.done);
+	m.op = WIRE_OP_PUT | WIRE_REPLY;
+	m.flags = 0;
+	m.status = WIRE_ST_OK;
+	m.node = 1;
+	m.version = 3;
+	m.value = NULL;
+	m.val_len = 0;
+	len = wire_encode(&m, out, sizeof(out));
+	sendto(n1->fd, out, (size_t)len, 0, (struct sockaddr *)&from, sizeof(from));
+	run_until(a, NULL, 0, &o, 1000);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.sends, 2);
+	ck_assert_uint_eq(stats(a).chunks_sent, 8);
+	ck_assert_uint_eq(stats(a).retries, 1);
+
+	/* GET: chunk 2 lost, then the retry's whole reply. */
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_get(a, "big", 3, NULL, on_big, &o), 0);
+	ck_assert(next_dgram(a, n1, &m, buf, &from));
+	send_reply_chunks(n1, &m, &from, big_a, 3, 0xb);
+	ck_assert(next_dgram(a, n1, &m, buf, &from)); /* the retry, after 60 ms */
+	ck_assert_uint_eq(m.op, WIRE_OP_GET);
+	send_reply_chunks(n1, &m, &from, big_a, 3, 0xf);
+	run_until(a, NULL, 0, &o, 1000);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.version, 3);
+	ck_assert_uint_eq(big_got_len, sizeof(big_a));
+	ck_assert_int_eq(memcmp(big_got, big_a, sizeof(big_a)), 0);
+	/* The retry's chunks 0 and 1 are duplicates; 2 completes it; 3 comes too late. */
+	ck_assert_uint_eq(stats(a).chunk_drops, 2);
+
+	/* Two chunks of version 3, then all of version 4: version 4 whole, unmixed. */
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_get(a, "big", 3, NULL, on_big, &o), 0);
+	ck_assert(next_dgram(a, n1, &m, buf, &from));
+	send_reply_chunks(n1, &m, &from, big_a, 3, 0x3);
+	ck_assert(next_dgram(a, n1, &m, buf, &from));
+	send_reply_chunks(n1, &m, &from, big_b, 4, 0x4);
+	send_reply_chunks(n1, &m, &from, big_a, 3, 0x4); /* older: dropped */
+	send_reply_chunks(n1, &m, &from, big_b, 4, 0xb);
+	run_until(a, NULL, 0, &o, 1000);
+	ck_assert_uint_eq(o.res.version, 4);
+	ck_assert_int_eq(memcmp(big_got, big_b, sizeof(big_b)), 0);
+	skl_close(a);
+	fake_free(n1);
+}
+END_TEST
+
 START_TEST(argument_checks)
 {
 	struct fake *n1 = fake_new(1, FAKE_ANSWER);
 	struct skl_options opt = {.mode = SKL_MODE_DIRECT};
 	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
-	static char big[70000];
+	static char big[262145];
 	struct outcome o = {0};
 
 	ck_assert_int_eq(skl_get(a, "", 0, NULL, on_result, &o), -EINVAL);
 	ck_assert_int_eq(skl_get(a, big, 1025, NULL, on_result, &o), -EINVAL);
-	ck_assert_int_eq(skl_put(a, "k", 1, big, sizeof(big), NULL, on_result, &o), -EINVAL);
-	/* Above max_value but sendable: TOO_LARGE without a datagram. */
-	ck_assert_int_eq(skl_put(a, "k", 1, big, 5000, NULL, on_result, &o), 0);
+	/* Past any chunked op (16 MB): refused before the bytes are read. */
+	ck_assert_int_eq(skl_put(a, "k", 1, big, (1u << 24) + 1, NULL, on_result, &o), -EINVAL);
+	/* Above max_value (262,144 by default): TOO_LARGE without a datagram. */
+	ck_assert_int_eq(skl_put(a, "k", 1, big, sizeof(big), NULL, on_result, &o), 0);
 	ck_assert(!o.done); /* never from inside the submit call */
 	run_until(a, &n1, 1, &o, 1000);
 	ck_assert_int_eq(o.res.status, SKL_TOO_LARGE);
@@ -767,6 +906,7 @@ int main(void)
 	tcase_add_test(tc, moved_resends_once);
 	tcase_add_test(tc, hint_mode_and_route_cache);
 	tcase_add_test(tc, argument_checks);
+	tcase_add_test(tc, chunk_loss_retried);
 	tcase_add_test(tc, sync_wrappers);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -41,7 +41,7 @@ START_TEST(testbed_config_loads)
 	ck_assert(cfg->digest.w_queue == 0.35);
 	ck_assert_uint_eq(cfg->sync.score_delta_pct, 15);
 	ck_assert_uint_eq(cfg->agent.route_cache_entries, 1000);
-	ck_assert_uint_eq(cfg->service.max_value, 1500 - 148);
+	ck_assert_uint_eq(cfg->service.max_value, 262144); /* chunked past the MTU */
 	ck_assert_uint_eq(cfg_directory_top_k(cfg), 24); /* ceil(8 * log2 8) */
 	ck_assert_int_eq(cfg_build_ring(cfg, &ring), 0);
 	ck_assert_uint_eq(ring.npoints, 8 * 160);

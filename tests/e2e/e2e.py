@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|spoof|
-       membership|membership-restart
+usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|switch-kill|switch-pause|
+       overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -12,6 +12,11 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
 (failure, exception, SIGTERM from meson's timeout). Every wait is bounded.
 
   ops          put, get, del, get through the switch for 250 keys (inline)
+  values       values of 1 B to 256 KB (chunked past one datagram) through the
+               switch and direct, put from stdin and read back byte-exact by the
+               CLI; 256 KB + 1 is TOO_LARGE; the switch counts each op once;
+               bench of 256 KB values beside 128 B ones (inline)
+  values-onearm  the same through a one-arm switch
   malformed    a burst of malformed datagrams and frames into a switch port:
                the switch stays up, its drop counters count every one (inline)
   node-kill    kill -9 a node: marked down within 3 digest intervals, reads of
@@ -311,6 +316,128 @@ def one(i):
 with concurrent.futures.ThreadPoolExecutor(4) as pool:
     print(json.dumps([p for ps in pool.map(one, range(n)) for p in ps]))
 '''
+
+
+VALUE_SIZES = [1, 1352, 1353, 65536, 262144]
+
+
+def cli_bytes(tb, *args, stdin=None, timeout=10):
+    """One CLI call with bytes in and out: (exit code, stdout bytes, stderr text)."""
+    r = subprocess.run(tb.agent_cmd(*args), input=stdin, capture_output=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr.decode(errors="replace")
+
+
+def scenario_values(tb):
+    """Values up to service.max_value (262,144 B) at MTU 1500: those past one
+    datagram travel in chunks (docs/protocol.md, "Chunked operations"). Each
+    size is put from stdin (`put KEY -`) and read back (`get KEY`) byte for
+    byte, through the switch and in direct mode; one byte more is TOO_LARGE
+    with a message. The switch forwards every chunk, and counts each op once
+    in flight at its node: the counts are back to 0 at the end. Then a bench
+    of 256 KB values and one of 128 B values, for the MB/s and a 256 KB GET's
+    p50."""
+    tb.up()
+    check(tb.cfg["service"].get("mtu") == 1500 and "max_value" not in tb.cfg["service"],
+          "the testbed runs MTU 1500 with the default max_value (262,144)")
+    before = tb.counters()
+    rnd = random.Random(20)
+    problems = []
+    for mode in ("inpath", "direct"):
+        for size in VALUE_SIZES:
+            key = f"big:{mode}:{size}"
+            value = bytes(rnd.getrandbits(8) for _ in range(size))
+            rc, out, err = cli_bytes(tb, "--mode", mode, "put", key, "-", stdin=value)
+            if rc != 0 or not out.startswith(b"OK version="):
+                problems.append(f"{mode} put {key} ({size} B from stdin): exit {rc} {out!r}"
+                                f" {err.strip()}")
+                continue
+            rc, out, err = cli_bytes(tb, "--mode", mode, "get", key)
+            if rc != 0 or out != value:
+                problems.append(f"{mode} get {key}: exit {rc}, {len(out)} bytes back of {size}"
+                                f" ({'same' if out == value else 'different'}) {err.strip()}")
+    check(not problems, f"put from stdin and get byte-exact of {VALUE_SIZES} bytes, through"
+          f" the switch and direct ({problems[:3]})")
+    after = tb.counters()
+    fwd = after["requests_forwarded"] - before["requests_forwarded"]
+    rep = after["replies_forwarded"] - before["replies_forwarded"]
+    # 1353+ B at MTU 1500 (key of ~12 B: 1,410 B a chunk): 1+1+1+1 + 2+2+47+186 per
+    # size list through the switch, put then get.
+    check(fwd > 2 * len(VALUE_SIZES) and rep > 2 * len(VALUE_SIZES),
+          f"the chunks went through the switch: {fwd} requests and {rep} replies forwarded")
+    inflight = {n["name"]: n["inflight"] for n in tb.cdtctl("nodes")["nodes"]}
+    check(all(v == 0 for v in inflight.values()),
+          f"each chunked op counted once in flight: every node back at 0 ({inflight})")
+    big = bytes(262145)
+    rc, out, err = cli_bytes(tb, "put", "big:over", "-", stdin=big)
+    check(rc == 3 and "TOO_LARGE" in err and "262144" in err,
+          f"262,145 bytes: exit 3 (TOO_LARGE) with a message: {err.strip()!r}")
+    rc, out, err = cli_bytes(tb, "get", "big:over")
+    check(rc == 1, "nothing of it was stored (NOT_FOUND)")
+
+    # A hot large value: pinned with 3 replicas, the home pushes its copies as
+    # chunked RC_REQs; reads spread over the replicas come back in chunks.
+    hot, value = "big:hot", bytes(rnd.getrandbits(8) for _ in range(200000))
+    rc, out, err = cli_bytes(tb, "put", hot, "-", stdin=value)
+    check(rc == 0, f"put {hot} (200,000 B): {out!r} {err.strip()}")
+    tb.cdtctl("cdt", "pin", hot, "--replicas", "3")
+    replicas = []
+    for _ in range(100):  # 5 s at most
+        entries = tb.cdtctl("cdt", "show", hot).get("entries", [])
+        replicas = entries[0]["replicas"] if entries else []
+        if len(replicas) >= 3:
+            break
+        time.sleep(0.05)
+    check(len(replicas) >= 3, f"{hot} copied to 3 nodes by chunked RC_REQs: {replicas}")
+    served, bad = set(), []
+    for _ in range(30):
+        rc, r, _ = tb.cli("get", hot)
+        got = bytes.fromhex(r.get("value_hex", "")) if r else b""
+        if rc != 0 or got != value:
+            bad.append(f"exit {rc}, {len(got)} bytes")
+        elif r:
+            served.add(r["node"])
+    check(not bad and len(served) >= 2,
+          f"30 reads of {hot} byte-exact, served by {sorted(served)} ({bad[:3]})")
+    # A write of the hot key (pushed to its holders in chunks, write-through):
+    # every read after it returns the new value, whichever node serves it.
+    value = bytes(rnd.getrandbits(8) for _ in range(150000))
+    rc, out, err = cli_bytes(tb, "put", hot, "-", stdin=value)
+    check(rc == 0, f"put {hot} again (150,000 B): {out!r} {err.strip()}")
+    served, bad = set(), []
+    for _ in range(20):
+        rc, r, _ = tb.cli("get", hot)
+        got = bytes.fromhex(r.get("value_hex", "")) if r else b""
+        if rc != 0 or got != value:
+            bad.append(f"exit {rc}, {len(got)} bytes{' (the old value)' if len(got) == 200000 else ''}")
+        elif r:
+            served.add(r["node"])
+    check(not bad, f"20 reads after the write: the new value, byte-exact, from {sorted(served)}"
+          f" ({bad[:3]})")
+
+    # Throughput and latency, one operation in flight (the switch's TAP ports
+    # cost a system call per frame, and a 256 KB value is 186 of them).
+    figures = {}
+    for name, size, ratio in (("get256k", 262144, "1"), ("get128", 128, "1"),
+                              ("put256k", 262144, "0")):
+        s, _ = run_bench(tb, name, [
+            "--key-prefix", f"{name}:", "--keys", "32", "--dist", "uniform",
+            "--read-ratio", ratio, "--value-size", str(size), "--concurrency", "1",
+            "--duration", "3", "--seed", "4"] + (["--preload"] if ratio == "1" else []))
+        figures[name] = s
+        lat = s["read_latency_us" if ratio == "1" else "write_latency_us"]
+        log(f"{name}: {s['throughput_ops']:.0f} ops/s, {s['throughput_mb_s']:.2f} MB/s,"
+            f" p50 {lat['p50'] / 1000:.2f} ms, p99 {lat['p99'] / 1000:.2f} ms,"
+            f" errors {s['errors']}, preload errors {s['preload_errors']}")
+    big = figures["get256k"]
+    check(all(f["preload_errors"] == 0 and f["errors"] <= f["attempts"] // 50
+              for f in figures.values()),
+          "256 KB GETs and PUTs and 128 B GETs under load, errors under 2%: "
+          + ", ".join(f"{n} {f['errors']} of {f['attempts']}" for n, f in figures.items()))
+    # The target is a p50 under 5 ms (docs/benchmarks.md has the measured
+    # figure); on this shared 2-core machine a loaded moment triples it, so the
+    # check keeps 5x of margin.
+    p50 = big["read_latency_us"]["p50"] / 1000
+    check(p50 < 25.0, f"a 256 KB GET's p50 is {p50:.2f} ms (target 5 ms; checked under 25)")
 
 
 def scenario_malformed(tb):
@@ -1172,6 +1299,8 @@ SCENARIOS = {
     "membership-restart": ("testbed-onearm.json", scenario_membership_restart),
     "membership": ("testbed-onearm.json", scenario_membership),
     "ops": ("testbed.json", scenario_ops),
+    "values": ("testbed.json", scenario_values),
+    "values-onearm": ("testbed-onearm.json", scenario_values),
     "malformed": ("testbed.json", scenario_malformed),
     "node-kill": ("testbed.json", scenario_node_kill),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),

@@ -4,6 +4,10 @@
  * check (auth.h). Whatever the bytes, no decoder may read past them, and
  * anything one accepts must re-encode to the same bytes.
  *
+ * Chunks (chunk.h): a value with a chunk header that wire_chunk_decode()
+ * accepts lies inside the value, re-encodes to the same bytes, and a chunk
+ * set takes it once and refuses it twice.
+ *
  * The input is tried twice: as a whole datagram (wire_decode(), then the
  * decoder its op calls for), and as a bare payload behind a header built
  * here, its first byte choosing the op, so the payload decoders see every
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "chunk.h"
 #include "digest_codec.h"
 #include "payload.h"
 #include "ringmsg.h"
@@ -118,6 +123,39 @@ static void fuzz_sync(const uint8_t *buf, size_t len)
 	same(out, buf, len);
 }
 
+/* A chunk: decode, check the slice's bounds, re-encode it, add it to a set twice. */
+static void fuzz_chunk(const struct wire_msg *m)
+{
+	static uint8_t whole[1u << 20];
+	struct wire_msg logical = *m;
+	struct wire_chunk_set set;
+	struct wire_chunk c;
+	int len;
+
+	if (wire_chunk_decode(m, &c) != WIRE_CHUNK_OK)
+		return;
+	if ((uint64_t)c.offset + c.len > c.total || c.data != m->value + WIRE_CHUNK_HDR_LEN ||
+	    c.len + WIRE_CHUNK_HDR_LEN != m->val_len || c.index >= c.count)
+		abort();
+	if (c.total > sizeof(whole))
+		return;
+	memcpy(whole + c.offset, c.data, c.len);
+	logical.value = whole;
+	logical.val_len = c.total;
+	logical.key = (const uint8_t *)"k";
+	logical.key_len = 1;
+	len = wire_chunk_encode(&logical, c.index, c.count, out, sizeof(out));
+	if (len != WIRE_HDR_LEN + 1 + (int)m->val_len)
+		abort();
+	same(out + WIRE_HDR_LEN + 1, m->value, m->val_len);
+	if (wire_chunk_set_init(&set, &c, 1, 0) != 0)
+		return;
+	if (wire_chunk_set_add(&set, &c, 1) != WIRE_CHUNK_OK ||
+	    wire_chunk_set_add(&set, &c, 1) != WIRE_CHUNK_ERR_DUPLICATE ||
+	    wire_chunk_set_done(&set) != (c.count == 1))
+		abort();
+	wire_chunk_set_free(&set);
+
 static void fuzz_ring(const struct wire_msg *m)
 {
 	struct wire_ring r;
@@ -198,7 +236,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len != (int)size || memcmp(out, data, WIRE_OFF_RESERVED) ||
 		    memcmp(out + 8, data + 8, size - 8))
 			abort();
-		fuzz_payload(&msg);
+		if (msg.flags & WIRE_F_CHUNK)
+			fuzz_chunk(&msg);
+		else
+			fuzz_payload(&msg);
 	}
 
 	/* The MAC trailer's check (auth.h): it reads only the datagram, and what it
@@ -230,6 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(value, data + 1, size - 1);
 	msg.value = value;
 	fuzz_payload(&msg);
+	fuzz_chunk(&msg);
 	free(value);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "chunk.h"
 #include "config.h"
 #include "digest.h"
 #include "keyhash.h"
@@ -307,10 +308,10 @@ START_TEST(data_ops_and_moved)
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(r.node, 2);
 
-	/* TOO_LARGE: a value over max_value. */
+	/* TOO_LARGE: a whole datagram over the MTU (a larger value travels in chunks). */
 	static uint8_t big[2000];
 
-	r = req(1, WIRE_OP_PUT, k1, big, cfg.service.max_value + 1, 0, 0);
+	r = req(1, WIRE_OP_PUT, k1, big, sizeof(big), 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
 	/* Ops a node does not serve get BAD_REQUEST. */
 	r = req(1, WIRE_OP_HINT, k1, NULL, 0, 0, 0);
@@ -956,10 +957,12 @@ START_TEST(keyed_control_needs_mac)
 END_TEST
 
 static const char *const classes[] = {
-    "accepted",	    "rx_replies",  "drop_short",     "drop_bad_magic", "drop_bad_version",
-    "drop_bad_op",  "bad_flags",   "bad_status",     "bad_key_len",    "bad_truncated",
-    "bad_trailing", "bad_keyhash", "unsupported_op", "too_large",      "overloaded",
-    "auth_missing", "auth_bad",
+    "accepted",	      "rx_replies",	  "drop_short",	     "drop_bad_magic",	 "drop_bad_version",
+    "drop_bad_op",    "bad_flags",	  "bad_status",	     "bad_key_len",	 "bad_truncated",
+    "bad_trailing",   "bad_keyhash",	  "unsupported_op",  "too_large",	 "overloaded",
+    "chunks",	      "chunk_bad_header", "chunk_bad_index", "chunk_bad_length", "chunk_duplicate",
+    "chunk_mismatch", "chunk_overloaded",
+    "auth_missing",     "auth_bad",
 };
 
 START_TEST(malformed_flood)
@@ -1400,6 +1403,440 @@ START_TEST(startup_errors)
 }
 END_TEST
 
+/* ---- chunked operations (docs/protocol.md, "Chunked operations") ---- */
+
+static uint8_t big_val[262144 + 16], big_got[262144 + 16];
+
+/*
+ * Send a request carrying val[0..vlen) to node id from fd: whole when it
+ * fits the MTU, else in chunks, leaving out chunk `skip` (-1: none) and
+ * sending chunk `twice` (-1: none) a second time. Returns the req_id.
+ */
+static uint64_t send_value_op(int fd, int id, uint8_t op, const char *key, const void *val, uint32_t vlen,
+			      uint64_t version, uint16_t flags, int skip, int twice)
+{
+	struct wire_msg m = {.op = op,
+			     .flags = flags,
+			     .req_id = ((uint64_t)9 << 32) | ++seq,
+			     .keyhash = keyhash(key, strlen(key)),
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen};
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[1500];
+	uint16_t count;
+	int len;
+
+	if (!wire_chunk_needed(&m, cfg.service.mtu, &count)) {
+		len = wire_encode(&m, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		return m.req_id;
+	}
+	ck_assert_uint_gt(count, 1);
+	for (int i = 0; i < count; i++) {
+		if (i == skip)
+			continue;
+		len = wire_chunk_encode(&m, (uint16_t)i, count, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		for (int n = i == twice ? 2 : 1; n > 0; n--)
+			sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 64 == 63)
+			sleep_ms(
+			    1); /* the test's own pacing: the node's socket is what is tested */
+	}
+	return m.req_id;
+}
+
+/*
+ * Wait (up to timeout_ms) on fd for the reply to req_id, whole or in chunks;
+ * *rep is its header, its value gathered into big_got. 0, or -1 on timeout.
+ */
+static int recv_whole(int fd, uint64_t req_id, struct wire_msg *rep, int timeout_ms)
+{
+	uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
+	struct wire_chunk_set set = {0};
+	uint8_t buf[2048];
+
+	while (clock_mono_ms() < deadline) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct wire_chunk c;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+
+		if (r <= 0 || wire_decode(buf, (size_t)r, rep) != WIRE_OK || rep->req_id != req_id)
+			continue;
+		if (!(rep->flags & WIRE_F_CHUNK)) {
+			memcpy(big_got, rep->value ? rep->value : big_got, rep->val_len);
+			rep->value = big_got;
+			rep->key = NULL;
+			return 0;
+		}
+		ck_assert_int_eq(wire_chunk_decode(rep, &c), WIRE_CHUNK_OK);
+		if (!set.buf)
+			ck_assert_int_eq(wire_chunk_set_init(&set, &c, rep->version, 0), 0);
+		ck_assert_int_eq(wire_chunk_set_add(&set, &c, rep->version), WIRE_CHUNK_OK);
+		if (wire_chunk_set_done(&set)) {
+			memcpy(big_got, set.buf, set.total);
+			rep->val_len = set.total;
+			rep->value = big_got;
+			rep->key = NULL;
+			wire_chunk_set_free(&set);
+			return 0;
+		}
+	}
+	wire_chunk_set_free(&set);
+	return -1;
+}
+
+static void fill_big(uint32_t salt)
+{
+	for (size_t i = 0; i < sizeof(big_val); i++)
+		big_val[i] = (uint8_t)((i * 2654435761u) >> 13 ^ salt);
+}
+
+START_TEST(chunked_values)
+{
+	static const uint32_t sizes[] = {1, 1352, 1353, 1500, 65536, 262144};
+	struct wire_msg r;
+	uint64_t id;
+	char k[64];
+
+	write_config(2, "\"durability\":\"async\",\"reassembly_timeout_ms\":200");
+	start_node(1, NULL);
+	key_homed_at(1, k, "big");
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		fill_big((uint32_t)s);
+		id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, sizes[s], 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(cl_fd, id, &r, 2000) == 0, "no reply to a PUT of %u", sizes[s]);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert(!(r.flags & WIRE_F_CHUNK)); /* one reply per op */
+		id = send_value_op(cl_fd, 1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+		ck_assert_msg(recv_whole(cl_fd, id, &r, 2000) == 0, "no reply to a GET of %u", sizes[s]);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_eq(r.val_len, sizes[s]);
+		ck_assert_int_eq(memcmp(big_got, big_val, sizes[s]), 0);
+	}
+	ck_assert_uint_ge(counter(1, "chunked_ops"), 3);
+	ck_assert_uint_ge(counter(1, "chunked_replies"), 3);
+
+	/* 262,144 + 1: TOO_LARGE, answered once (to chunk 0), nothing stored. */
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262145, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_TOO_LARGE);
+	ck_assert_int_ne(recv_whole(cl_fd, id, &r, 300), 0);
+
+	/* A PUT missing one chunk is never visible, and its memory is reclaimed. */
+	fill_big(99);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 100000, 0, 0, 40, 3);
+	ck_assert_int_ne(recv_whole(cl_fd, id, &r, 500), 0);
+	ck_assert_uint_eq(counter(1, "chunk_duplicate"), 1);
+	ck_assert_uint_ge(counter(1, "chunk_timeout"), 1);
+	fill_big(5); /* the last value stored: 262,144 bytes of salt 5 */
+	id = send_value_op(cl_fd, 1, WIRE_OP_GET, k, NULL, 0, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.val_len, 262144);
+	ck_assert_int_eq(memcmp(big_got, big_val, 262144), 0);
+}
+END_TEST
+
+/* Chunks with a bad index, length or header are counted and dropped; the node stays up. */
+START_TEST(bad_chunks_counted)
+{
+	struct wire_msg m, r;
+	struct sockaddr_in to;
+	uint8_t out[1500];
+	char k[64];
+	int len;
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "bad");
+	to = node_addr(1);
+	m = (struct wire_msg){.op = WIRE_OP_PUT,
+			      .req_id = ((uint64_t)9 << 32) | ++seq,
+			      .keyhash = keyhash(k, strlen(k)),
+			      .key = (const void *)k,
+			      .key_len = (uint16_t)strlen(k),
+			      .value = big_val,
+			      .val_len = 5000};
+	len = wire_chunk_encode(&m, 1, 4, out, sizeof(out));
+	ck_assert_int_gt(len, 0);
+	/* Index 4 of 4: out of range. */
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 4, 4);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* Count 9 with the slice of 4: the length does not match. */
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 4, 1);
+	wire_put16(out + WIRE_HDR_LEN + m.key_len + 6, 9);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* Total 0. */
+	wire_put32(out + WIRE_HDR_LEN + m.key_len, 0);
+	sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	/* CHUNK on an op that carries no value. */
+	m.op = WIRE_OP_GET;
+	len = wire_chunk_encode(&m, 0, 4, out, sizeof(out));
+	wire_put32(out + WIRE_OFF_VAL_LEN, 0);
+	sendto(cl_fd, out, WIRE_HDR_LEN + m.key_len, 0, (struct sockaddr *)&to, sizeof(to));
+	sleep_ms(200);
+	ck_assert_uint_eq(counter(1, "chunk_bad_index"), 1);
+	ck_assert_uint_eq(counter(1, "chunk_bad_length"), 1);
+	ck_assert_uint_eq(counter(1, "chunk_bad_header"), 2);
+	r = req(1, WIRE_OP_PUT, k, "fine", 4, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
+/* Past node.reassembly_mb, a new op is answered OVERLOADED; expired ops give their memory back. */
+START_TEST(reassembly_cap)
+{
+	struct wire_msg r;
+	uint64_t ids[8];
+	int overloaded = 0;
+	char k[64];
+
+	write_config(1,
+		     "\"durability\":\"async\",\"reassembly_mb\":1,\"reassembly_timeout_ms\":300");
+	start_node(1, NULL);
+	key_homed_at(1, k, "cap");
+	fill_big(1);
+	/* 256 KB ops, each missing a chunk: the 4th passes 1 MB. */
+	for (int i = 0; i < 5; i++)
+		ids[i] = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, 100, -1);
+	/* Every answer, to whichever op: only those past the cap are answered. */
+	for (uint64_t until = clock_mono_ms() + 300; clock_mono_ms() < until;) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		uint8_t buf[2048];
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n = recv(cl_fd, buf, sizeof(buf), 0);
+
+		if (n > 0 && wire_decode(buf, (size_t)n, &r) == WIRE_OK &&
+		    r.status == WIRE_ST_OVERLOADED)
+			overloaded++;
+	}
+	ck_assert_int_eq(overloaded, 2);
+	ck_assert_uint_ge(counter(1, "chunk_overloaded"), 2);
+	sleep_ms(600); /* the timeout, then the receive thread's idle sweep (100 ms) */
+	ck_assert_uint_eq(counter(1, "chunk_timeout"), 3);
+	/* The memory is back: a whole 256 KB PUT goes in. */
+	ids[5] = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 262144, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, ids[5], &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
+/* A hot large value is replicated with chunked RC_REQs and read from the replica in chunks. */
+START_TEST(chunked_replication)
+{
+	struct wire_msg r, ack;
+	uint8_t payload[4], sbuf[2048];
+	uint64_t id, v;
+	char k[64];
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "hotbig");
+	fill_big(7);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 200000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	v = r.version;
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, v, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(ack.node, 2);
+	ck_assert_uint_eq(ack.version, v);
+	ck_assert_uint_gt(counter(1, "chunks_sent"), 100);
+	id = send_value_op(cl_fd, 2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert(r.flags & WIRE_F_REPLICATED);
+	ck_assert_uint_eq(r.val_len, 200000);
+	ck_assert_int_eq(memcmp(big_got, big_val, 200000), 0);
+}
+END_TEST
+
+/*
+ * Random chunks: valid chunks of real ops (some duplicated, some lost) mixed
+ * with chunk headers broken every way. Every datagram lands in one class, the
+ * node never crashes, and once the timeout has passed no reassembly memory
+ * is left (reassembly_bytes, a gauge in the counters file).
+ */
+START_TEST(chunk_flood)
+{
+	const int count = 4000;
+	uint64_t rx0, sum0 = 0, rx, sum = 0;
+	struct sockaddr_in to;
+	uint8_t out[1500], drain[2048];
+	struct wire_msg r;
+	char k[64];
+
+	write_config(1,
+		     "\"durability\":\"async\",\"reassembly_mb\":2,\"reassembly_timeout_ms\":100");
+	start_node(1, NULL);
+	key_homed_at(1, k, "flood");
+	to = node_addr(1);
+	fill_big(3);
+	rx0 = counter(1, "rx_datagrams");
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum0 += counter(1, classes[i]);
+	ck_assert_uint_eq(sum0, rx0);
+	for (int i = 0; i < count; i++) {
+		/* 2,000 B .. 300 KB (some over max_value) in slices of 1,400 B. */
+		uint32_t total = 2000 + rnd() % 300000;
+		uint16_t n = (uint16_t)((total + 1399) / 1400);
+		struct wire_msg m = {.op = rnd() % 8 ? WIRE_OP_PUT : WIRE_OP_RC_REQ,
+				     .req_id = ((uint64_t)11 << 32) | (rnd() % 64),
+				     .keyhash = keyhash(k, strlen(k)),
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
+				     .value = big_val,
+				     .val_len = total};
+		uint8_t *ch = out + WIRE_HDR_LEN + m.key_len;
+		int len;
+
+		len = wire_chunk_encode(&m, (uint16_t)(rnd() % n), n, out, sizeof(out));
+		ck_assert_int_gt(len, 0);
+		/* Break one field of half of them. */
+		switch (rnd() % 10) {
+		case 0:
+			wire_put16(ch + 4, (uint16_t)rnd()); /* index */
+			break;
+		case 1:
+			wire_put16(ch + 6, (uint16_t)rnd()); /* count */
+			break;
+		case 2:
+			wire_put32(ch, rnd()); /* total */
+			break;
+		case 3:
+			len -= 1 + (int)(rnd() % 4); /* the slice (and val_len) shorter */
+			wire_put32(out + WIRE_OFF_VAL_LEN,
+				   (uint32_t)(len - WIRE_HDR_LEN - m.key_len));
+			break;
+		case 4:
+			wire_put32(out + WIRE_OFF_VAL_LEN, rnd() % 8); /* under the chunk header */
+			len = WIRE_HDR_LEN + m.key_len + (int)wire_get32(out + WIRE_OFF_VAL_LEN);
+			break;
+		default:
+			break;
+		}
+		sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 100 == 99) {
+			sleep_ms(5);
+			while (recv(cl_fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+				;
+		}
+	}
+	sleep_ms(400); /* past the timeout and the idle sweep */
+	rx = counter(1, "rx_datagrams") - rx0;
+	ck_assert_uint_eq(rx, (uint64_t)count);
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		sum += counter(1, classes[i]);
+	ck_assert_uint_eq(sum - sum0, rx);
+	ck_assert_uint_gt(counter(1, "chunks"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_index"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_length"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_bad_header"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_mismatch"), 0);
+	ck_assert_uint_gt(counter(1, "chunk_timeout"), 0);
+	ck_assert_uint_eq(counter(1, "reassembly_bytes"), 0);
+	r = req(1, WIRE_OP_PUT, k, "still", 5, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+}
+END_TEST
+
+/* A write-through push of a value larger than a datagram goes in chunks, and both holders confirm. */
+START_TEST(write_through_chunked)
+{
+	uint8_t payload[6], sbuf[2048];
+	struct wire_msg r, ack;
+	uint64_t id, v1;
+	char k[64];
+
+	write_config(3, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	start_node(3, NULL);
+	key_homed_at(1, k, "wtbig");
+	fill_big(11);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 3000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	v1 = r.version;
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	wire_put16(payload + 4, 3);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 6, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	/* 100,000 bytes through the switch's address: 71 chunks, pushed to n2 and n3. */
+	fill_big(12);
+	id = send_value_op(sw_fd, 1, WIRE_OP_PUT, k, big_val, 100000, 0, WIRE_F_VIA_SWITCH, -1, -1);
+	ck_assert_int_eq(recv_whole(sw_fd, id, &r, 3000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert(r.flags & WIRE_F_WRITE_THROUGH);
+	ck_assert_uint_eq(r.val_len, 4); /* both holders listed */
+	ck_assert_uint_eq(counter(1, "write_through_confirmed"), 2);
+	ck_assert_uint_gt(counter(1, "chunks_sent"), 2 * 70);
+	ck_assert_uint_ge(counter(2, "chunked_ops"), 2); /* REPLICATE's copy, then the push */
+}
+END_TEST
+
+/*
+ * With a cluster key, a copy larger than a datagram goes as sealed chunks
+ * (each with its MAC, within the MTU) and the replica gathers and stores it.
+ */
+START_TEST(keyed_chunked_replication)
+{
+	struct wire_key key;
+	uint8_t payload[4], buf[2048];
+	struct wire_msg rep, r;
+	uint64_t id, v;
+	ssize_t got;
+	char k[64];
+
+	write_keyed_config(2, &key);
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "keyedbig");
+	fill_big(21);
+	id = send_value_op(cl_fd, 1, WIRE_OP_PUT, k, big_val, 120000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	v = r.version;
+	rep = (struct wire_msg){.op = WIRE_OP_REPLICATE,
+				.version = v,
+				.key = (const void *)k,
+				.key_len = (uint16_t)strlen(k),
+				.value = payload,
+				.val_len = 4};
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	got = send_sealed(1, &rep, &key, buf, sizeof(buf));
+	ck_assert_int_gt(got, 0);
+	for (int i = 0; i < 100 && counter(2, "rc_req") == 0; i++)
+		sleep_ms(20);
+	ck_assert_uint_eq(counter(2, "rc_req"), 1);
+	ck_assert_uint_eq(counter(2, "chunked_ops"), 1);
+	ck_assert_uint_eq(counter(2, "auth_bad") + counter(2, "auth_missing"), 0);
+	ck_assert_uint_eq(counter(2, "too_large"), 0);
+	id = send_value_op(cl_fd, 2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_uint_eq(r.val_len, 120000);
+	ck_assert_int_eq(memcmp(big_got, big_val, 120000), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1421,6 +1858,13 @@ int main(void)
 	tcase_add_test(tc, bypassing_write_drops_copies);
 	tcase_add_test(tc, startup_errors);
 	tcase_add_test(tc, metrics_served);
+	tcase_add_test(tc, chunked_values);
+	tcase_add_test(tc, bad_chunks_counted);
+	tcase_add_test(tc, reassembly_cap);
+	tcase_add_test(tc, chunked_replication);
+	tcase_add_test(tc, chunk_flood);
+	tcase_add_test(tc, write_through_chunked);
+	tcase_add_test(tc, keyed_chunked_replication);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }

@@ -34,6 +34,7 @@
 #include "../common/http_fetch.h"
 #include "auth.h"
 #include "cdt.h"
+#include "chunk.h"
 #include "clock.h"
 #include "ctl.h"
 #include "digest.h"
@@ -380,6 +381,83 @@ START_TEST(reply_returns_to_client)
 	ck_assert_int_eq(scores_inflight(&sw.scores, home), 0);
 	ck_assert_uint_eq(drain_all(), 0);
 	free_all(out, 1);
+}
+END_TEST
+
+/*
+ * A chunked op (proto/chunk.h) is routed chunk by chunk, every chunk to the
+ * same node and rewritten as a request is, but counts once in flight: a PUT
+ * of 3 chunks adds 1 (its chunk 0), and a GET reply of 3 chunks takes 1 off.
+ */
+START_TEST(chunked_op_counts_once)
+{
+	static uint8_t value[3000];
+	uint16_t home = home_of("alpha");
+	struct wire_msg put = {.op = WIRE_OP_PUT,
+			       .req_id = 1ull << 32 | 9,
+			       .keyhash = keyhash("alpha", 5),
+			       .key = (const uint8_t *)"alpha",
+			       .key_len = 5,
+			       .value = value,
+			       .val_len = sizeof(value)};
+	struct wire_msg rep = {.op = WIRE_OP_GET | WIRE_REPLY,
+			       .req_id = 1ull << 32 | 10,
+			       .keyhash = put.keyhash,
+			       .version = 5,
+			       .node = home,
+			       .ret_ip = CLIENT_IP,
+			       .ret_port = CLIENT_PORT,
+			       .key = put.key,
+			       .key_len = 5,
+			       .value = value,
+			       .val_len = sizeof(value)};
+	struct rte_mbuf *out[8];
+	uint8_t buf[1500], mac[6];
+	struct parsed p;
+	int len;
+
+	/* Later chunks first: none of them counts, chunk 0 does. */
+	for (int i = 2; i >= 0; i--) {
+		len = wire_chunk_encode(&put, (uint16_t)i, 3, buf, sizeof(buf));
+		ck_assert_int_gt(len, 0);
+		inject(
+		    0, 0,
+		    frame(client_mac, vip_mac, CLIENT_IP, VIP, CLIENT_PORT, SVC, buf, (size_t)len));
+		run();
+		ck_assert_int_eq(scores_inflight(&sw.scores, home), i == 0 ? 1 : 0);
+	}
+	ck_assert_uint_eq(collect(home, out, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		parse_out(out[i], &p);
+		ck_assert_uint_eq(p.msg.flags, WIRE_F_VIA_SWITCH | WIRE_F_CHUNK);
+		ck_assert_uint_eq(p.msg.node, home);
+		ck_assert_uint_eq(p.msg.ret_ip, CLIENT_IP);
+	}
+	free_all(out, 3);
+	/* The PUT's one reply (not chunked) takes it back to 0. */
+	inject(home, 0, node_msg(WIRE_OP_PUT | WIRE_REPLY, home, "alpha", 4));
+	run();
+	ck_assert_int_eq(scores_inflight(&sw.scores, home), 0);
+	drain_all();
+	/* A GET, then its reply in 3 chunks: one off, at chunk 0. */
+	inject(0, 0, request(WIRE_OP_GET, "alpha", NULL));
+	run();
+	ck_assert_int_eq(scores_inflight(&sw.scores, home), 1);
+	drain_all();
+	node_mac(home, mac);
+	for (int i = 1; i < 3; i++) {
+		len = wire_chunk_encode(&rep, (uint16_t)i, 3, buf, sizeof(buf));
+		inject(home, 0,
+		       frame(mac, vip_mac, 0x0a4d0000u + home, VIP, SVC, SVC, buf, (size_t)len));
+		run();
+		ck_assert_int_eq(scores_inflight(&sw.scores, home), 1);
+	}
+	len = wire_chunk_encode(&rep, 0, 3, buf, sizeof(buf));
+	inject(home, 0, frame(mac, vip_mac, 0x0a4d0000u + home, VIP, SVC, SVC, buf, (size_t)len));
+	run();
+	ck_assert_int_eq(scores_inflight(&sw.scores, home), 0);
+	ck_assert_uint_eq(collect(0, out, 8), 3); /* every chunk to the client */
+	free_all(out, 3);
 }
 END_TEST
 
@@ -1799,6 +1877,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, request_goes_home_rewritten);
 	tcase_add_test(tc, reply_returns_to_client);
+	tcase_add_test(tc, chunked_op_counts_once);
 	tcase_add_test(tc, pinned_reads_spread_by_load);
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
