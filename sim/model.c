@@ -55,13 +55,19 @@
 #define DIG_TABLE_NODES CFG_MAX_NODES
 #define NO_REQ		UINT32_MAX
 
+/*
+ * An agent's request costs four events: at the switch, at the node, done,
+ * the reply at the switch. The agent's side needs none: it sends at once
+ * (open loop: arrivals at the switch are its Poisson process shifted by one
+ * hop; closed loop: the next request reaches the switch two hops after the
+ * reply left it), and a latency is the reply's time at the switch plus a hop.
+ */
 enum ev_type {
-	EV_ISSUE,	   /* open loop: the next arrival */
-	EV_AT_SWITCH,	   /* a request reaches the switch */
+	EV_ARRIVAL,	   /* open loop: the next request reaches the switch */
+	EV_AT_SWITCH,	   /* a closed-loop request reaches the switch */
 	EV_AT_NODE,	   /* a request or control op reaches a node */
 	EV_DONE,	   /* a node's worker finished a job */
 	EV_REPLY,	   /* a reply (or RC_ACK) reaches the switch */
-	EV_AT_AGENT,	   /* a reply reaches its agent */
 	EV_DIGEST_POLL,	   /* a node's digest thread looks */
 	EV_DIGEST_ARRIVAL, /* a digest reaches the switch */
 	EV_ROUND,	   /* the switch's control round */
@@ -81,7 +87,7 @@ struct req {
 	uint8_t kind;
 	uint8_t overloaded;
 	uint8_t ntargets;
-	uint16_t targets[CDT_MAX_REPLICAS];
+	uint32_t targets; /* REPLICATE: its targets in sim.targets[] */
 };
 
 struct queue {
@@ -96,9 +102,13 @@ struct node {
 	uint32_t delay_unit; /* struct scores' delay unit for this node (0: down) */
 	uint64_t served;     /* client requests served in the measured part */
 	uint32_t bucket[WINDOW_BUCKETS];
+};
+
+/* A node's digest side, apart: the request path touches struct node only. */
+struct node_digest {
 	struct dig_meter meter;
 	struct dig_emitter emitter;
-	struct dig_digest in_flight_digest;
+	struct dig_digest in_flight;
 };
 
 struct dir_entry {
@@ -130,10 +140,13 @@ struct sim {
 	uint16_t *home;	   /* [keys] */
 	uint32_t *version; /* [keys] the home's version */
 	struct node *node; /* [nodes + 1], slot 0 unused */
+	struct node_digest *nd; /* [nodes + 1] */
 	uint32_t nnodes;
 	/* Requests. */
 	struct req *req;
 	uint32_t nreq, free_req;
+	/* REPLICATE targets: a slot of CDT_MAX_REPLICAS per request, by request index. */
+	uint16_t (*targets)[CDT_MAX_REPLICAS];
 	/* Switch. */
 	struct scores *pick_scores; /* sel_pick()'s table: the candidates of one read */
 	struct scores *one;	    /* scores_set() of one node, for its delay unit */
@@ -182,6 +195,13 @@ static uint32_t req_new(struct sim *s, enum req_kind kind, uint64_t key)
 			return NO_REQ;
 		}
 		s->req = r;
+		uint16_t(*t)[CDT_MAX_REPLICAS] = realloc(s->targets, n * sizeof(*t));
+
+		if (!t) {
+			s->oom = 1;
+			return NO_REQ;
+		}
+		s->targets = t;
 		for (uint32_t j = s->nreq; j < n; j++)
 			r[j].link = j + 1 < n ? j + 1 : NO_REQ;
 		s->free_req = s->nreq;
@@ -377,7 +397,7 @@ static void replicate(struct sim *s, struct dir_entry *e, uint64_t version)
 	s->req[i].node = e->home;
 	s->req[i].version = version;
 	s->req[i].ntargets = (uint8_t)n;
-	memcpy(s->req[i].targets, targets, n * sizeof(*targets));
+	memcpy(s->targets[i], targets, n * sizeof(*targets));
 	s->res->replicates++;
 	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
 }
@@ -464,36 +484,57 @@ static void epoch(struct sim *s)
 
 /* ---- Agents. ------------------------------------------------------------------------- */
 
-static void issue(struct sim *s)
+/* A new request, sent by its agent at sent_ns; NO_REQ when out of memory. */
+static uint32_t issue(struct sim *s, uint64_t sent_ns)
 {
 	uint64_t key = wl_next_key(&s->wl, &s->rng);
 	enum req_kind kind = rng_double(&s->rng) < s->p->read_ratio ? RQ_READ : RQ_WRITE;
 	uint32_t i = req_new(s, kind, key);
 
-	if (i == NO_REQ)
-		return;
-	s->req[i].start_ns = s->now;
-	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_SWITCH, i);
+	if (i != NO_REQ)
+		s->req[i].start_ns = sent_ns;
+	return i;
 }
 
-static void at_agent(struct sim *s, uint32_t i)
+/* The reply to request i leaves the switch now: its agent has it one hop later. */
+static void to_agent(struct sim *s, uint32_t i)
 {
 	struct req *r = &s->req[i];
+	uint64_t link = s->p->link_us * NS_PER_US, got = s->now + link;
 
-	if (r->start_ns >= s->measure_from) {
+	if (r->start_ns >= s->measure_from && got <= s->end) {
 		if (r->overloaded) {
 			s->res->errors++;
 		} else {
 			s->res->ops++;
-			hist_record(&s->lat, (s->now - r->start_ns) / NS_PER_US);
+			hist_record(&s->lat, (got - r->start_ns) / NS_PER_US);
 		}
 	}
 	req_free(s, i);
-	if (s->p->concurrency)
-		issue(s);
+	if (!s->p->concurrency)
+		return;
+	uint32_t next = issue(s, got);
+
+	if (next != NO_REQ)
+		at(s, got + link, EV_AT_SWITCH, next);
 }
 
 /* ---- The switch's data path. ------------------------------------------------------------ */
+
+/* "key:<index>", as `skewless bench` names keys; its length. */
+static uint16_t key_name(uint64_t index, char *out)
+{
+	char digits[20];
+	unsigned n = 0;
+
+	do
+		digits[n++] = (char)('0' + index % 10);
+	while ((index /= 10) != 0);
+	memcpy(out, "key:", 4);
+	for (unsigned i = 0; i < n; i++)
+		out[4 + i] = digits[n - 1 - i];
+	return (uint16_t)(4 + n);
+}
 
 static void at_switch(struct sim *s, uint32_t i)
 {
@@ -503,9 +544,9 @@ static void at_switch(struct sim *s, uint32_t i)
 
 	if (s->hot && s->samples++ % s->p->dir.sample_every == 0) {
 		char key[32];
-		int len = snprintf(key, sizeof(key), "key:%llu", (unsigned long long)r->key);
+		uint16_t len = key_name(r->key, key);
 
-		hot_observe(s->hot, kh, (const uint8_t *)key, (uint16_t)len);
+		hot_observe(s->hot, kh, (const uint8_t *)key, len);
 	}
 	if (r->kind == RQ_READ && s->dir_used) {
 		struct dir_entry *e = dir_find(s, kh);
@@ -539,7 +580,7 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 			if (r->kind == RQ_WRITE)
 				replicate(s, e, e->st.completed);
 		}
-		at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_AGENT, i);
+		to_agent(s, i);
 		return;
 	case RQ_REPLICATE:
 		if (e && cdt_state_on_reply(&e->st, r->version, r->node, &next))
@@ -584,7 +625,7 @@ static void at_node(struct sim *s, uint32_t i)
 	struct node *n = &s->node[r->node];
 
 	r->rx_ns = s->now;
-	dig_meter_count_rx(&n->meter, 1);
+	dig_meter_count_rx(&s->nd[r->node].meter, 1);
 	if (r->kind == RQ_READ || r->kind == RQ_WRITE) {
 		if (n->client.len >= s->p->queue_depth) {
 			r->overloaded = 1;
@@ -609,7 +650,7 @@ static void done(struct sim *s, uint32_t i)
 	uint64_t *copy;
 
 	n->busy--;
-	dig_meter_record(&n->meter, (uint32_t)((s->now - r->rx_ns) / NS_PER_US));
+	dig_meter_record(&s->nd[id].meter, (uint32_t)((s->now - r->rx_ns) / NS_PER_US));
 	switch (r->kind) {
 	case RQ_READ:
 	case RQ_WRITE:
@@ -635,7 +676,7 @@ static void done(struct sim *s, uint32_t i)
 				if (c == NO_REQ)
 					break;
 				r = &s->req[i]; /* the pool may have moved */
-				s->req[c].node = r->targets[t];
+				s->req[c].node = s->targets[i][t];
 				s->req[c].version = r->version;
 				at(s, s->now + link, EV_AT_NODE, c);
 			}
@@ -662,24 +703,25 @@ static void done(struct sim *s, uint32_t i)
 static void digest_poll(struct sim *s, uint16_t id)
 {
 	struct node *n = &s->node[id];
+	struct node_digest *nd = &s->nd[id];
 	uint64_t now_us = s->now / NS_PER_US;
 	uint32_t queue = n->client.len + n->control.len + n->busy;
-	uint32_t p95 = dig_meter_peek_p95(&n->meter);
+	uint32_t p95 = dig_meter_peek_p95(&nd->meter);
 
 	at(s, s->now + DIGEST_POLL_NS, EV_DIGEST_POLL, id);
-	if (!dig_emitter_due(&n->emitter, queue, p95, now_us))
+	if (!dig_emitter_due(&nd->emitter, queue, p95, now_us))
 		return;
 	struct dig_digest d;
 
-	if (dig_meter_sample(&n->meter, queue, now_us, &d) != 0)
+	if (dig_meter_sample(&nd->meter, queue, now_us, &d) != 0)
 		return;
-	dig_emitter_on_sample(&n->emitter, &d, now_us);
+	dig_emitter_on_sample(&nd->emitter, &d, now_us);
 	s->res->digests_sent++;
 	if (rng_double(&s->rng) < s->p->digest_loss) {
 		s->res->digests_lost++;
 		return;
 	}
-	n->in_flight_digest = d;
+	nd->in_flight = d;
 	at(s, s->now + s->p->link_us * NS_PER_US, EV_DIGEST_ARRIVAL, id);
 }
 
@@ -688,7 +730,7 @@ static void digest_arrival(struct sim *s, uint16_t id)
 	struct dig_table *t = &s->dig[(id - 1) / DIG_TABLE_NODES];
 
 	dig_table_receive(t, (uint16_t)((id - 1) % DIG_TABLE_NODES + 1),
-			  &s->node[id].in_flight_digest, s->now / NS_PER_US);
+			  &s->nd[id].in_flight, s->now / NS_PER_US);
 	publish(s, id);
 }
 
@@ -906,6 +948,7 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 	s->home = malloc(p->keys * sizeof(*s->home));
 	s->version = calloc(p->keys, sizeof(*s->version));
 	s->node = calloc(p->nodes + 1, sizeof(*s->node));
+	s->nd = calloc(p->nodes + 1, sizeof(*s->nd));
 	s->stamp = calloc(p->nodes + 1, sizeof(*s->stamp));
 	s->pick_scores = calloc(1, sizeof(*s->pick_scores));
 	s->one = calloc(1, sizeof(*s->one));
@@ -918,14 +961,14 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		s->index_mask <<= 1;
 	s->dir_index = calloc(s->index_mask, sizeof(*s->dir_index));
 	s->index_mask--;
-	if (!s->keyhash || !s->home || !s->version || !s->node || !s->stamp || !s->pick_scores ||
+	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->stamp || !s->pick_scores ||
 	    !s->one || !s->dig || !s->dir || !s->dir_index)
 		return fail(err, errlen, "out of memory");
 	for (uint64_t k = 0; k < p->keys; k++) {
 		char key[32];
-		int len = snprintf(key, sizeof(key), "key:%llu", (unsigned long long)k);
+		uint16_t len = key_name(k, key);
 
-		s->keyhash[k] = keyhash(key, (size_t)len);
+		s->keyhash[k] = keyhash(key, len);
 		s->home[k] = ring_home(&s->ring, s->keyhash[k]);
 	}
 
@@ -944,8 +987,8 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		dig_table_track(&s->dig[(id - 1) / DIG_TABLE_NODES],
 				(uint16_t)((id - 1) % DIG_TABLE_NODES + 1), now_us);
 		/* No /proc for a simulated node: its CPU and I/O metrics read 0. */
-		if (dig_meter_init(&n->meter, &p->digest, "/nonexistent", id, now_us) != 0 ||
-		    dig_emitter_init(&n->emitter, &p->digest, now_us) != 0)
+		if (dig_meter_init(&s->nd[id].meter, &p->digest, "/nonexistent", id, now_us) != 0 ||
+		    dig_emitter_init(&s->nd[id].emitter, &p->digest, now_us) != 0)
 			return fail(err, errlen, "bad digest parameters");
 		n->state = UINT8_MAX; /* publish() sets it */
 		publish(s, id);
@@ -981,16 +1024,16 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		at(s, s->now + s->shift_ns, EV_SHIFT, 0);
 	}
 	if (p->concurrency) {
-		/* Closed loop: every client starts within the first 100 us. */
+		/* Closed loop: every client sends its first request within the first 100 us. */
 		for (uint32_t c = 0; c < p->concurrency; c++) {
-			uint64_t t = s->now;
+			uint64_t sent = s->now + rng_below(&s->rng, 100 * NS_PER_US);
+			uint32_t i = issue(s, sent);
 
-			s->now += rng_below(&s->rng, 100 * NS_PER_US);
-			issue(s);
-			s->now = t;
+			if (i != NO_REQ)
+				at(s, sent + p->link_us * NS_PER_US, EV_AT_SWITCH, i);
 		}
 	} else {
-		at(s, s->now, EV_ISSUE, 0);
+		at(s, s->now + p->link_us * NS_PER_US, EV_ARRIVAL, 0);
 	}
 	return s->oom ? fail(err, errlen, "out of memory") : 0;
 }
@@ -1055,6 +1098,8 @@ static void teardown(struct sim *s)
 	free(s->home);
 	free(s->version);
 	free(s->node);
+	free(s->nd);
+	free(s->targets);
 	free(s->stamp);
 	free(s->pick_scores);
 	free(s->one);
@@ -1094,13 +1139,20 @@ int sim_run(const struct sim_params *p, struct sim_result *r, char *err, size_t 
 		goto out;
 	while (!s->oom && heap_pop(&s->heap, &ev) && ev.t <= s->end) {
 		s->now = ev.t;
+		/* The next event's request is a cache miss away: start it now. */
+		if (s->heap.n && s->heap.ev[0].arg < s->nreq)
+			__builtin_prefetch(&s->req[s->heap.ev[0].arg]);
 		r->events++;
 		switch ((enum ev_type)ev.type) {
-		case EV_ISSUE:
-			issue(s);
+		case EV_ARRIVAL: {
+			uint32_t i = issue(s, s->now - p->link_us * NS_PER_US);
+
+			if (i != NO_REQ)
+				at_switch(s, i);
 			at(s, s->now + (uint64_t)(-log(1.0 - rng_double(&s->rng)) / p->rate * NS_PER_S),
-			   EV_ISSUE, 0);
+			   EV_ARRIVAL, 0);
 			break;
+		}
 		case EV_AT_SWITCH:
 			at_switch(s, ev.arg);
 			break;
@@ -1112,9 +1164,6 @@ int sim_run(const struct sim_params *p, struct sim_result *r, char *err, size_t 
 			break;
 		case EV_REPLY:
 			at_switch_reply(s, ev.arg);
-			break;
-		case EV_AT_AGENT:
-			at_agent(s, ev.arg);
 			break;
 		case EV_DIGEST_POLL:
 			digest_poll(s, (uint16_t)ev.arg);
