@@ -22,8 +22,8 @@ static void usage(FILE *f)
 		"                    --read-ratio R --directory on|off [--dynamic hot-in:T]\n"
 		"                    [--seconds S] [--seed N] [--json FILE|-]\n"
 		"  agents:   --concurrency C (closed loop; default 6 per node) | --rate OPS (open loop)\n"
-		"  nodes:    --workers W (2) --service-us U (1000) --service fixed|exp\n"
-		"            --queue-depth Q (1024)\n"
+		"  nodes:    --workers W (2) --service-us U (1000) --service exp|fixed (exp)\n"
+		"            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
 		"  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
 		"  switch:   --max-replicas R (8) --max-keys K (1024) --top-k K (0: n log2 n)\n"
 		"            --epoch-ms M (100) --retire-epochs E (5) --replica-factor F (2)\n"
@@ -66,7 +66,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 	enum {
 		O_NODES = 256, O_KEYS, O_DIST, O_READ, O_DIR, O_DYN, O_SECONDS, O_SEED, O_JSON,
 		O_CONC, O_RATE, O_WORKERS, O_SVC, O_SVCDIST, O_QUEUE, O_LINK, O_LOSS, O_MAXREP,
-		O_MAXKEYS, O_TOPK, O_EPOCH, O_RETIRE, O_FACTOR, O_WARMUP, O_HELP
+		O_MAXKEYS, O_TOPK, O_EPOCH, O_RETIRE, O_FACTOR, O_WARMUP, O_PRELOAD, O_HELP
 	};
 	static const struct option opts[] = {
 	    {"nodes", 1, 0, O_NODES},	     {"keys", 1, 0, O_KEYS},
@@ -81,6 +81,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 	    {"max-keys", 1, 0, O_MAXKEYS},   {"top-k", 1, 0, O_TOPK},
 	    {"epoch-ms", 1, 0, O_EPOCH},     {"retire-epochs", 1, 0, O_RETIRE},
 	    {"replica-factor", 1, 0, O_FACTOR}, {"warmup", 1, 0, O_WARMUP},
+	    {"preload", 1, 0, O_PRELOAD},
 	    {"help", 0, 0, O_HELP},	     {0, 0, 0, 0},
 	};
 	bool conc_set = false;
@@ -174,6 +175,14 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 		case O_WARMUP:
 			rc = parse_double("warmup", optarg, 0, 3600, &p->warmup);
 			break;
+		case O_PRELOAD:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "skewless-sim: --preload: expected on or off, got \"%s\"\n",
+					optarg);
+				return -1;
+			}
+			p->preload = !strcmp(optarg, "on");
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 1;
@@ -238,14 +247,15 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 
 	for (uint32_t i = 0; i < p->nodes; i++)
 		json_array_append_new(per_node, json_integer((json_int_t)r->per_node[i]));
-	o = json_pack("{s:i, s:I, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s, s:i, s:f, s:i, s:i, s:i}",
+	o = json_pack("{s:i, s:I, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s, s:i, s:f, s:i, s:i, s:i, s:s, s:b}",
 		      "nodes", (int)p->nodes, "keys", (json_int_t)p->keys, "dist", p->dist,
 		      "read_ratio", p->read_ratio, "directory", p->directory ? "on" : "off",
 		      "dynamic", p->dynamic, "seconds", p->seconds, "warmup", p->warmup, "seed",
 		      (json_int_t)p->seed, "loop", p->concurrency ? "closed" : "open",
 		      "concurrency", (int)p->concurrency, "rate", p->rate, "workers",
 		      (int)p->workers, "service_us", (int)p->service_us, "link_us",
-		      (int)p->link_us);
+		      (int)p->link_us, "service", p->service == SIM_SERVICE_EXP ? "exp" : "fixed",
+		      "preload", p->preload);
 	json_object_set_new(o, "throughput_ops", json_real(r->throughput_ops));
 	json_object_set_new(o, "max_over_mean", json_real(r->max_over_mean));
 	json_object_set_new(o, "p50_us", json_real(r->p50_us));
@@ -269,6 +279,11 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 		      (json_int_t)r->installs, "retires", (json_int_t)r->retires, "replicates",
 		      (json_int_t)r->replicates, "rc_acks", (json_int_t)r->rc_acks, "epoch_ms",
 		      (int)p->dir.epoch_ms, "replica_factor", p->dir.replica_factor));
+	json_object_set_new(json_object_get(o, "directory_state"), "home_only_share",
+			    json_real(r->dir_reads ? (double)r->dir_reads_home_only / r->dir_reads
+						   : 0));
+	json_object_set_new(json_object_get(o, "directory_state"), "replication_lag_ms",
+			    json_real(r->repl_lags ? r->repl_lag_sum_ms / r->repl_lags : 0));
 	json_object_set_new(o, "digests",
 			    json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)r->digests_sent, "lost",
 				      (json_int_t)r->digests_lost, "node_down_events",
@@ -284,6 +299,8 @@ static void result_text(const struct sim_params *p, const struct sim_result *r, 
 	       p->nodes, (unsigned long long)p->keys, p->dist, p->read_ratio,
 	       p->directory ? "on" : "off", p->dynamic[0] ? ", dynamic " : "", p->dynamic);
 	printf("  %s loop", p->concurrency ? "closed" : "open");
+	if (!p->preload)
+		printf(", keys not preloaded");
 	if (p->concurrency)
 		printf(" x%u", p->concurrency);
 	else
@@ -299,6 +316,11 @@ static void result_text(const struct sim_params *p, const struct sim_result *r, 
 		       r->top_k, r->dir_entries, r->dir_replicas_mean, r->dir_replicas_max,
 		       (unsigned long long)r->installs, (unsigned long long)r->retires,
 		       (unsigned long long)r->replicates, (unsigned long long)r->rc_acks);
+	if (p->directory)
+		printf("  directory reads: %.1f%% found the set at the home alone; replication lag"
+		       " %.1f ms mean\n",
+		       r->dir_reads ? 100.0 * r->dir_reads_home_only / r->dir_reads : 0,
+		       r->repl_lags ? r->repl_lag_sum_ms / r->repl_lags : 0);
 	if (r->changes)
 		printf("  rebalance: %.0f ms mean, %.0f ms worst over %u changes (settled max/mean "
 		       "%.2f, 50 ms windows)\n",

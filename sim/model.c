@@ -118,6 +118,7 @@ struct dir_entry {
 	uint8_t want;
 	uint8_t used;
 	struct cdt_state st;
+	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
 	uint8_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
 	uint64_t copy_ver[COPY_SLOTS];
@@ -554,6 +555,8 @@ static void at_switch(struct sim *s, uint32_t i)
 		if (e) {
 			uint16_t pick = pick_reader(s, &e->st);
 
+			s->res->dir_reads++;
+			s->res->dir_reads_home_only += e->st.nreplicas == 1;
 			if (pick)
 				target = pick;
 		}
@@ -577,8 +580,10 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 		if (e && !r->overloaded && cdt_state_on_reply(&e->st, r->version, r->node, &next)) {
 			e->st = next;
 			/* A write completed: its copies go out now (rec_completed()). */
-			if (r->kind == RQ_WRITE)
+			if (r->kind == RQ_WRITE) {
+				e->collapsed_ns = s->now;
 				replicate(s, e, e->st.completed);
+			}
 		}
 		to_agent(s, i);
 		return;
@@ -590,6 +595,12 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 		if (e && cdt_state_on_rc_ack(&e->st, r->version, r->node, e->home, &next)) {
 			e->st = next;
 			s->res->rc_acks++;
+			/* The first copy of a write's version: the key is spread again. */
+			if (e->collapsed_ns && e->st.nreplicas > 1) {
+				s->res->repl_lag_sum_ms += (double)(s->now - e->collapsed_ns) / NS_PER_MS;
+				s->res->repl_lags++;
+				e->collapsed_ns = 0;
+			}
 		}
 		break;
 	}
@@ -666,10 +677,11 @@ static void done(struct sim *s, uint32_t i)
 		at(s, s->now + link, EV_REPLY, i);
 		break;
 	case RQ_REPLICATE:
-		/* The home pushes only if its version is still exactly v (0: its current one). */
+		/* The home pushes only a key it holds, and only if its version is
+		 * still exactly v (0: its current one). */
 		if (r->version == 0)
 			r->version = s->version[r->key];
-		if (r->version == s->version[r->key]) {
+		if (s->version[r->key] != 0 && r->version == s->version[r->key]) {
 			for (unsigned t = 0; t < r->ntargets; t++) {
 				uint32_t c = req_new(s, RQ_RC_REQ, r->key);
 
@@ -893,7 +905,8 @@ int sim_params_default(struct sim_params *p, char *err, size_t errlen)
 	    .seed = 1,
 	    .workers = cfg->node.workers,
 	    .service_us = 1000,
-	    .service = SIM_SERVICE_FIXED,
+	    .service = SIM_SERVICE_EXP,
+	    .preload = true,
 	    .link_us = 25,
 	    .queue_depth = cfg->node.queue_depth,
 	    .dir = cfg->directory,
@@ -969,6 +982,10 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		uint16_t len = key_name(k, key);
 
 		s->keyhash[k] = keyhash(key, len);
+		/* Preloaded, every key exists at version 1; otherwise a key exists
+		 * once written. A node copies only what it holds (nodes/repl.c), so a
+		 * key never written never gains a replica. */
+		s->version[k] = p->preload ? 1 : 0;
 		s->home[k] = ring_home(&s->ring, s->keyhash[k]);
 	}
 

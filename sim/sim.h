@@ -36,6 +36,7 @@ struct sim_params {
 	char dist[64];	    /* --dist as `skewless bench` takes it */
 	char dynamic[64];   /* --dynamic "hot-in:T" or "" */
 	double read_ratio;  /* 0..1 */
+	bool preload;	    /* every key exists at the start (else: once written) */
 	bool directory;	    /* the directory on (off: ring only) */
 	double seconds;	    /* simulated time measured */
 	double warmup;	    /* simulated seconds before measuring */
@@ -72,6 +73,11 @@ struct sim_result {
 	uint32_t dir_replicas_max;
 	uint64_t installs, retires, replicates, rc_acks;
 	uint32_t top_k;
+	/* Reads of directory keys, and those that found the set at {home} alone. */
+	uint64_t dir_reads, dir_reads_home_only;
+	/* Replication lag: a write's reply to its version's first RC_ACK joining. */
+	double repl_lag_sum_ms;
+	uint64_t repl_lags;
 	/* Digests. */
 	uint64_t digests_sent, digests_lost, node_down_events;
 	uint64_t events; /* simulator events processed */
