@@ -34,6 +34,12 @@ def ratio(a, b):
     return a / b if b else float("nan")
 
 
+def err_rate(run):
+    """OVERLOADED answers (a node's queue full) as a share of attempts."""
+    total = run["ops"] + run["errors"]
+    return run["errors"] / total if total else 0.0
+
+
 def zipf_pmf(n, s):
     weights = [k ** -s for k in range(1, n + 1)]
     total = sum(weights)
@@ -71,7 +77,9 @@ set output '{png}'
 set title 'skewless-sim: throughput against nodes (closed loop, 6 in flight per node, 95% reads, 1M keys)'
 set xlabel 'storage nodes'
 set ylabel 'successful ops/s (simulated)'
-set logscale xy 2
+set logscale x 2
+set logscale y 10
+set format y '%.0s%c'
 set key left top
 set grid
 $d << EOD
@@ -96,8 +104,8 @@ def main():
     print()
     print("| nodes | uniform ops/s | ring 0.99 | dir 0.99 | dir/ring | dir/uniform "
           "| max/mean uniform / ring / dir | ring 1.2 | dir 1.2 | dir/ring | max/mean ring / dir "
-          "| entries | replicas (mean/max) | home alone |")
-    print("|" + "---|" * 14)
+          "| entries | replicas (mean/max) | home alone | errors ring / dir |")
+    print("|" + "---|" * 15)
     rows, last = [], None
     for n in nodes_list:
         u = load(run, f"n{n}-uniform")
@@ -116,7 +124,8 @@ def main():
               f"| {ratio(d12['throughput_ops'], r12['throughput_ops']):.2f} "
               f"| {r12['max_over_mean']:.2f} / {d12['max_over_mean']:.2f} "
               f"| {ds['entries']} | {ds['replicas_mean']:.1f} / {ds['replicas_max']} "
-              f"| {100 * ds['home_only_share']:.0f}% |")
+              f"| {100 * ds['home_only_share']:.0f}% "
+              f"| {100 * err_rate(r99):.1f}% / {100 * err_rate(d99):.1f}% |")
         rows.append((n, u["throughput_ops"], r99["throughput_ops"], d99["throughput_ops"],
                      r12["throughput_ops"], d12["throughput_ops"]))
         last = (n, u, r99, d99)

@@ -17,17 +17,17 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: skewless-sim --nodes N --keys K --dist uniform|zipf:S|hotspot:D:O\n"
-		"                    --read-ratio R --directory on|off [--dynamic hot-in:T]\n"
-		"                    [--seconds S] [--seed N] [--json FILE|-]\n"
-		"  agents:   --concurrency C (closed loop; default 6 per node) | --rate OPS (open loop)\n"
-		"  nodes:    --workers W (2) --service-us U (1000) --service exp|fixed (exp)\n"
-		"            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
-		"  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
-		"  switch:   --max-replicas R (8) --max-keys K (1024) --top-k K (0: n log2 n)\n"
-		"            --epoch-ms M (100) --retire-epochs E (5) --replica-factor F (2)\n"
-		"  measure:  --warmup S (1 s before the measured S seconds)\n");
+	fprintf(f, "usage: skewless-sim --nodes N --keys K --dist uniform|zipf:S|hotspot:D:O\n"
+		   "                    --read-ratio R --directory on|off [--dynamic hot-in:T]\n"
+		   "                    [--seconds S] [--seed N] [--json FILE|-]\n"
+		   "  agents:   --concurrency C (closed loop; default 6 per node) | --rate OPS "
+		   "(open loop)\n"
+		   "  nodes:    --workers W (2) --service-us U (1000) --service exp|fixed (exp)\n"
+		   "            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
+		   "  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
+		   "  switch:   --max-replicas R (8) --max-keys K (1024) --top-k K (0: n log2 n)\n"
+		   "            --epoch-ms M (100) --retire-epochs E (5) --replica-factor F (2)\n"
+		   "  measure:  --warmup S (1 s before the measured S seconds)\n");
 }
 
 static int parse_double(const char *name, const char *s, double lo, double hi, double *out)
@@ -64,25 +64,61 @@ static int parse_u32(const char *name, const char *s, double lo, double hi, uint
 static int parse_args(int argc, char **argv, struct sim_params *p, const char **json)
 {
 	enum {
-		O_NODES = 256, O_KEYS, O_DIST, O_READ, O_DIR, O_DYN, O_SECONDS, O_SEED, O_JSON,
-		O_CONC, O_RATE, O_WORKERS, O_SVC, O_SVCDIST, O_QUEUE, O_LINK, O_LOSS, O_MAXREP,
-		O_MAXKEYS, O_TOPK, O_EPOCH, O_RETIRE, O_FACTOR, O_WARMUP, O_PRELOAD, O_HELP
+		O_NODES = 256,
+		O_KEYS,
+		O_DIST,
+		O_READ,
+		O_DIR,
+		O_DYN,
+		O_SECONDS,
+		O_SEED,
+		O_JSON,
+		O_CONC,
+		O_RATE,
+		O_WORKERS,
+		O_SVC,
+		O_SVCDIST,
+		O_QUEUE,
+		O_LINK,
+		O_LOSS,
+		O_MAXREP,
+		O_MAXKEYS,
+		O_TOPK,
+		O_EPOCH,
+		O_RETIRE,
+		O_FACTOR,
+		O_WARMUP,
+		O_PRELOAD,
+		O_HELP
 	};
 	static const struct option opts[] = {
-	    {"nodes", 1, 0, O_NODES},	     {"keys", 1, 0, O_KEYS},
-	    {"dist", 1, 0, O_DIST},	     {"read-ratio", 1, 0, O_READ},
-	    {"directory", 1, 0, O_DIR},	     {"dynamic", 1, 0, O_DYN},
-	    {"seconds", 1, 0, O_SECONDS},    {"seed", 1, 0, O_SEED},
-	    {"json", 1, 0, O_JSON},	     {"concurrency", 1, 0, O_CONC},
-	    {"rate", 1, 0, O_RATE},	     {"workers", 1, 0, O_WORKERS},
-	    {"service-us", 1, 0, O_SVC},     {"service", 1, 0, O_SVCDIST},
-	    {"queue-depth", 1, 0, O_QUEUE},  {"link-us", 1, 0, O_LINK},
-	    {"digest-loss", 1, 0, O_LOSS},   {"max-replicas", 1, 0, O_MAXREP},
-	    {"max-keys", 1, 0, O_MAXKEYS},   {"top-k", 1, 0, O_TOPK},
-	    {"epoch-ms", 1, 0, O_EPOCH},     {"retire-epochs", 1, 0, O_RETIRE},
-	    {"replica-factor", 1, 0, O_FACTOR}, {"warmup", 1, 0, O_WARMUP},
+	    {"nodes", 1, 0, O_NODES},
+	    {"keys", 1, 0, O_KEYS},
+	    {"dist", 1, 0, O_DIST},
+	    {"read-ratio", 1, 0, O_READ},
+	    {"directory", 1, 0, O_DIR},
+	    {"dynamic", 1, 0, O_DYN},
+	    {"seconds", 1, 0, O_SECONDS},
+	    {"seed", 1, 0, O_SEED},
+	    {"json", 1, 0, O_JSON},
+	    {"concurrency", 1, 0, O_CONC},
+	    {"rate", 1, 0, O_RATE},
+	    {"workers", 1, 0, O_WORKERS},
+	    {"service-us", 1, 0, O_SVC},
+	    {"service", 1, 0, O_SVCDIST},
+	    {"queue-depth", 1, 0, O_QUEUE},
+	    {"link-us", 1, 0, O_LINK},
+	    {"digest-loss", 1, 0, O_LOSS},
+	    {"max-replicas", 1, 0, O_MAXREP},
+	    {"max-keys", 1, 0, O_MAXKEYS},
+	    {"top-k", 1, 0, O_TOPK},
+	    {"epoch-ms", 1, 0, O_EPOCH},
+	    {"retire-epochs", 1, 0, O_RETIRE},
+	    {"replica-factor", 1, 0, O_FACTOR},
+	    {"warmup", 1, 0, O_WARMUP},
 	    {"preload", 1, 0, O_PRELOAD},
-	    {"help", 0, 0, O_HELP},	     {0, 0, 0, 0},
+	    {"help", 0, 0, O_HELP},
+	    {0, 0, 0, 0},
 	};
 	bool conc_set = false;
 	double v;
@@ -105,8 +141,10 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			break;
 		case O_DIR:
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "skewless-sim: --directory: expected on or off, got \"%s\"\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "skewless-sim: --directory: expected on or off, got \"%s\"\n",
+				    optarg);
 				return -1;
 			}
 			p->directory = !strcmp(optarg, "on");
@@ -139,8 +177,10 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			break;
 		case O_SVCDIST:
 			if (strcmp(optarg, "fixed") && strcmp(optarg, "exp")) {
-				fprintf(stderr, "skewless-sim: --service: expected fixed or exp, got \"%s\"\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "skewless-sim: --service: expected fixed or exp, got \"%s\"\n",
+				    optarg);
 				return -1;
 			}
 			p->service = !strcmp(optarg, "exp") ? SIM_SERVICE_EXP : SIM_SERVICE_FIXED;
@@ -170,14 +210,16 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			rc = parse_u32("retire-epochs", optarg, 1, 1e6, &p->dir.retire_epochs);
 			break;
 		case O_FACTOR:
-			rc = parse_double("replica-factor", optarg, 0, 1000, &p->dir.replica_factor);
+			rc =
+			    parse_double("replica-factor", optarg, 0, 1000, &p->dir.replica_factor);
 			break;
 		case O_WARMUP:
 			rc = parse_double("warmup", optarg, 0, 3600, &p->warmup);
 			break;
 		case O_PRELOAD:
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "skewless-sim: --preload: expected on or off, got \"%s\"\n",
+				fprintf(stderr,
+					"skewless-sim: --preload: expected on or off, got \"%s\"\n",
 					optarg);
 				return -1;
 			}
@@ -199,7 +241,8 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 		return -1;
 	}
 	if (p->rate > 0 && conc_set) {
-		fprintf(stderr, "skewless-sim: --rate and --concurrency: give one (open or closed loop)\n");
+		fprintf(stderr,
+			"skewless-sim: --rate and --concurrency: give one (open or closed loop)\n");
 		return -1;
 	}
 	if (p->rate == 0 && !conc_set)
@@ -217,9 +260,18 @@ static int eal_start(const char *prog, char *prefix, size_t len)
 
 	snprintf(prefix, len, "skewless-sim-%d", (int)getpid());
 	snprintf(arg_prefix, sizeof(arg_prefix), "--file-prefix=%s", prefix);
-	char *eal[] = {(char *)prog,	    "--no-huge",      "-m",	       "128",
-		       "--no-pci",	    "--no-shconf",    "--no-telemetry", arg_prefix,
-		       "--log-level=*:error", "--log-level=lib.member:crit", "-l", "0"};
+	char *eal[] = {(char *)prog,
+		       "--no-huge",
+		       "-m",
+		       "128",
+		       "--no-pci",
+		       "--no-shconf",
+		       "--no-telemetry",
+		       arg_prefix,
+		       "--log-level=*:error",
+		       "--log-level=lib.member:crit",
+		       "-l",
+		       "0"};
 	int n = (int)(sizeof(eal) / sizeof(eal[0]));
 
 	return rte_eal_init(n, eal) < 0 ? -1 : 0;
@@ -247,15 +299,15 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 
 	for (uint32_t i = 0; i < p->nodes; i++)
 		json_array_append_new(per_node, json_integer((json_int_t)r->per_node[i]));
-	o = json_pack("{s:i, s:I, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s, s:i, s:f, s:i, s:i, s:i, s:s, s:b}",
-		      "nodes", (int)p->nodes, "keys", (json_int_t)p->keys, "dist", p->dist,
-		      "read_ratio", p->read_ratio, "directory", p->directory ? "on" : "off",
-		      "dynamic", p->dynamic, "seconds", p->seconds, "warmup", p->warmup, "seed",
-		      (json_int_t)p->seed, "loop", p->concurrency ? "closed" : "open",
-		      "concurrency", (int)p->concurrency, "rate", p->rate, "workers",
-		      (int)p->workers, "service_us", (int)p->service_us, "link_us",
-		      (int)p->link_us, "service", p->service == SIM_SERVICE_EXP ? "exp" : "fixed",
-		      "preload", p->preload);
+	o = json_pack(
+	    "{s:i, s:I, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s, s:i, s:f, s:i, s:i, s:i, s:s, s:b}",
+	    "nodes", (int)p->nodes, "keys", (json_int_t)p->keys, "dist", p->dist, "read_ratio",
+	    p->read_ratio, "directory", p->directory ? "on" : "off", "dynamic", p->dynamic,
+	    "seconds", p->seconds, "warmup", p->warmup, "seed", (json_int_t)p->seed, "loop",
+	    p->concurrency ? "closed" : "open", "concurrency", (int)p->concurrency, "rate", p->rate,
+	    "workers", (int)p->workers, "service_us", (int)p->service_us, "link_us",
+	    (int)p->link_us, "service", p->service == SIM_SERVICE_EXP ? "exp" : "fixed", "preload",
+	    p->preload);
 	json_object_set_new(o, "throughput_ops", json_real(r->throughput_ops));
 	json_object_set_new(o, "max_over_mean", json_real(r->max_over_mean));
 	json_object_set_new(o, "p50_us", json_real(r->p50_us));
@@ -275,18 +327,18 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 	    json_pack("{s:i, s:i, s:f, s:i, s:i, s:I, s:I, s:I, s:I, s:i, s:f}", "top_k",
 		      (int)r->top_k, "entries", (int)r->dir_entries, "replicas_mean",
 		      r->dir_replicas_mean, "replicas_max", (int)r->dir_replicas_max,
-		      "max_replicas", (int)p->dir.max_replicas, "installs",
-		      (json_int_t)r->installs, "retires", (json_int_t)r->retires, "replicates",
-		      (json_int_t)r->replicates, "rc_acks", (json_int_t)r->rc_acks, "epoch_ms",
-		      (int)p->dir.epoch_ms, "replica_factor", p->dir.replica_factor));
-	json_object_set_new(json_object_get(o, "directory_state"), "home_only_share",
-			    json_real(r->dir_reads ? (double)r->dir_reads_home_only / r->dir_reads
-						   : 0));
+		      "max_replicas", (int)p->dir.max_replicas, "installs", (json_int_t)r->installs,
+		      "retires", (json_int_t)r->retires, "replicates", (json_int_t)r->replicates,
+		      "rc_acks", (json_int_t)r->rc_acks, "epoch_ms", (int)p->dir.epoch_ms,
+		      "replica_factor", p->dir.replica_factor));
+	json_object_set_new(
+	    json_object_get(o, "directory_state"), "home_only_share",
+	    json_real(r->dir_reads ? (double)r->dir_reads_home_only / r->dir_reads : 0));
 	json_object_set_new(json_object_get(o, "directory_state"), "replication_lag_ms",
 			    json_real(r->repl_lags ? r->repl_lag_sum_ms / r->repl_lags : 0));
 	json_object_set_new(o, "digests",
-			    json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)r->digests_sent, "lost",
-				      (json_int_t)r->digests_lost, "node_down_events",
+			    json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)r->digests_sent,
+				      "lost", (json_int_t)r->digests_lost, "node_down_events",
 				      (json_int_t)r->node_down_events));
 	json_object_set_new(o, "events", json_integer((json_int_t)r->events));
 	json_object_set_new(o, "wall_s", json_real(wall));
@@ -347,7 +399,9 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : 64;
 	if (p.directory && eal_start(argv[0], prefix, sizeof(prefix)) != 0) {
-		fprintf(stderr, "skewless-sim: cannot initialise DPDK's EAL (the hot-key sketch needs it)\n");
+		fprintf(
+		    stderr,
+		    "skewless-sim: cannot initialise DPDK's EAL (the hot-key sketch needs it)\n");
 		return 70;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -363,9 +417,9 @@ int main(int argc, char **argv)
 
 	if (json) {
 		json_t *o = result_json(&p, &r, wall);
-		int bad = !strcmp(json, "-") ? json_dumpf(o, stdout, JSON_INDENT(2)) != 0 ||
-						    putchar('\n') == EOF
-					     : json_dump_file(o, json, JSON_INDENT(2)) != 0;
+		int bad = !strcmp(json, "-")
+			      ? json_dumpf(o, stdout, JSON_INDENT(2)) != 0 || putchar('\n') == EOF
+			      : json_dump_file(o, json, JSON_INDENT(2)) != 0;
 
 		json_decref(o);
 		if (bad) {

@@ -137,10 +137,10 @@ struct sim {
 	struct sim_heap heap;
 	struct workload wl;
 	struct ring ring;
-	uint64_t *keyhash; /* [keys] */
-	uint16_t *home;	   /* [keys] */
-	uint32_t *version; /* [keys] the home's version */
-	struct node *node; /* [nodes + 1], slot 0 unused */
+	uint64_t *keyhash;	/* [keys] */
+	uint16_t *home;		/* [keys] */
+	uint32_t *version;	/* [keys] the home's version */
+	struct node *node;	/* [nodes + 1], slot 0 unused */
 	struct node_digest *nd; /* [nodes + 1] */
 	uint32_t nnodes;
 	/* Requests. */
@@ -309,7 +309,7 @@ static void publish(struct sim *s, uint32_t id)
 	const struct dig_table *t = &s->dig[(id - 1) / DIG_TABLE_NODES];
 	uint16_t local = (uint16_t)((id - 1) % DIG_TABLE_NODES + 1);
 	uint8_t health = dig_health(t, local);
-	enum scores_state st = !dig_alive(t, local)		  ? SCORES_DOWN
+	enum scores_state st = !dig_alive(t, local)	      ? SCORES_DOWN
 			       : t->node[local].received == 0 ? SCORES_UNKNOWN
 							      : SCORES_UP;
 
@@ -348,8 +348,7 @@ static uint16_t pick_reader(struct sim *s, const struct cdt_state *st)
  * reconcile.c's pick_targets() chooses (sel_cost(), ties to the lower id), in
  * one pass.
  */
-static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned want,
-			     uint16_t *out)
+static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned want, uint16_t *out)
 {
 	uint64_t cost[CDT_MAX_REPLICAS];
 	unsigned n = 0;
@@ -597,7 +596,8 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 			s->res->rc_acks++;
 			/* The first copy of a write's version: the key is spread again. */
 			if (e->collapsed_ns && e->st.nreplicas > 1) {
-				s->res->repl_lag_sum_ms += (double)(s->now - e->collapsed_ns) / NS_PER_MS;
+				s->res->repl_lag_sum_ms +=
+				    (double)(s->now - e->collapsed_ns) / NS_PER_MS;
 				s->res->repl_lags++;
 				e->collapsed_ns = 0;
 			}
@@ -741,8 +741,8 @@ static void digest_arrival(struct sim *s, uint16_t id)
 {
 	struct dig_table *t = &s->dig[(id - 1) / DIG_TABLE_NODES];
 
-	dig_table_receive(t, (uint16_t)((id - 1) % DIG_TABLE_NODES + 1),
-			  &s->nd[id].in_flight, s->now / NS_PER_US);
+	dig_table_receive(t, (uint16_t)((id - 1) % DIG_TABLE_NODES + 1), &s->nd[id].in_flight,
+			  s->now / NS_PER_US);
 	publish(s, id);
 }
 
@@ -941,12 +941,12 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 	if (rc != 0)
 		return fail(err, errlen, "cannot build the ring");
 	if (wl_parse_dist(&s->wl, p->dist) != 0) {
-		snprintf(err, errlen,
-			 "--dist: expected uniform, zipf:S or hotspot:D:O, got \"%s\"", p->dist);
+		snprintf(err, errlen, "--dist: expected uniform, zipf:S or hotspot:D:O, got \"%s\"",
+			 p->dist);
 		return -1;
 	}
-	if (p->dynamic[0] && (wl_parse_dynamic(&s->wl, p->dynamic) != 0 ||
-			      s->wl.dynamic != WL_HOT_IN)) {
+	if (p->dynamic[0] &&
+	    (wl_parse_dynamic(&s->wl, p->dynamic) != 0 || s->wl.dynamic != WL_HOT_IN)) {
 		snprintf(err, errlen, "--dynamic: expected hot-in:T (seconds), got \"%s\"",
 			 p->dynamic);
 		return -1;
@@ -974,8 +974,8 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		s->index_mask <<= 1;
 	s->dir_index = calloc(s->index_mask, sizeof(*s->dir_index));
 	s->index_mask--;
-	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->stamp || !s->pick_scores ||
-	    !s->one || !s->dig || !s->dir || !s->dir_index)
+	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->stamp ||
+	    !s->pick_scores || !s->one || !s->dig || !s->dir || !s->dir_index)
 		return fail(err, errlen, "out of memory");
 	for (uint64_t k = 0; k < p->keys; k++) {
 		char key[32];
@@ -1029,9 +1029,10 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		free(cfg);
 		s->report = calloc(1, sizeof(*s->report));
 		if (!s->hot || !s->report)
-			return fail(err, errlen,
-				    "cannot create the hot-key detector (rte_member): is DPDK's EAL "
-				    "initialised?");
+			return fail(
+			    err, errlen,
+			    "cannot create the hot-key detector (rte_member): is DPDK's EAL "
+			    "initialised?");
 	}
 	s->next_epoch = s->now + (uint64_t)p->dir.epoch_ms * NS_PER_MS;
 	at(s, s->now + ROUND_NS, EV_ROUND, 0);
@@ -1166,7 +1167,9 @@ int sim_run(const struct sim_params *p, struct sim_result *r, char *err, size_t 
 
 			if (i != NO_REQ)
 				at_switch(s, i);
-			at(s, s->now + (uint64_t)(-log(1.0 - rng_double(&s->rng)) / p->rate * NS_PER_S),
+			at(s,
+			   s->now +
+			       (uint64_t)(-log(1.0 - rng_double(&s->rng)) / p->rate * NS_PER_S),
 			   EV_ARRIVAL, 0);
 			break;
 		}

@@ -33,22 +33,22 @@ enum sim_service { SIM_SERVICE_FIXED, SIM_SERVICE_EXP };
 struct sim_params {
 	uint32_t nodes;
 	uint64_t keys;
-	char dist[64];	    /* --dist as `skewless bench` takes it */
-	char dynamic[64];   /* --dynamic "hot-in:T" or "" */
-	double read_ratio;  /* 0..1 */
-	bool preload;	    /* every key exists at the start (else: once written) */
-	bool directory;	    /* the directory on (off: ring only) */
-	double seconds;	    /* simulated time measured */
-	double warmup;	    /* simulated seconds before measuring */
+	char dist[64];	   /* --dist as `skewless bench` takes it */
+	char dynamic[64];  /* --dynamic "hot-in:T" or "" */
+	double read_ratio; /* 0..1 */
+	bool preload;	   /* every key exists at the start (else: once written) */
+	bool directory;	   /* the directory on (off: ring only) */
+	double seconds;	   /* simulated time measured */
+	double warmup;	   /* simulated seconds before measuring */
 	uint64_t seed;
 	uint32_t concurrency; /* closed loop: requests outstanding (0: open loop) */
 	double rate;	      /* open loop: Poisson arrivals per second */
 	uint32_t workers;     /* per node */
 	uint32_t service_us;  /* mean service time of a request at a node */
 	enum sim_service service;
-	uint32_t link_us;    /* one-way latency of every hop */
-	double digest_loss;  /* probability a digest is lost */
-	uint32_t queue_depth; /* a node's client queue; full: OVERLOADED */
+	uint32_t link_us;	  /* one-way latency of every hop */
+	double digest_loss;	  /* probability a digest is lost */
+	uint32_t queue_depth;	  /* a node's client queue; full: OVERLOADED */
 	struct cfg_directory dir; /* directory knobs (conf/keys.c defaults) */
 	struct cfg_digest digest; /* digest knobs (conf/keys.c defaults) */
 };
@@ -60,8 +60,8 @@ struct sim_result {
 	double throughput_ops; /* successful ops per simulated second (measured part) */
 	double max_over_mean;  /* served by the busiest node over the mean */
 	double p50_us, p99_us;
-	uint64_t ops, errors;  /* completed OK, OVERLOADED */
-	uint64_t *per_node;    /* [nodes] client requests served (measured part) */
+	uint64_t ops, errors; /* completed OK, OVERLOADED */
+	uint64_t *per_node;   /* [nodes] client requests served (measured part) */
 	/* Reaction to hot-in changes (-1: no change measured). */
 	double rebalance_ms;	 /* mean over changes: back within 1.2 x settled */
 	double rebalance_max_ms; /* the slowest change */

@@ -130,7 +130,8 @@ START_TEST(uniform_shares_follow_the_arcs)
 	for (uint32_t p = 0; p < r.npoints; p++) {
 		uint32_t from = p ? r.points[p - 1].value : r.points[r.npoints - 1].value;
 		/* Arc (from, points[p]], wrapping through 2^32 for the first point. */
-		arcs[r.points[p].node_id] += (double)(uint32_t)(r.points[p].value - from) / 4294967296.0;
+		arcs[r.points[p].node_id] +=
+		    (double)(uint32_t)(r.points[p].value - from) / 4294967296.0;
 	}
 	for (uint32_t id = 1; id <= nodes; id++)
 		ck_assert_double_eq_tol(share[id] / arcs[id], 1.0, 0.02);
@@ -261,8 +262,17 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-	char *eal[] = {argv[0], "--no-huge", "-m", "128", "--no-pci", "--no-shconf", "--no-telemetry",
-		       "--file-prefix=skl-test-sim", "--log-level=lib.member:crit", "-l", "0",
+	char *eal[] = {argv[0],
+		       "--no-huge",
+		       "-m",
+		       "128",
+		       "--no-pci",
+		       "--no-shconf",
+		       "--no-telemetry",
+		       "--file-prefix=skl-test-sim",
+		       "--log-level=lib.member:crit",
+		       "-l",
+		       "0",
 		       NULL};
 	Suite *s = suite_create("sim");
 	TCase *exact = tcase_create("exact");
