@@ -41,8 +41,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define CDT_FP_SEED	 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
-#define CDT_LIMBO	 4096		       /* retired states a worker may hold (power of 2) */
+#define CDT_FP_SEED 0x736b65776c657373ull /* "skewless": any seed other than keyhash's 0 */
+#define CDT_LIMBO   4096		  /* retired states a worker may hold (power of 2) */
 
 /* Per-entry counters, one copy per worker (each written by its worker only). */
 struct cdt_entry_counters {
