@@ -172,6 +172,11 @@ def main():
               f"({ENTRY_BYTES + extra + COUNTER_BYTES_PER_WORKER * workers} B per entry with "
               f"{workers} workers, most of it the key bytes). Every write to a hot key copies "
               f"it to the whole set again.")
+        speed = load(run, "speed")
+        if speed:
+            print(f"speed: {speed['seconds']:.0f} s simulated at 1M ops/s, {speed['nodes']} nodes, "
+                  f"{speed['keys']:,} keys: {speed['events']:,} events in {speed['wall_s']:.1f} s "
+                  f"of wall time")
         reb = rebalance.get(n)
         reb_s = f"{reb:.0f}" if reb is not None else "none"
         print(f"nodes={n} ring_maxmean={r99['max_over_mean']:.3f} "

@@ -357,8 +357,9 @@ static void result_text(const struct sim_params *p, const struct sim_result *r, 
 		printf(" x%u", p->concurrency);
 	else
 		printf(" at %.0f ops/s", p->rate);
-	printf(", %u workers x %u us per node, link %u us, %.1f s measured after %.1f s\n",
-	       p->workers, p->service_us, p->link_us, p->seconds, p->warmup);
+	printf(", %u workers x %u us (%s) per node, link %u us, %.1f s measured after %.1f s\n",
+	       p->workers, p->service_us, p->service == SIM_SERVICE_EXP ? "exponential" : "fixed",
+	       p->link_us, p->seconds, p->warmup);
 	printf("  throughput %.0f ops/s, errors %llu, max/mean %.3f, p50 %.0f us, p99 %.0f us\n",
 	       r->throughput_ops, (unsigned long long)r->errors, r->max_over_mean, r->p50_us,
 	       r->p99_us);
