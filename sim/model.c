@@ -101,6 +101,7 @@ struct node {
 	uint8_t health, state;
 	uint32_t delay_unit; /* struct scores' delay unit for this node (0: down) */
 	uint64_t served;     /* client requests served in the measured part */
+	uint32_t rx;	     /* received since the meter was last told (dig_meter_count_rx) */
 	uint32_t bucket[WINDOW_BUCKETS];
 };
 
@@ -636,7 +637,7 @@ static void at_node(struct sim *s, uint32_t i)
 	struct node *n = &s->node[r->node];
 
 	r->rx_ns = s->now;
-	dig_meter_count_rx(&s->nd[r->node].meter, 1);
+	n->rx++; /* told to the meter in one add before it is read (digest_poll) */
 	if (r->kind == RQ_READ || r->kind == RQ_WRITE) {
 		if (n->client.len >= s->p->queue_depth) {
 			r->overloaded = 1;
@@ -718,6 +719,9 @@ static void digest_poll(struct sim *s, uint16_t id)
 	struct node_digest *nd = &s->nd[id];
 	uint64_t now_us = s->now / NS_PER_US;
 	uint32_t queue = n->client.len + n->control.len + n->busy;
+
+	dig_meter_count_rx(&nd->meter, n->rx);
+	n->rx = 0;
 	uint32_t p95 = dig_meter_peek_p95(&nd->meter);
 
 	at(s, s->now + DIGEST_POLL_NS, EV_DIGEST_POLL, id);
