@@ -176,7 +176,7 @@ def main():
         if speed:
             print(f"speed: {speed['seconds']:.0f} s simulated at 1M ops/s, {speed['nodes']} nodes, "
                   f"{speed['keys']:,} keys: {speed['events']:,} events in {speed['wall_s']:.1f} s "
-                  f"of wall time")
+                  f"of wall time, {speed.get('cpu_s', float('nan')):.1f} s of CPU")
         reb = rebalance.get(n)
         reb_s = f"{reb:.0f}" if reb is not None else "none"
         print(f"nodes={n} ring_maxmean={r99['max_over_mean']:.3f} "
