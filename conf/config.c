@@ -578,7 +578,8 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 	    get_section(c, root, "", "", "directory", &cfg->directory) ||
 	    parse_digest(c, root, &cfg->digest) || get_section(c, root, "", "", "sync", &cfg->sync) ||
 	    get_section(c, root, "", "", "agent", &cfg->agent) ||
-	    get_section(c, root, "", "", "node", &cfg->node))
+	    get_section(c, root, "", "", "node", &cfg->node) ||
+	    get_section(c, root, "", "", "auth", &cfg->auth))
 		return -1;
 	return check_unique(c, cfg);
 }

@@ -215,9 +215,21 @@ int main(int argc, char **argv)
 	if (!n.dedup)
 		die("out of memory");
 	dedup_init(n.dedup);
+	n.through = through_create();
+	if (!n.through)
+		die("out of memory");
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]", a.config);
 	resolve_switches(&n);
+	switch (cfg_read_key(&cfg, &n.key, err, sizeof(err))) {
+	case 1:
+		n.keyed = true;
+		break;
+	case 0:
+		break;
+	default:
+		die("%s", err);
+	}
 	if (node_socket_open(&n, err, sizeof(err)) != 0)
 		die("%s", err);
 
@@ -234,10 +246,10 @@ int main(int argc, char **argv)
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
-		 "service time %u us",
+		 "service time %u us, control messages %s",
 		 n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
 		 n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
-		 n.service_time_us);
+		 n.service_time_us, n.keyed ? "with HMAC-SHA256 (auth.key_file)" : "without MAC");
 
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)
@@ -258,6 +270,8 @@ int main(int argc, char **argv)
 	ring_free(&n.ring);
 	dedup_fini(n.dedup);
 	free(n.dedup);
+	through_destroy(n.through);
+	explicit_bzero(&n.key, sizeof(n.key)); /* the key outlives no thread that uses it */
 	log_info("stopped");
 	return 0;
 }

@@ -16,10 +16,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "config.h"
 #include "dedup.h"
 #include "ring.h"
 #include "store.h"
+#include "through.h"
 #include "wire.h"
 
 /*
@@ -50,10 +52,18 @@
 	X(src_not_switch)    /* REPLICATE from no configured switch address: dropped, no reply */ \
 	X(src_not_node)	     /* RC_REQ from no configured node, UNREPLICATE from no node nor \
 				switch: dropped, no reply */                                      \
+	X(auth_missing)	     /* (c) with a key: a control datagram without a MAC, dropped */      \
+	X(auth_bad)	     /* (c) with a key: a control datagram with a wrong MAC, dropped */   \
+	X(auth_bad_reply)    /* with a key: an RC_ACK or UNREPLICATE reply on a home's own \
+				socket with no valid MAC: not taken as a holder's confirmation */ \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
 	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
+	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
+	X(read_while_pushing) /* home reads served the previous version while a write-through \
+				 was out */                                                        \
+	X(stamp_moved)	     /* replica reads stamped with a version not held: MOVED to the home */ \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \
@@ -65,7 +75,10 @@
 	X(rc_req_sent)	     /* RC_REQs pushed to replicas */                                      \
 	X(rc_req)	     /* RC_REQs stored (or already held) */                                \
 	X(rc_req_stale)	     /* RC_REQs older than the stored copy: ignored */                     \
-	X(rc_ack_sent)	     /* RC_ACKs sent to switches */                                        \
+	X(rc_ack_sent)	     /* RC_ACKs sent to switches (and to homes, for write-through) */     \
+	X(write_through)     /* writes of a directory key pushed to its holders before the reply */ \
+	X(write_through_confirmed) /* holders that confirmed such a push in time */               \
+	X(write_through_missed)	   /* holders that did not: left out of the reply's list */       \
 	X(unreplicate)	     /* UNREPLICATEs served */                                             \
 	X(store_errors)	     /* RocksDB errors: answered INTERNAL */                               \
 	X(send_errors)	     /* sendto() failures */                                               \
@@ -122,6 +135,7 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
+	struct through *through;  /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */
@@ -131,6 +145,10 @@ struct node {
 	uint16_t nswitches;
 	uint16_t switch_ids[CFG_MAX_SWITCHES];
 	struct sockaddr_in switch_addr[CFG_MAX_SWITCHES];
+	/* The cluster key (auth.key_file): with it, send.c seals every control
+	 * datagram and the receivers check them (server.c, repl.c). */
+	bool keyed;
+	struct wire_key key;
 	pthread_t rx_thread, ttl_thread, report_thread;
 	pthread_t *workers;
 };

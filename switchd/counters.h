@@ -35,6 +35,7 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_WRITE_COMPLETIONS, "write_completions", SW_CNT_EVENT)                             \
 	X(SW_CNT_RC_ACKS, "rc_acks", SW_CNT_EVENT)                                                 \
 	X(SW_CNT_RC_ACK_ADDED, "rc_acks_added", SW_CNT_EVENT)                                      \
+	X(SW_CNT_THROUGH_HOLDERS, "through_holders_added", SW_CNT_EVENT)                           \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT)                                     \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT)                                            \
 	X(SW_CNT_DIGESTS, "digests", SW_CNT_EVENT)                                                 \
@@ -82,6 +83,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_DROP_DIGEST_PORT, "digest_wrong_port", SW_CNT_DROP)                               \
 	X(SW_CNT_DROP_SYNC, "sync_not_from_peer", SW_CNT_DROP)                                     \
 	X(SW_CNT_DROP_SYNC_QUEUE, "sync_queue_full", SW_CNT_DROP)                                  \
+	X(SW_CNT_DROP_AUTH_MISSING, "auth_missing", SW_CNT_DROP)                                   \
+	X(SW_CNT_DROP_AUTH_BAD, "auth_bad", SW_CNT_DROP)                                           \
 	X(SW_CNT_DROP_L2_SAME_PORT, "l2_same_port", SW_CNT_DROP)                                   \
 	X(SW_CNT_DROP_NO_MBUF, "no_mbuf", SW_CNT_DROP)
 

@@ -122,6 +122,9 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 		sw->node_ip_be[cfg->nodes[i].id] = rte_cpu_to_be_32(cfg->nodes[i].ip);
 		sw->node_port_be[cfg->nodes[i].id] = rte_cpu_to_be_16(cfg->nodes[i].port);
 	}
+	if (cfg_read_key(cfg, &sw->key, err, errlen) < 0)
+		return -1;
+	sw->keyed = sw->key.len != 0;
 	rc = cfg_build_ring(cfg, &sw->ring);
 	if (rc != 0)
 		return fail(err, errlen, "cannot build the ring: %s", strerror(-rc));
@@ -252,6 +255,7 @@ void sw_fini(struct sw *sw)
 		rte_free(sw->workers[i]);
 	ring_free(&sw->ring);
 	pthread_mutex_destroy(&sw->tel_lock);
+	explicit_bzero(&sw->key, sizeof(sw->key));
 }
 
 /* ---- The control round. ------------------------------------------------------------------ */

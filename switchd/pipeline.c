@@ -30,6 +30,7 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
+#include "auth.h"
 #include "intake.h"
 #include "keyhash.h"
 #include "switchd.h"
@@ -173,6 +174,30 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 }
 
 /*
+ * Stamp a read of a directory key with the version the directory has seen
+ * complete: the node serves exactly that version (docs/design.md section 5,
+ * "Write-through"). The UDP checksum is updated for the change, as rewrite() does.
+ */
+static __rte_always_inline void stamp_version(struct pkt *p, uint64_t version)
+{
+	uint8_t *h = p->hdr;
+	uint8_t be[8];
+	uint32_t hi, lo;
+	uint64_t acc = 0;
+
+	wire_put64(be, version);
+	memcpy(&hi, be, 4);
+	memcpy(&lo, be + 4, 4);
+	patch32(&acc, h + WIRE_OFF_VERSION, hi);
+	patch32(&acc, h + WIRE_OFF_VERSION + 4, lo);
+	if (p->udp->dgram_cksum != 0) {
+		uint16_t c = csum_apply(p->udp->dgram_cksum, acc);
+
+		p->udp->dgram_cksum = c ? c : 0xffff;
+	}
+}
+
+/*
  * Turn a request into the switch's own answer to its sender, on the port it
  * came from: op | REPLY, status, node, version, no value. Rare (HINT, or the
  * target is down), so checksums are recomputed in full.
@@ -309,6 +334,28 @@ static inline bool from_node(const struct sw *sw, const struct pkt *p)
 	return node != 0 && node <= CFG_MAX_NODES && sw->node_ip_be[node] == p->ip->src_addr;
 }
 
+/*
+ * With a key: whether a control datagram ends in the MAC of its header, key
+ * and value (proto/auth.h); dropped and counted when it does not. Only
+ * control datagrams come here, after their source was checked: a stranger's
+ * costs no HMAC.
+ */
+static bool authentic(struct sw_worker *w, struct pkt *p)
+{
+	size_t body, len = rte_be_to_cpu_16(p->udp->dgram_len) - sizeof(struct rte_udp_hdr);
+
+	switch (wire_auth_check(&w->sw->key, p->hdr, len, &body)) {
+	case WIRE_AUTH_OK:
+		return true;
+	case WIRE_AUTH_MISSING:
+		drop(w, p->m, SW_CNT_DROP_AUTH_MISSING);
+		return false;
+	default:
+		drop(w, p->m, SW_CNT_DROP_AUTH_BAD);
+		return false;
+	}
+}
+
 /* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
 static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
@@ -351,6 +398,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			drop(w, p->m, SW_CNT_DROP_DIGEST_SRC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		/* The control thread is the single writer of health: hand it the frame,
 		 * with the port index it came in on (intake.c checks it against L2). */
 		p->m->port = in_port;
@@ -368,6 +417,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			drop(w, p->m, SW_CNT_DROP_SYNC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		l2_nb_learn(sw->l2, src, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s,
 			    false);
 		if (rte_ring_mp_enqueue(sw->sync_ring, p->m) != 0) {
@@ -470,7 +521,11 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
 	err = wire_decode(p->hdr, udp_len - sizeof(*udp), &p->msg);
-	if (err != WIRE_OK) {
+	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
+	 * without it here, checked by its handler once its source is. */
+	if (unlikely(err != WIRE_OK) &&
+	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
+	      wire_decode(p->hdr, udp_len - sizeof(*udp) - WIRE_MAC_LEN, &p->msg) == WIRE_OK)) {
 		drop(w, m, sw_cnt_wire(err));
 		return K_DONE;
 	}
@@ -644,6 +699,13 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		if (e && !owner)
 			CNT(w, SW_CNT_LEASE_HOME_READS);
 	}
+	/* A read of a directory key gets the version it must return (0: not known yet). */
+	if (is_read && e) {
+		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
+
+		if (now_st)
+			stamp_version(p, now_st->completed);
+	}
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, st);
 	if (!scores_alive(&sw->scores, target)) {
@@ -715,6 +777,21 @@ static int apply_event(struct sw_worker *w, struct cdt_entry *e, enum cdt_event 
 }
 
 /*
+ * A home's write-through reply lists the nodes that confirmed they hold its
+ * version (16-bit ids in the value): each joins the set, as its RC_ACK would.
+ */
+static void add_holders(struct sw_worker *w, struct cdt_entry *e, const struct wire_msg *msg)
+{
+	for (uint32_t i = 0; i + 1 < msg->val_len; i += 2) {
+		struct wire_msg ack = *msg;
+
+		ack.node = wire_get16(msg->value + i);
+		if (ack.node <= WIRE_MAX_NODE && apply_event(w, e, CDT_EV_RC_ACK, &ack) > 0)
+			CNT(w, SW_CNT_THROUGH_HOLDERS);
+	}
+}
+
+/*
  * Apply a reply's version to the directory (docs/design.md section 5); true when the key
  * is in it.
  */
@@ -727,11 +804,17 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		return false;
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
-	if (apply_event(w, e, CDT_EV_REPLY, msg) > 0 &&
-	    (msg->op == (WIRE_OP_PUT | WIRE_REPLY) || msg->op == (WIRE_OP_DEL | WIRE_REPLY))) {
+	bool advanced = apply_event(w, e, CDT_EV_REPLY, msg) > 0;
+
+	if (msg->op != (WIRE_OP_PUT | WIRE_REPLY) && msg->op != (WIRE_OP_DEL | WIRE_REPLY))
+		return true;
+	/* Also when a read of the new version advanced the set to the home first. */
+	if (msg->flags & WIRE_F_WRITE_THROUGH)
+		add_holders(w, e, msg);
+	if (advanced) {
 		CNT(w, SW_CNT_WRITE_COMPLETIONS);
 		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
-		/* The set is {home} now: have the new version copied out. */
+		/* The set is {home} and the holders now: have it filled up if short. */
 		intake_completed(w, e->keyhash, msg->version);
 	}
 	return true;
@@ -754,6 +837,8 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 		return;
 	if (p->kind == K_REPLY)
 		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
+	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
+		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
 	in_dir = learn_version(w, p, e);
 	if (p->kind == K_CTL_REPLY) {
@@ -788,7 +873,7 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 	const struct wire_msg *msg = &p->msg;
 
 	CNT(w, SW_CNT_RC_ACKS);
-	if (!accept_from_node(w, p, in_port, now_s))
+	if (!accept_from_node(w, p, in_port, now_s) || (sw->keyed && !authentic(w, p)))
 		return;
 	e = entry_for(w, e, msg);
 	if (e && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {

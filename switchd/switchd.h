@@ -31,6 +31,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include "auth.h"
 #include "cdt.h"
 #include "config.h"
 #include "counters.h"
@@ -186,6 +187,12 @@ struct sw {
 	uint64_t lease_until_tsc;
 	struct rte_ring *sync_ring;
 	struct cluster *cluster;
+
+	/* The cluster key (auth.key_file), read-only after start-up: with it, the
+	 * workers check the MAC of every control datagram (pipeline.c) and the
+	 * control thread seals every one it sends (egress.c). */
+	bool keyed;
+	struct wire_key key;
 
 	/* Node addressing, read-only after start-up, in network byte order: as
 	 * the fast path compares and writes them. */

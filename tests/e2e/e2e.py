@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload
+usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|spoof
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -25,15 +25,23 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                node blamed, nothing failed fast, throughput back within 1 s
   overload     256 in flight against 1000 us nodes: no UNAVAILABLE, no node
                marked down; requests that run out of time end TIMEOUT
+  spoof        with a cluster key, spoofed REPLICATE, UNREPLICATE, RC_ACK,
+               DIGEST and SYNC (raw sockets, forged sources) change no value,
+               replica set, health or lease, each counted by its reason
+               (two peer switches, one-arm)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
 import bisect
+import hashlib
+import hmac
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
+import struct
 import sys
 import tempfile
 import time
@@ -665,6 +673,232 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
+def scenario_spoof(tb):
+    """With a cluster key (auth.key_file), spoofed control datagrams from the
+    agent's namespace change nothing: REPLICATE, UNREPLICATE, RC_ACK, DIGEST
+    and SYNC with a forged source address (the switch's VIP, a node's, the
+    peer switch's), each sent without a MAC and with a MAC under another key,
+    and once more from the agent's own address. Values, the replica set (at
+    the switch and at the nodes), node health and the peer lease stay as they
+    were, and every spoof is counted exactly, by the counter of its reason."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    keyfile = os.path.join(tb.dir, "cluster.key")
+    fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (os.urandom(32).hex() + "\n").encode())
+    os.close(fd)
+    cfg["auth"] = {"key_file": "cluster.key"}
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
+    tb.up()  # replication, digests and SYNC now all run sealed
+
+    port = cfg["service"].get("port", 7447)
+    sw1, sw2 = cfg["switches"][0], cfg["switches"][1]
+    nodes = {n["name"]: n for n in cfg["nodes"]}
+    agent = cfg["agents"][0]
+    ns = f"{NSP}{agent['name']}"
+    key = "spoof:k"
+    where = json.loads(subprocess.run(
+        [os.path.join(tb.build, "agent", "skewless"), "--config", tb.config, "--json", "where",
+         key], capture_output=True, text=True, timeout=30, check=True).stdout)[0]
+    keyhash, home = int(where["keyhash"], 16), where["home"]
+
+    def cli(*args):
+        r = subprocess.run(["ip", "netns", "exec", ns, os.path.join(tb.build, "agent", "skewless"),
+                            "--config", tb.config, "--json", *args], capture_output=True,
+                           text=True, timeout=10)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise Fail(f"skewless {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+
+    put = cli("put", key, "real")
+    check(put.get("status") == "OK", f"put {key} = real at its home {home}")
+    # Three copies (home and two replicas), made by sealed REPLICATE, RC_REQ and RC_ACK.
+    tb.cdtctl("cdt", "pin", key, "--replicas", "3")
+    entry = None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        entry = next((e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key), None)
+        if entry and len(entry["replicas"]) == 3 and entry["completed"] > 0:
+            break
+        time.sleep(0.1)
+    check(entry and len(entry["replicas"]) == 3 and entry["completed"] > 0,
+          f"with the key, {key} is replicated: set {entry and entry['replicas']}, completed "
+          f"{entry and entry['completed']}")
+    holder = next(r for r in entry["replicas"] if r != home)
+    outsider = next(n for n in sorted(nodes) if n not in entry["replicas"])
+    digest_node = next(n for n in sorted(nodes) if n not in (home, holder, outsider))
+
+    def node_counters(name):
+        path = os.path.join(tb.run_dir, "data", name, "counters")
+        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+        os.kill(tb.pid(name), signal.SIGUSR1)
+        for _ in range(200):
+            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        with open(path) as f:
+            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
+
+    # A write of the key goes through to both holders, sealed both ways (the
+    # home's RC_REQ on its own socket, the holders' RC_ACKs back to it).
+    through0 = node_counters(home)
+    check(cli("put", key, "real-2").get("status") == "OK",
+          f"put {key} = real-2 through the switch")
+    through1 = node_counters(home)
+    confirmed = (through1.get("write_through_confirmed", 0) -
+                 through0.get("write_through_confirmed", 0))
+    check(confirmed == 2 and through1.get("auth_bad_reply", 0) == 0,
+          f"with the key, the write went through to both holders ({confirmed} confirmed)")
+
+    def wire(op, key_bytes, value, version=0, node=0, flags=2):
+        return struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, op, flags, 0, 0,
+                           0x5300000000000000 | random.getrandbits(32),
+                           keyhash if key_bytes else 0, version, node, 0, 0, 0,
+                           len(key_bytes), len(value)) + key_bytes + value
+
+    kb = key.encode()
+    entry = next(e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key)
+    completed = entry["completed"]
+    dig = struct.pack("!BBHIIQIIIBBBBBBBB", 1, 0, 100, 0xfffffff0, 0x5eed, int(time.time() * 1e6),
+                      1000, 10 ** 6, 10 ** 6, 100, 100, 100, 100, 100, 100, 0, 0)
+    sync = struct.pack("!BBHIIIQQQHH", 1, 0, sw2["id"], 0x0badf00d, 1, 0,
+                       int(time.monotonic() * 1e6), 0, 0, 0, 0)
+    # (what, forged source, destination, datagram)
+    spoofs = [
+        ("REPLICATE", sw1["vip"], nodes[home]["ip"],
+         wire(0x12, kb, struct.pack("!HH", sw1["id"], nodes[outsider]["id"]), completed,
+              nodes[home]["id"])),
+        ("UNREPLICATE", sw1["vip"], nodes[holder]["ip"],
+         wire(0x13, kb, b"", 0, nodes[holder]["id"])),
+        ("RC_ACK", nodes[outsider]["ip"], sw1["vip"],
+         wire(0x11, kb, b"", completed, nodes[outsider]["id"], 0)),
+        ("DIGEST", nodes[digest_node]["ip"], sw1["vip"],
+         wire(0x20, b"", dig, 0, nodes[digest_node]["id"], 0)),
+        ("SYNC", sw2["vip"], sw1["vip"], wire(0x30, b"", sync)),
+    ]
+    count = 5
+    plan = []
+    for what, src, dst, d in spoofs:
+        plan.append([src, dst, d.hex(), count])  # no MAC
+        plan.append([src, dst, (d + hmac.new(os.urandom(32), d, hashlib.sha256).digest()).hex(),
+                     count])  # another key's MAC
+        plan.append([agent["ip"], dst, d.hex(), count])  # the agent's own address
+
+    def replica_read(name):
+        """A GET with REPLICA_READ straight at node name: its status and value."""
+        r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", REPLICA_READ_PY,
+                            nodes[name]["ip"], str(nodes[name].get("port", port)), key,
+                            str(keyhash)], capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise Fail(f"replica read at {name}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def state():
+        e = next(e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key)
+        peers = tb.cdtctl("peers")
+        return {"set": sorted(e["replicas"]), "completed": e["completed"],
+                "value": cli("get", key).get("value"),
+                "holder": replica_read(holder), "outsider": replica_read(outsider),
+                "nodes": {n["name"]: (n["state"], n["alive"])
+                          for n in tb.cdtctl("nodes")["nodes"]},
+                "leased": peers["leased"], "lease_losses": peers["stats"]["lease_losses"],
+                "peer_resets": peers["stats"]["resets"]}
+
+    before = state()
+    check(before["holder"] == {"status": 0, "value": "real-2"} and
+          before["outsider"]["status"] == 2,
+          f"before: {holder} serves its copy, {outsider} has none (MOVED)")
+    sw_before = tb.counters()
+    n_before = {n: node_counters(n) for n in (home, holder)}
+
+    sender = os.path.join(tb.dir, "spoof.py")
+    with open(sender, "w") as f:
+        f.write(SPOOF_PY)
+    with open(os.path.join(tb.dir, "plan.json"), "w") as f:
+        json.dump({"port": port, "plan": plan}, f)
+    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, sender,
+                        os.path.join(tb.dir, "plan.json")], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        raise Fail(f"spoof sender failed: {r.stderr.strip()}")
+    log(f"sent {len(plan) * count} spoofed datagrams from {ns} (raw sockets, forged sources)")
+    # Long enough for a taken DIGEST (seq 0xfffffff0: later real ones look old) to
+    # have marked its node down, and for a taken SYNC (a new incarnation) to cost the lease.
+    time.sleep(1.5)
+
+    after = state()
+    for field in ("set", "completed", "value", "holder", "outsider", "nodes", "leased",
+                  "lease_losses", "peer_resets"):
+        check(after[field] == before[field], f"{field} unchanged: {after[field]}")
+    health = {n["name"]: n["health"] for n in tb.cdtctl("nodes")["nodes"]}
+    check(health[digest_node] >= 50, f"{digest_node}'s health stays high ({health[digest_node]}): "
+          "the spoofed digest said 0")
+
+    sw_after = tb.counters()
+    n_after = {n: node_counters(n) for n in (home, holder)}
+    want = [("switch", sw_after, sw_before, "auth_missing", 3 * count),
+            ("switch", sw_after, sw_before, "auth_bad", 3 * count),
+            ("switch", sw_after, sw_before, "reply_not_from_node", count),
+            ("switch", sw_after, sw_before, "digest_not_from_node", count),
+            ("switch", sw_after, sw_before, "sync_not_from_peer", count),
+            (home, n_after[home], n_before[home], "auth_missing", count),
+            (home, n_after[home], n_before[home], "auth_bad", count),
+            (home, n_after[home], n_before[home], "src_not_switch", count),
+            (holder, n_after[holder], n_before[holder], "auth_missing", count),
+            (holder, n_after[holder], n_before[holder], "auth_bad", count),
+            (holder, n_after[holder], n_before[holder], "src_not_node", count)]
+    wrong = []
+    for who, a, b, counter, n in want:
+        got = a.get(counter, 0) - b.get(counter, 0)
+        log(f"  {who:<7} {counter:<22} {got:>3} (want {n})")
+        if got != n:
+            wrong.append(f"{who}.{counter} {got} != {n}")
+    check(not wrong, f"every spoof counted by its reason ({wrong})")
+
+
+REPLICA_READ_PY = r'''
+import json, random, socket, struct, sys
+ip, port, key, keyhash = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+rid = 0x5200000000000000 | random.getrandbits(32)
+d = struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, 0x01, 0x1, 0, 0, rid, keyhash, 0, 0, 0, 0, 0,
+                len(key), 0) + key
+for attempt in range(3):
+    s.sendto(d, (ip, port))
+    try:
+        while True:
+            r = s.recv(2048)
+            if len(r) >= 48 and struct.unpack_from("!Q", r, 8)[0] == rid:
+                klen, vlen = struct.unpack_from("!HI", r, 42)
+                print(json.dumps({"status": r[6], "value": r[48 + klen:48 + klen + vlen].decode()}))
+                sys.exit(0)
+    except socket.timeout:
+        continue
+sys.exit("no reply")
+'''
+
+SPOOF_PY = r'''
+import json, socket, struct, sys, time
+spec = json.load(open(sys.argv[1]))
+port = spec["port"]
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)  # IP_HDRINCL
+for src, dst, hexd, count in spec["plan"]:
+    d = bytes.fromhex(hexd)
+    udp = struct.pack("!HHHH", port, port, 8 + len(d), 0) + d  # checksum 0: none
+    # The kernel fills in the IPv4 checksum; the source address is ours to choose.
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    for _ in range(count):
+        raw.sendto(ip + udp, (dst, 0))
+        time.sleep(0.002)
+'''
+
+
 SCENARIOS = {
     "ops": ("testbed.json", scenario_ops),
     "malformed": ("testbed.json", scenario_malformed),
@@ -672,6 +906,7 @@ SCENARIOS = {
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
     "switch-pause": ("testbed.json", scenario_switch_pause),
     "overload": ("testbed.json", scenario_overload),
+    "spoof": ("testbed-2sw.json", scenario_spoof),
 }
 
 

@@ -1,8 +1,8 @@
 /*
- * fuzz_wire.c - libFuzzer target for the v1 decoder and every payload
- * decoder (proto/payload.h, digest_codec.h, sync.h). Whatever the bytes, no
- * decoder may read past them, and anything one accepts must re-encode to the
- * same bytes.
+ * fuzz_wire.c - libFuzzer target for the v1 decoder, every payload decoder
+ * (proto/payload.h, digest_codec.h, sync.h) and the MAC trailer's check
+ * (auth.h). Whatever the bytes, no decoder may read past them, and anything
+ * one accepts must re-encode to the same bytes.
  *
  * The input is tried twice: as a whole datagram (wire_decode(), then the
  * decoder its op calls for), and as a bare payload behind a header built
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "digest_codec.h"
 #include "payload.h"
 #include "sync.h"
@@ -161,6 +162,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    memcmp(out + 8, data + 8, size - 8))
 			abort();
 		fuzz_payload(&msg);
+	}
+
+	/* The MAC trailer's check (auth.h): it reads only the datagram, and what it
+	 * passes is exactly the datagram and 32 bytes. */
+	{
+		static const struct wire_key key = {.bytes = {1, 2, 3}, .len = WIRE_KEY_MIN_LEN};
+		size_t body = 0;
+		enum wire_auth a = wire_auth_check(&key, data, size, &body);
+
+		if (a == WIRE_AUTH_OK && body + WIRE_MAC_LEN != size)
+			abort();
+		if (a == WIRE_AUTH_MISSING && wire_decode(data, size, &msg) == WIRE_ERR_TRAILING)
+			abort();
 	}
 
 	/* 2. A bare payload: byte 0 picks the op, bytes 1.. are the value. */
