@@ -19,13 +19,16 @@
 # nodes) and every run's JSON to the run directory.
 #
 # Environment: NODES, KEYS (1000000), SECONDS_RUN (3 simulated seconds
-# measured, after 1 of warm-up), SEED (1), SKL_RUN_DIR (run/sim).
+# measured, after 1 of warm-up), SEED (1), WRITE_THROUGH (on: homes push
+# writes of directory keys to their holders, as nodes/repl.c does; off: the
+# protocol before it), SKL_RUN_DIR (run/sim).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 nodes_list=${NODES:-8 16 32 64 128 256 512 1024}
 keys=${KEYS:-1000000}
 seconds=${SECONDS_RUN:-3}
 seed=${SEED:-1}
+through=${WRITE_THROUGH:-on}
 run=${SKL_RUN_DIR:-$repo/run/sim}
 sim=$repo/build/sim/skewless-sim
 mkdir -p "$run"
@@ -38,13 +41,14 @@ one() { # label nodes dist directory [extra args...]
 	local label=$1 n=$2 dist=$3 dir=$4
 	shift 4
 	"$sim" --nodes "$n" --keys "$keys" --dist "$dist" --read-ratio 0.95 --directory "$dir" \
-		--seconds "$seconds" --warmup 1 --seed "$seed" --concurrency $((6 * n)) "$@" \
+		--seconds "$seconds" --warmup 1 --seed "$seed" --concurrency $((6 * n)) \
+		--write-through "$through" "$@" \
 		--json "$run/$label.json" >/dev/null
 }
 
 start=$(date +%s)
 echo "sim: $keys keys, read ratio 0.95, closed loop x6 per node, ${seconds} s measured after 1 s," \
-	"2 workers x 1000 us (exponential) per node, 25 us per hop"
+	"2 workers x 1000 us (exponential) per node, 25 us per hop, write-through $through"
 for n in $nodes_list; do
 	one "n$n-uniform" "$n" uniform on
 	for s in 0.99 1.2; do
@@ -61,7 +65,8 @@ case " $nodes_list " in
 	one n1024-readonly-16 1024 zipf:0.99 on --read-ratio 1 --max-replicas 16
 	# Speed: 10 simulated seconds at 1M requests/s (open loop), 1024 nodes, 1M keys.
 	"$sim" --nodes 1024 --keys 1000000 --dist zipf:0.99 --read-ratio 0.95 --directory on \
-		--rate 1000000 --seconds 10 --warmup 0 --seed "$seed" --json "$run/speed.json" >/dev/null
+		--rate 1000000 --seconds 10 --warmup 0 --seed "$seed" --write-through "$through" \
+		--json "$run/speed.json" >/dev/null
 	;;
 esac
 python3 "$repo/bench/sim_report.py" "$run" $nodes_list

@@ -25,6 +25,7 @@ static void usage(FILE *f)
 		   "(open loop)\n"
 		   "  nodes:    --workers W (2) --service-us U (1000) --service exp|fixed (exp)\n"
 		   "            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
+		   "            --write-through on|off (on: homes push writes of directory keys)\n"
 		   "  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
 		   "  switch:   --max-replicas R (8) --max-keys K (1024) --top-k K (0: n log2 n)\n"
 		   "            --epoch-ms M (100) --retire-epochs E (5) --replica-factor F (2)\n"
@@ -90,6 +91,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 		O_FACTOR,
 		O_WARMUP,
 		O_PRELOAD,
+		O_THROUGH,
 		O_HELP
 	};
 	static const struct option opts[] = {
@@ -118,6 +120,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 	    {"replica-factor", 1, 0, O_FACTOR},
 	    {"warmup", 1, 0, O_WARMUP},
 	    {"preload", 1, 0, O_PRELOAD},
+	    {"write-through", 1, 0, O_THROUGH},
 	    {"help", 0, 0, O_HELP},
 	    {0, 0, 0, 0},
 	};
@@ -226,6 +229,16 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			}
 			p->preload = !strcmp(optarg, "on");
 			break;
+		case O_THROUGH:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr,
+					"skewless-sim: --write-through: expected on or off, got "
+					"\"%s\"\n",
+					optarg);
+				return -1;
+			}
+			p->write_through = !strcmp(optarg, "on");
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 1;
@@ -310,6 +323,7 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 	    "workers", (int)p->workers, "service_us", (int)p->service_us, "link_us",
 	    (int)p->link_us, "service", p->service == SIM_SERVICE_EXP ? "exp" : "fixed", "preload",
 	    p->preload);
+	json_object_set_new(o, "write_through", json_boolean(p->write_through));
 	json_object_set_new(o, "throughput_ops", json_real(r->throughput_ops));
 	json_object_set_new(o, "max_over_mean", json_real(r->max_over_mean));
 	json_object_set_new(o, "p50_us", json_real(r->p50_us));
@@ -357,6 +371,8 @@ static void result_text(const struct sim_params *p, const struct sim_result *r, 
 	printf("  %s loop", p->concurrency ? "closed" : "open");
 	if (!p->preload)
 		printf(", keys not preloaded");
+	if (!p->write_through)
+		printf(", no write-through");
 	if (p->concurrency)
 		printf(" x%u", p->concurrency);
 	else

@@ -73,9 +73,11 @@ enum ev_type {
 	EV_ROUND,	   /* the switch's control round */
 	EV_BUCKET,	   /* a measurement bucket ends */
 	EV_SHIFT,	   /* the hot set moves (--dynamic hot-in) */
+	EV_PUSH_ACK,	   /* a holder's RC_ACK of a write-through push reaches the home */
+	EV_PUSH_TIMEOUT,   /* a home stops waiting for its holders (arg: the entry) */
 };
 
-enum req_kind { RQ_READ, RQ_WRITE, RQ_REPLICATE, RQ_RC_REQ, RQ_UNREPLICATE };
+enum req_kind { RQ_READ, RQ_WRITE, RQ_REPLICATE, RQ_RC_REQ, RQ_UNREPLICATE, RQ_THROUGH };
 
 struct req {
 	uint64_t start_ns; /* issued (open loop: scheduled) */
@@ -86,8 +88,8 @@ struct req {
 	uint16_t node;	   /* target, then replier */
 	uint8_t kind;
 	uint8_t overloaded;
-	uint8_t ntargets;
-	uint32_t targets; /* REPLICATE: its targets in sim.targets[] */
+	uint8_t ntargets; /* REPLICATE: its targets; a pushed write's reply: its holders */
+	uint8_t through;  /* a write's reply lists the holders that confirmed it */
 };
 
 struct queue {
@@ -123,6 +125,18 @@ struct dir_entry {
 	uint8_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
 	uint64_t copy_ver[COPY_SLOTS];
+	/*
+	 * The home's write-through state of the key (nodes/through.c): the nodes
+	 * it would push a write to, the push that is out and the writes waiting
+	 * for it (each holding its worker, as through_push_begin() does).
+	 */
+	uint8_t nholders;
+	uint16_t holders[CDT_MAX_REPLICAS];
+	uint8_t push_out, push_sent, push_got;
+	uint16_t confirmed[CDT_MAX_REPLICAS];
+	uint32_t push_req;
+	uint64_t push_version, push_deadline;
+	struct queue waiting;
 };
 
 struct timeline_point {
@@ -175,6 +189,9 @@ struct sim {
 	uint64_t shift_ns;
 	int oom;
 };
+
+static void start_jobs(struct sim *s, uint16_t id);
+static void push_end(struct sim *s, struct dir_entry *e);
 
 /* ---- Events and requests. ----------------------------------------------------------- */
 
@@ -440,6 +457,10 @@ static void install(struct sim *s, const struct hot_key *k)
 /* Remove e; UNREPLICATE goes to every node, each one a control-lane job there. */
 static void retire(struct sim *s, struct dir_entry *e)
 {
+	/* The home's state of the key goes with it: a push out ends, waiting writes go on. */
+	e->nholders = 0;
+	if (e->push_out)
+		push_end(s, e);
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
 		uint32_t i = req_new(s, RQ_UNREPLICATE, e->key);
 
@@ -481,6 +502,105 @@ static void epoch(struct sim *s)
 	for (uint32_t e = 0; e < s->dir_cap; e++)
 		if (s->dir[e].used)
 			replicate(s, &s->dir[e], s->dir[e].st.completed);
+}
+
+/* ---- Write-through at the home (docs/design.md section 5, nodes/repl.c). ------------------ */
+
+static void holders_add(struct dir_entry *e, uint16_t node)
+{
+	for (unsigned i = 0; i < e->nholders; i++)
+		if (e->holders[i] == node)
+			return;
+	if (e->nholders < CDT_MAX_REPLICAS)
+		e->holders[e->nholders++] = node;
+}
+
+static void write_reply(struct sim *s, uint32_t i);
+
+/* The home pushes write i of e's key to its holders and waits for their acks. */
+static void push_start(struct sim *s, struct dir_entry *e, uint32_t i)
+{
+	uint64_t link = s->p->link_us * NS_PER_US;
+	uint64_t key = s->req[i].key;
+
+	s->version[key]++;
+	s->req[i].version = s->version[key];
+	e->push_out = 1;
+	e->push_req = i;
+	e->push_version = s->version[key];
+	e->push_sent = e->push_got = 0;
+	for (unsigned h = 0; h < e->nholders; h++) {
+		uint32_t c = req_new(s, RQ_THROUGH, key);
+
+		if (c == NO_REQ)
+			break;
+		s->req[c].node = e->holders[h];
+		s->req[c].version = e->push_version;
+		at(s, s->now + link, EV_AT_NODE, c);
+		e->push_sent++;
+	}
+	/* REPL_THROUGH_WAIT_MS (50) plus three service times. */
+	e->push_deadline = s->now + 50 * NS_PER_MS + 3ull * s->p->service_us * NS_PER_US;
+	at(s, e->push_deadline, EV_PUSH_TIMEOUT, (uint32_t)(e - s->dir));
+}
+
+/*
+ * The push is over (every holder acked, or the wait ran out): the write's
+ * reply lists the holders that confirmed, which are the next push's holders;
+ * the worker is free; the next waiting write of the key goes on.
+ */
+static void push_end(struct sim *s, struct dir_entry *e)
+{
+	uint32_t i = e->push_req;
+	struct req *r = &s->req[i];
+	uint16_t home = r->node;
+
+	e->push_out = 0;
+	r->through = 1;
+	r->ntargets = e->push_got;
+	memcpy(s->targets[i], e->confirmed, e->push_got * sizeof(e->confirmed[0]));
+	e->nholders = e->push_got;
+	memcpy(e->holders, e->confirmed, e->push_got * sizeof(e->confirmed[0]));
+	write_reply(s, i);
+	while (e->waiting.len) {
+		uint32_t w = q_pop(s, &e->waiting);
+
+		if (e->nholders) {
+			push_start(s, e, w);
+			break;
+		}
+		s->version[s->req[w].key]++;
+		s->req[w].version = s->version[s->req[w].key];
+		write_reply(s, w);
+	}
+	start_jobs(s, home);
+}
+
+/* A holder's ack of the push reaches the home. */
+static void push_ack(struct sim *s, uint32_t i)
+{
+	struct req *r = &s->req[i];
+	struct dir_entry *e = s->dir_used ? dir_find(s, s->keyhash[r->key]) : NULL;
+
+	if (e && e->push_out && r->version == e->push_version) {
+		bool dup = false;
+
+		for (unsigned k = 0; k < e->push_got; k++)
+			dup |= e->confirmed[k] == r->node;
+		if (!dup && e->push_got < CDT_MAX_REPLICAS)
+			e->confirmed[e->push_got++] = r->node;
+		if (e->push_got >= e->push_sent)
+			push_end(s, e);
+	}
+	req_free(s, i);
+}
+
+static void push_timeout(struct sim *s, uint32_t slot)
+{
+	struct dir_entry *e = &s->dir[slot];
+
+	if (e->used && e->push_out && s->now >= e->push_deadline)
+		push_end(s, e);
 }
 
 /* ---- Agents. ------------------------------------------------------------------------- */
@@ -577,11 +697,21 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 	case RQ_READ:
 	case RQ_WRITE:
 		s->node[r->node].inflight--;
-		if (e && !r->overloaded && cdt_state_on_reply(&e->st, r->version, r->node, &next)) {
-			e->st = next;
-			/* A write completed: its copies go out now (rec_completed()). */
-			if (r->kind == RQ_WRITE) {
-				e->collapsed_ns = s->now;
+		if (e && !r->overloaded) {
+			bool advanced = cdt_state_on_reply(&e->st, r->version, r->node, &next);
+
+			if (advanced)
+				e->st = next;
+			/* A pushed write's holders join as their RC_ACKs would (add_holders()). */
+			for (unsigned h = 0; r->through && h < r->ntargets; h++)
+				if (cdt_state_on_rc_ack(&e->st, r->version, s->targets[i][h],
+							e->home, &next))
+					e->st = next;
+			/* A write completed: the set is filled up now if short (rec_completed()).
+			 */
+			if (advanced && r->kind == RQ_WRITE) {
+				if (e->st.nreplicas == 1)
+					e->collapsed_ns = s->now;
 				replicate(s, e, e->st.completed);
 			}
 		}
@@ -658,9 +788,21 @@ static void done(struct sim *s, uint32_t i)
 	uint16_t id = r->node;
 	struct node *n = &s->node[id];
 	uint64_t link = s->p->link_us * NS_PER_US;
-	struct dir_entry *e = r->kind == RQ_WRITE ? NULL : dir_find(s, s->keyhash[r->key]);
+	struct dir_entry *e = s->dir_used ? dir_find(s, s->keyhash[r->key]) : NULL;
 	uint64_t *copy;
 
+	if (r->kind == RQ_WRITE && s->p->write_through && e && id == e->home &&
+	    (e->nholders || e->push_out)) {
+		/* Pushed: the worker stays with the write until its holders ack. */
+		if (r->start_ns >= s->measure_from)
+			n->served++;
+		n->bucket[s->bucket_at]++;
+		if (e->push_out)
+			q_push(s, &e->waiting, i);
+		else
+			push_start(s, e, i);
+		return;
+	}
 	n->busy--;
 	dig_meter_record(&s->nd[id].meter, (uint32_t)((s->now - r->rx_ns) / NS_PER_US));
 	switch (r->kind) {
@@ -683,6 +825,9 @@ static void done(struct sim *s, uint32_t i)
 		if (r->version == 0)
 			r->version = s->version[r->key];
 		if (s->version[r->key] != 0 && r->version == s->version[r->key]) {
+			/* The home records where it pushed: the next write's holders. */
+			for (unsigned t = 0; e && t < r->ntargets; t++)
+				holders_add(e, s->targets[i][t]);
 			for (unsigned t = 0; t < r->ntargets; t++) {
 				uint32_t c = req_new(s, RQ_RC_REQ, r->key);
 
@@ -703,6 +848,12 @@ static void done(struct sim *s, uint32_t i)
 			*copy = r->version;
 		at(s, s->now + link, EV_REPLY, i);
 		break;
+	case RQ_THROUGH:
+		/* A holder stores the pushed version and acks it to the home. */
+		if (e && (copy = copy_of(e, id, true)) && r->version >= *copy)
+			*copy = r->version;
+		at(s, s->now + link, EV_PUSH_ACK, i);
+		break;
 	case RQ_UNREPLICATE:
 		if (e && (copy = copy_of(e, id, false)))
 			*copy = 0;
@@ -710,6 +861,17 @@ static void done(struct sim *s, uint32_t i)
 		break;
 	}
 	start_jobs(s, id);
+}
+
+/* A pushed write is answered: its worker is free, its reply leaves for the switch. */
+static void write_reply(struct sim *s, uint32_t i)
+{
+	struct req *r = &s->req[i];
+	struct node *n = &s->node[r->node];
+
+	n->busy--;
+	dig_meter_record(&s->nd[r->node].meter, (uint32_t)((s->now - r->rx_ns) / NS_PER_US));
+	at(s, s->now + s->p->link_us * NS_PER_US, EV_REPLY, i);
 }
 
 /* nodes/report.c's loop: a digest when the emitter says so; the network may lose it. */
@@ -911,6 +1073,7 @@ int sim_params_default(struct sim_params *p, char *err, size_t errlen)
 	    .service_us = 1000,
 	    .service = SIM_SERVICE_EXP,
 	    .preload = true,
+	    .write_through = true,
 	    .link_us = 25,
 	    .queue_depth = cfg->node.queue_depth,
 	    .dir = cfg->directory,
@@ -1203,6 +1366,12 @@ int sim_run(const struct sim_params *p, struct sim_result *r, char *err, size_t 
 			break;
 		case EV_SHIFT:
 			shift(s);
+			break;
+		case EV_PUSH_ACK:
+			push_ack(s, ev.arg);
+			break;
+		case EV_PUSH_TIMEOUT:
+			push_timeout(s, ev.arg);
 			break;
 		}
 	}

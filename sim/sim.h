@@ -33,13 +33,14 @@ enum sim_service { SIM_SERVICE_FIXED, SIM_SERVICE_EXP };
 struct sim_params {
 	uint32_t nodes;
 	uint64_t keys;
-	char dist[64];	   /* --dist as `skewless bench` takes it */
-	char dynamic[64];  /* --dynamic "hot-in:T" or "" */
-	double read_ratio; /* 0..1 */
-	bool preload;	   /* every key exists at the start (else: once written) */
-	bool directory;	   /* the directory on (off: ring only) */
-	double seconds;	   /* simulated time measured */
-	double warmup;	   /* simulated seconds before measuring */
+	char dist[64];	    /* --dist as `skewless bench` takes it */
+	char dynamic[64];   /* --dynamic "hot-in:T" or "" */
+	double read_ratio;  /* 0..1 */
+	bool preload;	    /* every key exists at the start (else: once written) */
+	bool write_through; /* homes push a directory key's writes to its holders */
+	bool directory;	    /* the directory on (off: ring only) */
+	double seconds;	    /* simulated time measured */
+	double warmup;	    /* simulated seconds before measuring */
 	uint64_t seed;
 	uint32_t concurrency; /* closed loop: requests outstanding (0: open loop) */
 	double rate;	      /* open loop: Poisson arrivals per second */
