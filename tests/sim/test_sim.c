@@ -232,6 +232,40 @@ START_TEST(directory_balances_the_hot_keys)
 }
 END_TEST
 
+/*
+ * Write-through at 8 nodes, zipf 1.2, 5% writes: a pushed write leaves its
+ * holders in the set, so fewer directory reads find the set at the home
+ * alone than when every write collapses it until REPLICATE's copies are in.
+ */
+START_TEST(write_through_keeps_hot_keys_spread)
+{
+	struct sim_params p;
+	struct sim_result off, on;
+	char err[256];
+
+	ck_assert_int_eq(sim_params_default(&p, err, sizeof(err)), 0);
+	p.keys = 10000;
+	snprintf(p.dist, sizeof(p.dist), "zipf:1.2");
+	p.concurrency = 48;
+	p.seconds = 4;
+	p.write_through = false;
+	run(&p, &off);
+	p.write_through = true;
+	run(&p, &on);
+	ck_assert_uint_gt(off.dir_reads, 10000);
+	ck_assert_uint_gt(on.dir_reads, 10000);
+	double off_alone = (double)off.dir_reads_home_only / (double)off.dir_reads;
+	double on_alone = (double)on.dir_reads_home_only / (double)on.dir_reads;
+
+	if (!(on_alone < 0.7 * off_alone))
+		ck_abort_msg("home alone: %.3f with write-through, %.3f without", on_alone,
+			     off_alone);
+	ck_assert_double_lt(on.max_over_mean, 1.2);
+	sim_result_free(&off);
+	sim_result_free(&on);
+}
+END_TEST
+
 START_TEST(bad_parameters_are_refused)
 {
 	struct sim_params p;
@@ -293,6 +327,7 @@ int main(int argc, char **argv)
 	tcase_add_test(exact, ring_only_1024_nodes_zipf_099);
 	tcase_set_timeout(exact, 300);
 	tcase_add_test(model, directory_balances_the_hot_keys);
+	tcase_add_test(model, write_through_keeps_hot_keys_spread);
 	tcase_add_test(model, bad_parameters_are_refused);
 	tcase_set_timeout(model, 300);
 	suite_add_tcase(s, exact);
