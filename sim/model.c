@@ -75,6 +75,7 @@ enum ev_type {
 	EV_SHIFT,	   /* the hot set moves (--dynamic hot-in) */
 	EV_PUSH_ACK,	   /* a holder's RC_ACK of a write-through push reaches the home */
 	EV_PUSH_TIMEOUT,   /* a home stops waiting for its holders (arg: the entry) */
+	EV_WAIT_TIMEOUT,   /* a write stops waiting for its key's push (arg: the write) */
 };
 
 enum req_kind { RQ_READ, RQ_WRITE, RQ_REPLICATE, RQ_RC_REQ, RQ_UNREPLICATE, RQ_THROUGH };
@@ -90,6 +91,8 @@ struct req {
 	uint8_t overloaded;
 	uint8_t ntargets; /* REPLICATE: its targets; a pushed write's reply: its holders */
 	uint8_t through;  /* a write's reply lists the holders that confirmed it */
+	uint8_t waiting;  /* a write waiting for its key's push to end, until wait_until */
+	uint64_t wait_until;
 };
 
 struct queue {
@@ -517,6 +520,30 @@ static void holders_add(struct dir_entry *e, uint16_t node)
 
 static void write_reply(struct sim *s, uint32_t i);
 
+/* How long a home waits, for its holders or for the key's push before its own
+ * (nodes/repl.c through_wait_ms(): REPL_THROUGH_WAIT_MS, 50, plus three service times). */
+static uint64_t through_wait_ns(const struct sim *s)
+{
+	return 50 * NS_PER_MS + 3ull * s->p->service_us * NS_PER_US;
+}
+
+/* A write waits for its key's push to end, holding its worker, at most through_wait_ns(). */
+static void wait_for_push(struct sim *s, struct dir_entry *e, uint32_t i)
+{
+	s->req[i].waiting = 1;
+	s->req[i].wait_until = s->now + through_wait_ns(s);
+	q_push(s, &e->waiting, i);
+	at(s, s->req[i].wait_until, EV_WAIT_TIMEOUT, i);
+}
+
+/* An unpushed write: the home applies it and answers (the set falls to {home}). */
+static void write_unpushed(struct sim *s, uint32_t i)
+{
+	s->version[s->req[i].key]++;
+	s->req[i].version = s->version[s->req[i].key];
+	write_reply(s, i);
+}
+
 /* The home pushes write i of e's key to its holders and waits for their acks. */
 static void push_start(struct sim *s, struct dir_entry *e, uint32_t i)
 {
@@ -539,8 +566,7 @@ static void push_start(struct sim *s, struct dir_entry *e, uint32_t i)
 		at(s, s->now + link, EV_AT_NODE, c);
 		e->push_sent++;
 	}
-	/* REPL_THROUGH_WAIT_MS (50) plus three service times. */
-	e->push_deadline = s->now + 50 * NS_PER_MS + 3ull * s->p->service_us * NS_PER_US;
+	e->push_deadline = s->now + through_wait_ns(s);
 	at(s, e->push_deadline, EV_PUSH_TIMEOUT, (uint32_t)(e - s->dir));
 }
 
@@ -565,13 +591,12 @@ static void push_end(struct sim *s, struct dir_entry *e)
 	while (e->waiting.len) {
 		uint32_t w = q_pop(s, &e->waiting);
 
+		s->req[w].waiting = 0;
 		if (e->nholders) {
 			push_start(s, e, w);
 			break;
 		}
-		s->version[s->req[w].key]++;
-		s->req[w].version = s->version[s->req[w].key];
-		write_reply(s, w);
+		write_unpushed(s, w);
 	}
 	start_jobs(s, home);
 }
@@ -593,6 +618,36 @@ static void push_ack(struct sim *s, uint32_t i)
 			push_end(s, e);
 	}
 	req_free(s, i);
+}
+
+/*
+ * A write waited through_wait_ns() for its key's push (through_push_begin()
+ * timed out): answered without a push, its worker free again.
+ */
+static void wait_timeout(struct sim *s, uint32_t i)
+{
+	struct req *r = &s->req[i];
+
+	if (i >= s->nreq || r->kind != RQ_WRITE || !r->waiting || r->wait_until != s->now)
+		return;
+	struct dir_entry *e = dir_find(s, s->keyhash[r->key]);
+	uint16_t home = r->node;
+
+	/* Out of the entry's waiting list (a short one: writes of one key). */
+	if (e) {
+		struct queue rest = {0};
+
+		while (e->waiting.len) {
+			uint32_t w = q_pop(s, &e->waiting);
+
+			if (w != i)
+				q_push(s, &rest, w);
+		}
+		e->waiting = rest;
+	}
+	r->waiting = 0;
+	write_unpushed(s, i);
+	start_jobs(s, home);
 }
 
 static void push_timeout(struct sim *s, uint32_t slot)
@@ -798,7 +853,7 @@ static void done(struct sim *s, uint32_t i)
 			n->served++;
 		n->bucket[s->bucket_at]++;
 		if (e->push_out)
-			q_push(s, &e->waiting, i);
+			wait_for_push(s, e, i);
 		else
 			push_start(s, e, i);
 		return;
@@ -1372,6 +1427,9 @@ int sim_run(const struct sim_params *p, struct sim_result *r, char *err, size_t 
 			break;
 		case EV_PUSH_TIMEOUT:
 			push_timeout(s, ev.arg);
+			break;
+		case EV_WAIT_TIMEOUT:
+			wait_timeout(s, ev.arg);
 			break;
 		}
 	}
