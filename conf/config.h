@@ -162,6 +162,8 @@ struct cfg {
 	uint16_t nagents;
 	struct cfg_agent_host agents[CFG_MAX_AGENTS];
 	uint64_t ring_version;
+	uint32_t ramp_ms;	    /* a ring change activates its moved arcs over this time */
+	uint32_t warmup_keys_per_s; /* warm-up rate of each previous home */
 	struct cfg_directory directory;
 	struct cfg_digest digest;
 	struct cfg_sync sync;

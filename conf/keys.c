@@ -229,8 +229,9 @@ const struct cfg_key cfg_keys[] = {
 	     "switch learns the host's MAC for all of them",
 	     .flags = CFG_REQUIRED),
     KEY_UINT(NODE, "port", port, 1, 65535, CFG_DEFAULT_PORT, "the node's UDP port"),
-    KEY_UINT(NODE, "weight", weight, 1, 100, 1,
-	     "ring points = twemproxy's `floor(w/W * 40 * n) * 4`"),
+    KEY_UINT(NODE, "weight", weight, 0, 100, 1,
+	     "ring points = twemproxy's `floor(w/W * 40 * n) * 4`; 0: in the cluster but in "
+	     "no arc of the ring (a node leaving, kept until it has drained)"),
     KEY_STRING(NODE, "data_dir", data_dir, NULL, "RocksDB directory", .derive = node_data_dir,
 	       .def_doc = "/var/lib/skewless/<name>"),
 
@@ -239,7 +240,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_IPV4(AGENT_HOST, "ip", ip, "the host's address", .flags = CFG_REQUIRED),
 
     KEY_UINT(RING, "version", ring_version, 1, UINT32_MAX, 1,
-	     "the ring's version (not on the wire)"),
+	     "the ring's version: `cdtctl ring apply` takes a config only with a higher one"),
+    KEY_UINT(RING, "ramp_ms", ramp_ms, 0, 3600000, 10000,
+	     "a ring change activates its moved arcs over this time (a joining node's weight "
+	     "ramps from 0)"),
+    KEY_UINT(RING, "warmup_keys_per_s", warmup_keys_per_s, 1, 1000000, 5000,
+	     "keys per second each previous home pushes to the new homes in a ring change"),
 
     KEY_BOOL(DIRECTORY, "enabled", enabled, true, "false: ring only"),
     KEY_UINT(DIRECTORY, "max_keys", max_keys, 1, 65535, 1024, "cap on directory entries"),

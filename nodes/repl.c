@@ -37,6 +37,20 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
+/*
+ * The version readers see at the home: while a write-through of the key is
+ * out, the one before it (that write is not complete until the switch has its reply).
+ */
+static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t current)
+{
+	static __thread uint8_t scratch[THROUGH_MAX_VALUE];
+	struct store_record before;
+
+	return through_while_pushing(n->through, keyhash, &before, scratch, sizeof(scratch))
+		   ? before.version
+		   : current;
+}
+
 void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
 {
 	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
@@ -54,7 +68,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 	if (home) {
 		node_count(n, NODE_CTR_moved);
-		node_reply_moved(rep, home);
+		node_reply_moved(n, rep, home);
 		return;
 	}
 	node_count(n, NODE_CTR_replicate);
@@ -68,7 +82,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		return;
 	}
 	rep->status = rc ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
-	rep->version = rc ? rec.version : 0;
+	rep->version = visible_version(n, m->keyhash, rc ? rec.version : 0);
 	/*
 	 * Push only the exact version the switch saw complete (0: whatever is
 	 * current). A newer local version, or a write in progress, means a newer

@@ -14,7 +14,7 @@ fi
 mkdir -p build/fuzz/corpus
 clang -g -O1 -fsanitize=fuzzer,address,undefined -Iproto \
 	tests/fuzz/fuzz_wire.c proto/wire.c proto/ops.c proto/payload.c proto/digest_codec.c \
-	proto/sync.c proto/auth.c -lcrypto -o build/fuzz/fuzz_wire
+	proto/sync.c proto/ringmsg.c proto/auth.c -lcrypto -o build/fuzz/fuzz_wire
 build/fuzz/fuzz_wire -max_total_time="$seconds" -max_len=2048 -print_final_stats=1 \
 	build/fuzz/corpus 2>build/fuzz/log.txt || { tail -40 build/fuzz/log.txt; exit 1; }
 grep -E 'stat::number_of_executed_units' build/fuzz/log.txt || true

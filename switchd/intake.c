@@ -21,6 +21,7 @@
 #include "fmt.h"
 #include "health.h"
 #include "log.h"
+#include "members.h"
 #include "reconcile.h"
 #include "switchd.h"
 
@@ -156,7 +157,15 @@ static void take_digests(struct sw *sw, uint64_t now)
 	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
 		size_t len;
 		const uint8_t *p = udp_payload(sw, m, &len);
+		struct wire_msg ring_reply;
 
+		if (len > WIRE_OFF_OP && p[WIRE_OFF_OP] == (WIRE_OP_RING | WIRE_REPLY)) {
+			/* A node's answer to a ring change (pipeline.c checked its source). */
+			if (wire_decode(p, len, &ring_reply) == WIRE_OK)
+				members_take_reply(sw, &ring_reply);
+			rte_pktmbuf_free(m);
+			continue;
+		}
 		if (!on_node_port(sw, m, wire_get16(p + WIRE_OFF_NODE))) {
 			sw->ctl_counters[SW_CNT_DROP_DIGEST_PORT]++;
 			rte_pktmbuf_free(m);

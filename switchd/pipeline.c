@@ -375,9 +375,11 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	_Static_assert(WIRE_OPS_SW_CONTROL ==
 			   (WIRE_OPS_ONE(WIRE_OP_DIGEST) | WIRE_OPS_ONE(WIRE_OP_SYNC)),
 		       "the control thread takes DIGEST and SYNC");
-	_Static_assert(WIRE_OPS_SW_REPLIES == (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
-					       WIRE_OPS_ONE(WIRE_OP_UNREPLICATE)),
-		       "replies: of data ops (forwarded) and of REPLICATE, UNREPLICATE (consumed)");
+	_Static_assert(WIRE_OPS_SW_REPLIES ==
+			   (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
+			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
+		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
+		       "of RING (the control thread's)");
 	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
 		return K_REQUEST; /* most datagrams */
 	switch (op) {
@@ -392,6 +394,20 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_REPLICATE | WIRE_REPLY:
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
+	case WIRE_OP_RING | WIRE_REPLY:
+		/* A node's answer to a ring change (members.c), through the digests' ring. */
+		p->m->port = in_port;
+		if (!from_node(sw, p)) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		if (sw->keyed && !authentic(w, p)) /* counted by authentic() */
+			return K_DONE;
+		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		return K_DONE;
 	case WIRE_OP_DIGEST:
 		/* Only from the address of the node it names (intake.c checks the port). */
 		if (!from_node(sw, p)) {
@@ -688,7 +704,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		return;
 	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
-	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
 	if (!is_read)
 		target = home;
 	else if (may_spread(sw, e, now_tsc)) {
@@ -744,21 +760,40 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 }
 
 /*
- * A reply or RC_ACK names the node it comes from: when the source address
- * agrees, refresh that node's neighbour entry and return true; otherwise drop it.
+ * The node a reply or RC_ACK comes from: the one its `node` field names, when
+ * it comes from that node's configured address. A MOVED reply names the key's
+ * home there instead (a replica sending a reader home), so its sender is the
+ * node whose address and port it comes from (a rare answer: the search costs
+ * the rest nothing). 0: from no node.
  */
-static inline bool accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t in_port,
-				    uint32_t now_s)
+static uint16_t sender_node(const struct sw *sw, const struct pkt *p)
+{
+	if (p->msg.status != WIRE_ST_MOVED || !(p->msg.op & WIRE_REPLY))
+		return from_node(sw, p) ? p->msg.node : 0;
+	for (uint16_t id = 1; id <= CFG_MAX_NODES; id++)
+		if (sw->node_ip_be[id] == p->ip->src_addr &&
+		    sw->node_port_be[id] == p->udp->src_port)
+			return id;
+	return 0;
+}
+
+/*
+ * Take a reply or RC_ACK from a node: refresh that node's neighbour entry and
+ * return its id, or drop it (0) when it comes from no node.
+ */
+static inline uint16_t accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+					uint32_t now_s)
 {
 	struct sw *sw = w->sw;
+	uint16_t node = sender_node(sw, p);
 
-	if (!from_node(sw, p)) {
+	if (!node) {
 		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
-		return false;
+		return 0;
 	}
 	l2_nb_learn(sw->l2, rte_be_to_cpu_32(p->ip->src_addr), p->eth->src_addr.addr_bytes,
 		    (uint8_t)in_port, now_s, false);
-	return true;
+	return node;
 }
 
 /* Apply a directory event to e from this worker, counting lost races, updates and failures. */
@@ -828,15 +863,16 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	const struct wire_msg *msg = &p->msg;
 	uint8_t mac[6], out;
 	bool in_dir;
-	uint16_t flags;
+	uint16_t flags, sender;
 	rte_be32_t ret_ip;
 	rte_be16_t ret_port;
 
 	CNT(w, SW_CNT_REPLIES);
-	if (!accept_from_node(w, p, in_port, now_s))
+	sender = accept_from_node(w, p, in_port, now_s);
+	if (!sender)
 		return;
 	if (p->kind == K_REPLY)
-		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
+		scores_inflight_dec(&sw->scores, w->index, sender, now_tsc);
 	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
 		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
@@ -902,7 +938,7 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
-	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), p->msg.keyhash);
 	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
 	if (may_spread(sw, e, now_tsc)) {
 		st = cdt_entry_state(e);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|spoof
+usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|spoof|
+       membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -29,6 +30,14 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                DIGEST and SYNC (raw sockets, forged sources) change no value,
                replica set, health or lease, each counted by its reason
                (two peer switches, one-arm)
+  membership   add a 9th node under load (cdtctl ring apply), then remove n3
+               (weight 0): no acknowledged write lost, the history (and a final
+               read pass) linearizable, errors rare and only while a change
+               runs (one-arm)
+  membership-restart  add a 9th node and kill -9 the switch in the middle of
+               the ramp: restarted, `cdtctl ring resume` completes the change;
+               nothing acknowledged lost, the history linearizable (one-arm,
+               under a cluster key)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
@@ -673,6 +682,266 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
+def ring_change(tb, edit, t0, events, interrupt=None):
+    """Rewrite the private config with edit(cfg) and a ring.version one higher (every
+    process reads that one file: agents and nodes reload it), start the nodes it adds
+    (testbed.sh start: --join), apply it, and wait until the switch says the change is
+    complete. Appends (name, start, end) to events, times relative to t0."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    before = {n["name"] for n in cfg["nodes"]}
+    cfg.setdefault("ring", {})["version"] = cfg.get("ring", {}).get("version", 1) + 1
+    edit(cfg)
+    tmp = tb.config + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=1)
+    os.replace(tmp, tb.config)
+    for n in cfg["nodes"]:
+        if n["name"] not in before:
+            tb.testbed("start", n["name"])
+            log(f"{n['name']} started (--join) at {time.monotonic() - t0:.1f} s")
+    start = time.monotonic() - t0
+    r = tb.cdtctl("ring", "apply", tb.config)
+    log(f"ring apply version {r['version']}: {r['arcs']} arcs move"
+        f" ({100 * r['moved_share']:.1f}% of the keyspace) at {start:.1f} s")
+    if interrupt:
+        interrupt()
+    wait_stable(tb, t0, start, events)
+
+
+def wait_stable(tb, t0, start, events):
+    """Wait (60 s at most) until the switch says the change is complete."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        show = tb.cdtctl("ring", "show")
+        if show["state"] == "stable":
+            break
+        time.sleep(0.2)
+    end = time.monotonic() - t0
+    check(show["state"] == "stable", f"ring version {show['version']} complete in"
+          f" {end - start:.1f} s ({show['ring_sent']} RING sent, {show['rehomed']} hot keys"
+          f" re-homed)")
+    events.append((f"v{show['version']}", start, end, show["rehomed"]))
+
+
+def lost_acked(histories):
+    """Keys whose last acknowledged write is newer than every read after the run
+    (the final read-only pass): acknowledged writes that were lost."""
+    last_write, final_read = {}, {}
+    for path, final in histories:
+        with open(path) as f:
+            for line in f:
+                op = json.loads(line)
+                if op["status"] not in ("OK", "NOT_FOUND"):
+                    continue
+                if not final and op["op"] in ("put", "del"):
+                    last_write[op["key"]] = max(last_write.get(op["key"], 0), op["version"])
+                if final and op["op"] == "get":
+                    final_read[op["key"]] = max(final_read.get(op["key"], 0), op["version"])
+    return sorted(k for k, v in last_write.items() if k in final_read and final_read[k] < v), \
+        sum(1 for k in last_write if k not in final_read)
+
+
+def membership_report(tb, s, final, history, events, keys):
+    """The figures bench/membership.sh prints; checks for the e2e."""
+    moved = 0
+    old_cfg = dict(tb.cfg)
+    with open(tb.config) as f:
+        new_cfg = json.load(f)
+    names = [f"key:{i}" for i in range(keys)]
+    # Homes under the first and the last config: keys that moved at least once.
+    first_path = os.path.join(tb.dir, "first.json")
+    with open(first_path, "w") as f:
+        json.dump(old_cfg, f)
+    r1 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", first_path,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    r2 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", tb.config,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    h1 = [line.split()[-1] for line in r1.stdout.splitlines()]
+    h2 = [line.split()[-1] for line in r2.stdout.splitlines()]
+    moved = sum(1 for a, b in zip(h1, h2) if a != b)
+    migrated = 0
+    for n in new_cfg["nodes"]:
+        try:
+            os.kill(tb.pid(n["name"]), signal.SIGUSR1)
+        except OSError:
+            continue
+    time.sleep(0.5)
+    for n in new_cfg["nodes"]:
+        try:
+            with open(os.path.join(tb.run_dir, "data", n["name"], "counters")) as f:
+                c = dict(line.split() for line in f if len(line.split()) == 2)
+            migrated += int(c.get("mig_pushed", 0)) + int(c.get("mig_read_through", 0))
+        except OSError:
+            pass
+    lost, unread = lost_acked([(history, False), (final, True)])
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history, final], capture_output=True, text=True, timeout=300)
+    print(r.stdout.strip())
+    seconds = sum(e[2] - e[1] for e in events)
+    errors = s["errors"]
+    print(f"ops={s['ops']} errors={errors} moved_keys={moved} migrated={migrated}"
+          f" seconds_to_migrate={seconds:.1f} lost_acked={len(lost)}"
+          f" linearizable={'yes' if r.returncode == 0 else 'no'}", flush=True)
+    return lost, unread, r.returncode == 0
+
+
+def scenario_membership(tb):
+    """Add a 9th node under load, then remove another (one-arm): 0 acknowledged
+    writes lost, the history linearizable, errors only inside the changes."""
+    tb.up()
+    keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
+    events = []
+    # A bad config is one clear line and changes nothing: the same ring version.
+    bad_path = os.path.join(tb.dir, "bad.json")
+    shutil.copy(tb.config, bad_path)
+    r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                        "ring", "apply", bad_path], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+          and "ring.version" in r.stderr and tb.cdtctl("ring", "show")["state"] == "stable",
+          f"a config without a higher ring.version is refused: {r.stderr.strip()}")
+    # Hot keys: 64 pinned directory entries, some of whose homes move.
+    pinned = [f"key:{i}" for i in range(64)]
+    r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                        "cdt", "pin", *pinned, "--replicas", "3"], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0, f"{len(pinned)} keys pinned in the directory {r.stderr.strip()}")
+
+    def add_then_remove(t0):
+        time.sleep(3)
+
+        def add(cfg):
+            ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+            cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                     ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                     data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+        ring_change(tb, add, t0, events)
+        time.sleep(2)
+
+        def remove(cfg):
+            for n in cfg["nodes"]:
+                if n["name"] == "n3":
+                    n["weight"] = 0
+        ring_change(tb, remove, t0, events)
+
+    s, history = run_bench(tb, "membership", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "7"],
+        add_then_remove)
+    check(len(events) == 2, "both ring changes ran during the load")
+    for t in s["timeline"]:
+        log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
+    # Every key read after the changes: the writes acknowledged must all be there.
+    f, final = run_bench(tb, "membership-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "8"])
+    keep = os.environ.get("SKL_MEMBERSHIP_HISTORY")
+    if keep:
+        shutil.copy(history, keep)
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    entries = {e["key"]: e for e in tb.cdtctl("cdt", "show")["entries"]}
+    homes = tb.homes(pinned)
+    wrong = [k for k in pinned if k not in entries or entries[k]["home"] != homes[k]
+             or not entries[k]["pinned"]]
+    check(sum(e[3] for e in events) > 0 and not wrong,
+          f"hot keys follow: {sum(e[3] for e in events)} directory entries re-homed, every"
+          f" pinned key still in the directory at its new home (wrong: {wrong[:5]})")
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    # On this shared 2-core machine a stalled process costs a few timeouts (the agent
+    # then fails fast for a moment): those, and nothing else, are tolerated.
+    final_bad = {k: v for k, v in f["status"].items() if k not in ("OK", "NOT_FOUND")}
+    check(set(final_bad) <= {"TIMEOUT", "UNAVAILABLE"} and f["errors"] <= f["ops"] // 100,
+          f"after the changes reads succeed (no MOVED, errors only timeouts: {final_bad})")
+    check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
+          f" {unread} written keys not read by the final pass)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+    # Errors only inside the documented windows: while a change ran (+1 s).
+    bad = []
+    t_base = None
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            t_base = op["invoke_ns"] if t_base is None else min(t_base, op["invoke_ns"])
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            if op["status"] in ("OK", "NOT_FOUND"):
+                continue
+            t = (op["complete_ns"] - t_base) / 1e9
+            bad.append((t, op["status"]))
+    outside = [b for b in bad if not any(e[1] - 1 <= b[0] <= e[2] + 1 for e in events)]
+    log(f"errors: {len(bad)} ({sorted({b[1] for b in bad})}), outside the changes: {outside[:5]}")
+    # 0.01% to 0.9% in runs on the shared 2-core machine, nearly all inside the
+    # changes (a read-through's 3 x 20 ms to a previous home held off the CPU).
+    check(len(bad) <= s["ops"] // 50, f"errors are rare: {len(bad)} of {s['ops']} (limit 2%)")
+    # MOVED (both homes not yet at one epoch) is the change's own window; outside
+    # it only the machine's stalls show (timeouts, the agent's fail-fast after them).
+    check(all(b[1] in ("TIMEOUT", "UNAVAILABLE") for b in outside),
+          f"outside the changes no error but timeouts: {outside[:5]}")
+
+
+def scenario_membership_restart(tb):
+    """Add a 9th node under load and kill -9 the switch in the middle of the ramp:
+    restarted (with the new config), it resumes the change from the config it
+    started from (`cdtctl ring resume`); nothing acknowledged is lost. Under a
+    cluster key (auth.key_file): RING, FETCH and MIGRATE all travel sealed."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    fd = os.open(os.path.join(tb.dir, "cluster.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (os.urandom(32).hex() + "\n").encode())
+    os.close(fd)
+    cfg["auth"] = {"key_file": "cluster.key"}
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
+    tb.up()
+    keys, conc, duration = 2000, 8, 24
+    events = []
+    first = os.path.join(tb.dir, "first.json")
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    with open(first, "w") as f:
+        json.dump(cfg, f, indent=1)
+
+    def add(cfg):
+        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+
+    def kill_and_resume():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and tb.cdtctl("ring", "show")["active"] < 20:
+            time.sleep(0.1)
+        show = tb.cdtctl("ring", "show")
+        os.kill(tb.pid(tb.switch), signal.SIGKILL)
+        log(f"kill -9 {tb.switch} with {show['active']} of {show['arcs']} arcs active")
+        tb.start_watching(tb.switch)
+        check(tb.cdtctl("ring", "show")["state"] == "stable",
+              "the restarted switch runs its config's ring and drives nothing")
+        r = tb.cdtctl("ring", "resume", first)
+        log(f"ring resume from the first config: {r['state']}, {r['arcs']} arcs")
+
+    def during(t0):
+        time.sleep(3)
+        ring_change(tb, add, t0, events, kill_and_resume)
+
+    s, history = run_bench(tb, "restart", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "9"], during)
+    check(len(events) == 1, "the change completed during the load")
+    f, final = run_bench(tb, "restart-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "10"])
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    bad = {k: v for k, v in s["status"].items() if k not in ("OK", "NOT_FOUND")}
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    check(set(bad) <= {"TIMEOUT", "UNAVAILABLE", "MOVED"},
+          f"errors only of the kill and the change: {bad or 'none'}")
+    check(not lost, f"no acknowledged write lost ({lost[:5]}; {unread} keys not read back)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+
+
 def scenario_spoof(tb):
     """With a cluster key (auth.key_file), spoofed control datagrams from the
     agent's namespace change nothing: REPLICATE, UNREPLICATE, RC_ACK, DIGEST
@@ -900,6 +1169,8 @@ for src, dst, hexd, count in spec["plan"]:
 
 
 SCENARIOS = {
+    "membership-restart": ("testbed-onearm.json", scenario_membership_restart),
+    "membership": ("testbed-onearm.json", scenario_membership),
     "ops": ("testbed.json", scenario_ops),
     "malformed": ("testbed.json", scenario_malformed),
     "node-kill": ("testbed.json", scenario_node_kill),

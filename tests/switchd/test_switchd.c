@@ -315,7 +315,7 @@ static void teardown(void)
 
 static uint16_t home_of(const char *key)
 {
-	return ring_home(&sw.ring, keyhash(key, strlen(key)));
+	return ring_home(sw.ring, keyhash(key, strlen(key)));
 }
 
 /* ---- Tests. ------------------------------------------------------------------------------ */
@@ -972,6 +972,42 @@ START_TEST(write_through_reply_and_stamped_reads)
 		}
 	}
 	ck_assert_uint_eq(got, 1);
+}
+END_TEST
+
+/* A replica's MOVED names the home: it is taken from the replica (its address) and forwarded. */
+START_TEST(moved_from_a_replica_forwarded)
+{
+	uint16_t home = home_of("w"), replica = home == 1 ? 2 : 1;
+	uint8_t buf[2048], mac[6];
+	struct wire_msg msg = {
+	    .op = WIRE_OP_GET | WIRE_REPLY,
+	    .status = WIRE_ST_MOVED,
+	    .req_id = 0x0000000700000001ull,
+	    .keyhash = keyhash("w", 1),
+	    .node = home,
+	    .ret_ip = CLIENT_IP,
+	    .ret_port = CLIENT_PORT,
+	    .key_len = 1,
+	    .key = (const uint8_t *)"w",
+	};
+	int len = wire_encode(&msg, buf, sizeof(buf));
+
+	ck_assert_int_gt(len, 0);
+	inject(0, 0, request(WIRE_OP_GET, "w", NULL)); /* the switch learns the client */
+	run();
+	ck_assert_uint_eq(drain(home), 1);
+	node_mac(replica, mac);
+	inject(replica, 0,
+	       frame(mac, vip_mac, 0x0a4d0000u + replica, VIP, SVC, SVC, buf, (size_t)len));
+	run();
+	ck_assert_uint_eq(drain(0), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 0);
+	/* From an address that is no node's: dropped. */
+	inject(replica, 0, frame(mac, vip_mac, 0x0a4d0077u, VIP, SVC, SVC, buf, (size_t)len));
+	run();
+	ck_assert_uint_eq(drain_all(), 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 1);
 }
 END_TEST
 
@@ -1684,6 +1720,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
 	tcase_add_test(tc, write_through_reply_and_stamped_reads);
+	tcase_add_test(tc, moved_from_a_replica_forwarded);
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, telemetry_rows_match_the_socket);
