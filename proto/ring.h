@@ -20,7 +20,9 @@
 #include "keyhash.h"
 
 #define RING_POINTS_PER_SERVER 160
-#define RING_MAX_NODES 256
+/* The daemons' rings hold at most CFG_MAX_NODES (255, the wire's node ids);
+ * the simulator (sim/) builds rings of up to 1024 nodes. */
+#define RING_MAX_NODES 1024
 #define RING_MAX_NAME 64
 #define RING_TABLE_BITS 16
 #define RING_NO_NODE 0xffffu

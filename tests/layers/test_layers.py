@@ -18,22 +18,29 @@ SOURCES = (".c", ".h")
 
 
 def layer_table(design):
-    """{folder: set of folders it may use} from the Layers section's table."""
+    """{folder: set of folders it may use} from the Layers section's table,
+    and {folder: {used folder: the only headers of it the folder may include}}
+    from headers named in parentheses after a used folder: `base (`clock.h` only)`."""
     section = re.search(r"^## \d+\. Layers\n(.*?)(?=^## |\Z)", design, re.M | re.S)
     if not section:
         sys.exit("test_layers: docs/design.md has no Layers section")
-    allowed = {}
+    allowed, only = {}, {}
     for row in re.finditer(r"^\|\s*\d+\s*\|\s*`([\w/<>]+)/`\s*\|([^|]*)\|", section.group(1), re.M):
         folder, may = row.group(1), row.group(2)
         if "<" in folder:  # tests/<module>: checked as its module's tests, below
             continue
         uses = set()
         if "nothing" not in may:
-            uses = {w for w in re.findall(r"[a-z]+", may.split("(")[0]) if w != "and"}
+            bare = re.sub(r"\([^)]*\)", "", may)
+            uses = {w for w in re.findall(r"[a-z]+", bare) if w != "and"}
         allowed[folder] = uses
+        for used, inside in re.findall(r"([a-z]+)\s*\(([^)]*)\)", may):
+            headers = set(re.findall(r"`([\w.]+\.h)`", inside))
+            if headers and used in uses:
+                only.setdefault(folder, {})[used] = headers
     if not allowed:
         sys.exit("test_layers: the Layers section has no table rows")
-    return allowed
+    return allowed, only
 
 
 def project_files(folder):
@@ -44,7 +51,7 @@ def project_files(folder):
 
 def main():
     with open(os.path.join(ROOT, "docs", "design.md")) as f:
-        allowed = layer_table(f.read())
+        allowed, only = layer_table(f.read())
     # Which folder each header lives in, and which folder declares each dependency.
     home_of_header, home_of_dep = {}, {}
     for folder in allowed:
@@ -73,6 +80,12 @@ def main():
                     homes = home_of_header.get(os.path.basename(header), set())
                     if homes and not homes & ok:
                         bad.append(f"{rel}: includes {header} ({'/'.join(sorted(homes))}/)")
+                    elif homes and folder not in homes:
+                        # A folder named with a header list may be used through those alone.
+                        limits = [only[folder][h] for h in homes & ok if h in only.get(folder, {})]
+                        if limits and all(os.path.basename(header) not in hs for hs in limits):
+                            bad.append(f"{rel}: includes {header}, not among the headers "
+                                       f"docs/design.md lets it use")
             elif os.path.basename(path) == "meson.build":
                 for dep in sorted(set(re.findall(r"\b(\w+_dep)\b", text))):
                     home = home_of_dep.get(dep)
