@@ -855,6 +855,8 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			continue;
 		keys[nk] = &p->msg.keyhash;
 		sigs[nk] = cdt_sig(p->msg.keyhash);
+		/* Read in pass 2 by every key the directory does not hold. */
+		ring_home_prefetch(&sw->ring, p->msg.keyhash);
 		nk++;
 	}
 	if (nk == 0)
