@@ -138,6 +138,7 @@ run_switchd() { # NODES [PCAP] -> prints "mpps busy_cpp hz"
 	hz=$(stat 's["tsc_hz"]')
 	drops=$(($(stat 'sum(s["drops"].values())') - d0))
 	kill -INT "$SW_PID"; wait "$SW_PID" || true; SW_PID=
+	[ "$c1" != "$c0" ] || echo "fastpath.sh: warning: switchd forwarded nothing in ${SECS} s (nodes=$n; worker starved?)" >&2
 	[ "$drops" = 0 ] || echo "fastpath.sh: warning: switchd dropped $drops frames while measured (nodes=$n)" >&2
 	python3 -c "print('%.3f %.1f %s' % (($c1-$c0)/($t1-$t0)/1e6, ($b1-$b0)/max(1,$p1-$p0), $hz))"
 }
@@ -175,6 +176,7 @@ run_l3fwd() { # -> prints mpps
 	sleep "$SECS"
 	t1=$(date +%s.%N); c1=$(l3fwd_tx)
 	kill -INT "$L3_PID"; wait "$L3_PID" || true; L3_PID=
+	[ "$c1" != "$c0" ] || echo "fastpath.sh: warning: l3fwd forwarded nothing in ${SECS} s (worker starved?)" >&2
 	python3 -c "print('%.3f' % (($c1-$c0)/($t1-$t0)/1e6))"
 }
 
@@ -198,7 +200,8 @@ print("%.3f" % ((tx[1] - tx[0]) / float(sys.argv[2]) / 1e6))
 PY
 }
 
-cpp() { python3 -c "print('%.0f' % ($HZ/($1*1e6)))"; } # MPPS -> cycles/packet (wall)
+# MPPS -> cycles/packet (wall); "-" when nothing was forwarded (a starved worker).
+cpp() { python3 -c "print('%.0f' % ($HZ/($1*1e6)) if $1 > 0 else '-')"; }
 median() { python3 -c "import statistics, sys; print('%.6g' % statistics.median(map(float, sys.argv[1:])))" "$@"; }
 
 echo "fast path: 1 worker lcore, net_pcap (2048 keys, 1000 flows, infinite_rx) -> net_null, ${SECS} s per run"
@@ -219,4 +222,4 @@ read -r SWR CPPR _ < <(run_switchd 8 rep.pcap)
 echo "switchd   8 nodes, replies to the same:  ${SWR} Mpps, $(cpp "$SWR") cycles/packet (wall), ${CPPR} cycles/packet (busy polls)"
 TP=$(run_testpmd)
 echo "testpmd macswap, same vdevs and pcap: ${TP} Mpps, $(cpp "$TP") cycles/packet (wall)"
-echo "switchd_mpps=${SW8} l3fwd_mpps=${L3} testpmd_mpps=${TP} ratio=$(python3 -c "print('%.2f' % ($SW8/$L3))")"
+echo "switchd_mpps=${SW8} l3fwd_mpps=${L3} testpmd_mpps=${TP} ratio=$(python3 -c "print('%.2f' % ($SW8/$L3) if $L3 > 0 else 'nan')")"
