@@ -86,6 +86,7 @@ struct req {
 	uint16_t target;
 	uint16_t home;
 	uint32_t ttl_ms;
+	uint64_t stamp; /* GET: the version a HINT said to read (0: any) */
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
 	uint16_t key_len;
@@ -415,7 +416,7 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 	    .flags = flags,
 	    .req_id = r->req_id,
 	    .keyhash = r->keyhash,
-	    .version = op == WIRE_OP_PUT ? r->ttl_ms : 0,
+	    .version = op == WIRE_OP_PUT ? r->ttl_ms : op == WIRE_OP_GET ? r->stamp : 0,
 	    .node = node,
 	    .key_len = r->key_len,
 	    .val_len = with_value ? r->val_len : 0,
@@ -519,6 +520,8 @@ static void dispatch(struct skl_agent *a, struct req *r)
 	bool is_read = r->op == WIRE_OP_GET;
 	bool via_switch = a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
 	const struct rc_entry *e;
+
+	r->stamp = 0;
 
 	if (is_read && a->mode == CFG_MODE_HINT &&
 	    r->consistency == CFG_RELAXED) {
@@ -821,6 +824,8 @@ static void on_hint_reply(struct skl_agent *a, struct req *r, const struct wire_
 		go_node(a, r, r->home, false);
 		return;
 	}
+	/* The node serves the version the switch has seen complete (docs/design.md section 5). */
+	r->stamp = hint.version;
 	/* Linearizable: the answer serves this read only; relaxed: cache it. */
 	if (r->consistency == CFG_RELAXED)
 		rc_insert(&a->rc, r->keyhash, id, RC_ROUTE, a->now);

@@ -215,6 +215,9 @@ int main(int argc, char **argv)
 	if (!n.dedup)
 		die("out of memory");
 	dedup_init(n.dedup);
+	n.through = through_create();
+	if (!n.through)
+		die("out of memory");
 	if (cfg_build_ring(&cfg, &n.ring) != 0)
 		die("%s: cannot build the ring of nodes[]", a.config);
 	resolve_switches(&n);
@@ -258,6 +261,7 @@ int main(int argc, char **argv)
 	ring_free(&n.ring);
 	dedup_fini(n.dedup);
 	free(n.dedup);
+	through_destroy(n.through);
 	log_info("stopped");
 	return 0;
 }

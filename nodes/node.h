@@ -20,6 +20,7 @@
 #include "dedup.h"
 #include "ring.h"
 #include "store.h"
+#include "through.h"
 #include "wire.h"
 
 /*
@@ -54,6 +55,10 @@
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
 	X(replica_miss)	     /* REPLICA_READ with no copy here: MOVED to the home */              \
+	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
+	X(read_while_pushing) /* home reads served the previous version while a write-through \
+				 was out */                                                        \
+	X(stamp_moved)	     /* replica reads stamped with a version not held: MOVED to the home */ \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \
@@ -65,7 +70,10 @@
 	X(rc_req_sent)	     /* RC_REQs pushed to replicas */                                      \
 	X(rc_req)	     /* RC_REQs stored (or already held) */                                \
 	X(rc_req_stale)	     /* RC_REQs older than the stored copy: ignored */                     \
-	X(rc_ack_sent)	     /* RC_ACKs sent to switches */                                        \
+	X(rc_ack_sent)	     /* RC_ACKs sent to switches (and to homes, for write-through) */     \
+	X(write_through)     /* writes of a directory key pushed to its holders before the reply */ \
+	X(write_through_confirmed) /* holders that confirmed such a push in time */               \
+	X(write_through_missed)	   /* holders that did not: left out of the reply's list */       \
 	X(unreplicate)	     /* UNREPLICATEs served */                                             \
 	X(store_errors)	     /* RocksDB errors: answered INTERNAL */                               \
 	X(send_errors)	     /* sendto() failures */                                               \
@@ -122,6 +130,7 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	   /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
+	struct through *through;  /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */

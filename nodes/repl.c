@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "send.h"
 
@@ -117,6 +118,8 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		node_count(n, rc == -EBUSY ? NODE_CTR_replicate_skipped : NODE_CTR_store_errors);
 		return;
 	}
+	/* They join the switch's set when they ack: the next write pushes to them. */
+	through_holders_add(n->through, m->keyhash, copies.targets);
 	for (unsigned i = 0; i < req.ntargets; i++) {
 		uint16_t target = req.targets[i];
 		const struct cfg_node *cn = cfg_node_by_id(n->cfg, target);
@@ -129,6 +132,155 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		if (node_send(n, &to, dgram, (size_t)len) == 0)
 			node_count(n, NODE_CTR_rc_req_sent);
 	}
+}
+
+/* ---- Write-through (docs/design.md section 5): the home pushes before it answers. ---- */
+
+/* How long a home waits for its holders: their control lane's wait and one service time. */
+static int through_wait_ms(const struct node *n)
+{
+	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
+}
+
+bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
+{
+	static __thread uint8_t val[THROUGH_MAX_VALUE];
+	struct store_record cur = {.kind = STORE_TOMBSTONE}; /* none yet: "not found", version 0 */
+	int rc;
+
+	if (!through_holders(n->through, m->keyhash, holders) ||
+	    !through_push_begin(n->through, m->keyhash, (unsigned)through_wait_ms(n)))
+		return false;
+	/* The version readers see until the switch has seen this write's reply. */
+	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, val, sizeof(val));
+	if (rc < 0 || cur.value_len > sizeof(val) ||
+	    !through_keep_previous(n->through, m->keyhash, &cur)) {
+		through_push_end(n->through, m->keyhash);
+		return false;
+	}
+	return true;
+}
+
+/* Send the RC_REQ (encoded in dgram) to every holder from fd; the number sent. */
+static unsigned push_to_holders(struct node *n, int fd, uint8_t *dgram, size_t len,
+				const uint8_t *holders)
+{
+	unsigned sent = 0;
+
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+		const struct cfg_node *cn = cfg_node_by_id(n->cfg, (uint16_t)id);
+		struct sockaddr_in to;
+
+		if (!(holders[id / 8] & (1u << (id % 8))) || !cn || id == n->self->id)
+			continue;
+		wire_put16(dgram + WIRE_OFF_NODE, (uint16_t)id);
+		node_addr(cn, &to);
+		if (sendto(fd, dgram, len, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)len) {
+			node_count(n, NODE_CTR_rc_req_sent);
+			sent++;
+		}
+	}
+	return sent;
+}
+
+/* Wait on fd for the holders' RC_ACKs of (req_id, version); mark each in confirmed. */
+static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t version,
+			      const uint8_t *holders, unsigned expected, uint8_t *confirmed)
+{
+	uint64_t deadline = clock_mono_ns() + (uint64_t)through_wait_ms(n) * 1000000u;
+	uint8_t in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64];
+	unsigned got = 0;
+
+	while (got < expected) {
+		uint64_t now = clock_mono_ns();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct wire_rc_ack ack;
+		struct wire_msg r;
+		ssize_t len;
+
+		if (now >= deadline ||
+		    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+			break;
+		len = recv(fd, in, sizeof(in), 0);
+		if (len <= 0 || wire_decode(in, (size_t)len, &r) != WIRE_OK ||
+		    r.op != WIRE_OP_RC_ACK || r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
+			continue;
+		/* A holder that holds a newer version does not hold this one. */
+		if (ack.version != version || ack.node == 0 || ack.node > CFG_MAX_NODES ||
+		    !(holders[ack.node / 8] & (1u << (ack.node % 8))) ||
+		    (confirmed[ack.node / 8] & (1u << (ack.node % 8))))
+			continue;
+		confirmed[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+		got++;
+	}
+	return got;
+}
+
+/* Push rep's version to the holders; list those that confirmed in rep. */
+static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t owner,
+			  const uint8_t *holders, struct wire_msg *rep)
+{
+	static __thread int fd = -1;
+	static __thread uint8_t list[2 * CFG_MAX_NODES];
+	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
+	uint8_t confirmed[THROUGH_HOLDERS] = {0};
+	bool del = m->op == WIRE_OP_DEL;
+	struct wire_rc_req copy = {
+	    .owner = owner,
+	    .kind = del ? STORE_TOMBSTONE : STORE_VALUE,
+	    .ttl_ms = del ? 0 : (uint32_t)m->version, /* a PUT's version field is its TTL */
+	    .value_len = del ? 0 : m->val_len,
+	};
+	int prefix = wire_rc_req_encode_prefix(&copy, val, sizeof(val));
+	unsigned sent, got, nlist = 0;
+	int len;
+
+	if (prefix < 0 || (size_t)prefix + copy.value_len > sizeof(val))
+		return;
+	if (copy.value_len)
+		memcpy(val + prefix, m->value, copy.value_len);
+	struct wire_msg rc_req = {
+	    .op = WIRE_OP_RC_REQ,
+	    .flags = WIRE_F_WRITE_THROUGH,
+	    .req_id = m->req_id,
+	    .keyhash = m->keyhash,
+	    .version = rep->version,
+	    .node = n->self->id,
+	    .key = m->key,
+	    .key_len = m->key_len,
+	    .value = val,
+	    .val_len = (uint32_t)prefix + copy.value_len,
+	};
+	len = wire_encode(&rc_req, dgram, sizeof(dgram));
+	if (len < 0)
+		return;
+	if (fd < 0 && (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	node_count(n, NODE_CTR_write_through);
+	sent = push_to_holders(n, fd, dgram, (size_t)len, holders);
+	got = await_holders(n, fd, m->req_id, rep->version, holders, sent, confirmed);
+	node_count_n(n, NODE_CTR_write_through_confirmed, got);
+	node_count_n(n, NODE_CTR_write_through_missed, sent - got);
+	/* The next write pushes to those that hold this one: the switch's set after it. */
+	through_holders_set(n->through, m->keyhash, confirmed);
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++)
+		if (confirmed[id / 8] & (1u << (id % 8))) {
+			wire_put16(list + 2 * nlist, (uint16_t)id);
+			nlist++;
+		}
+	/* The reply names them: the switch moves the set to {home} and these at once. */
+	rep->flags |= WIRE_F_WRITE_THROUGH;
+	rep->value = nlist ? list : NULL;
+	rep->val_len = 2 * nlist;
+}
+
+void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
+		      const uint8_t *holders, struct wire_msg *rep)
+{
+	if (rep->status == WIRE_ST_OK && rep->version)
+		push_and_list(n, m, owner, holders, rep);
+	/* Readers see the new version from here: its reply goes to the switch next. */
+	through_push_end(n->through, m->keyhash);
 }
 
 /* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */
@@ -189,8 +341,12 @@ static const struct sockaddr_in *switch_addr_of(const struct node *n, uint16_t o
 	return NULL;
 }
 
-/* Send RC_ACK(version) for key to the owner switch, or to every switch when unknown. */
-static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, uint64_t version)
+/*
+ * Send RC_ACK(version) for key to home when given, else to the owner switch,
+ * or to every switch when unknown.
+ */
+static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, uint64_t version,
+		     const struct sockaddr_in *home)
 {
 	uint8_t dgram[WIRE_HDR_LEN + WIRE_MAX_KEY];
 	struct wire_rc_ack held = {.version = version, .node = n->self->id};
@@ -209,6 +365,11 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	len = wire_encode(&ack, dgram, sizeof(dgram));
 	if (len < 0)
 		return;
+	if (home) {
+		if (node_send(n, home, dgram, (size_t)len) == 0)
+			node_count(n, NODE_CTR_rc_ack_sent);
+		return;
+	}
 	for (int i = 0; i < n->nswitches; i++) {
 		if (to && &n->switch_addr[i] != to)
 			continue;
@@ -219,9 +380,21 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	}
 }
 
-void repl_rc_req(struct node *n, const struct wire_msg *m)
+/* The copy this replica holds now, kept as the previous version before a write-through replaces it. */
+static void keep_previous_copy(struct node *n, const struct wire_msg *m)
+{
+	static __thread uint8_t val[THROUGH_MAX_VALUE];
+	struct store_record cur;
+
+	if (store_get(n->store, STORE_REPLICA, m->key, m->key_len, &cur, val, sizeof(val)) > 0 &&
+	    cur.kind != STORE_DROPPED && cur.value_len <= sizeof(val))
+		through_keep_previous(n->through, m->keyhash, &cur);
+}
+
+void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from)
 {
 	uint64_t now = store_now_ms(), held = 0;
+	bool through = m->flags & WIRE_F_WRITE_THROUGH;
 	struct wire_rc_req copy;
 	int rc;
 
@@ -229,6 +402,8 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 		node_count(n, NODE_CTR_bad_payload);
 		return;
 	}
+	if (through)
+		keep_previous_copy(n, m);
 	rc = store_replica_put(n->store, m->keyhash, m->key, m->key_len, m->version, copy.kind,
 			       copy.ttl_ms ? now + copy.ttl_ms : 0, copy.value, copy.value_len, now,
 			       &held);
@@ -243,8 +418,12 @@ void repl_rc_req(struct node *n, const struct wire_msg *m)
 	} else {
 		node_count(n, NODE_CTR_rc_req);
 	}
-	/* The ack states what this node holds; the switch uses it only if it equals completed. */
-	send_ack(n, m, copy.owner, held);
+	/*
+	 * The ack states what this node holds. A write-through push is confirmed
+	 * to the home that waits for it (its reply lists this node to the
+	 * switch); any other to the switch, which uses it only if it equals completed.
+	 */
+	send_ack(n, m, copy.owner, held, through ? from : NULL);
 }
 
 /* Whether from is the address of switch `owner`. */
@@ -342,6 +521,7 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	}
 	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
 		return -EIO;
+	through_forget(n->through, m->keyhash);
 	node_count(n, NODE_CTR_bypass_writes);
 	return 1;
 }
@@ -381,6 +561,7 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 	 */
 	if (rc >= 0 && !node_other_home(n, m->keyhash))
 		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
+	through_forget(n->through, m->keyhash);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;

@@ -12,8 +12,12 @@
 
 /* Home: push RC_REQ(v) to the listed targets if the local version is exactly v. */
 void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
-/* Replica: store the copy if not stale, then RC_ACK the switch. Never replies to the sender. */
-void repl_rc_req(struct node *n, const struct wire_msg *m);
+/*
+ * Replica: store the copy if not stale, then RC_ACK the switch; a
+ * write-through push (WIRE_F_WRITE_THROUGH) is acked to its sender, the home,
+ * after the copy it replaces was kept as the previous version.
+ */
+void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from);
 /* A bypassing write waits this long for each replica to confirm its copy is gone. */
 #define REPL_DROP_TRIES	  3
 #define REPL_DROP_WAIT_MS 20
@@ -30,6 +34,22 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 		      uint16_t *owner);
 /* Tell the owner switch of a write that bypassed it (rep: the write's reply). */
 void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *rep);
+
+/*
+ * Write-through, at the home, for a write through the owner switch (docs/design.md
+ * section 5). Before applying: whether the key has holders to push to (into
+ * holders, a bitmap of THROUGH_HOLDERS bytes); if so this write's push is
+ * marked out (after the key's previous one ended) and the current version
+ * kept as the previous one, which readers see until the push ends. After
+ * applying (rep: the write's reply): push the new version to the holders,
+ * wait up to REPL_THROUGH_WAIT_MS plus three service times for their RC_ACKs,
+ * list those that confirmed in rep's value (16-bit node ids) with flag
+ * WIRE_F_WRITE_THROUGH, and end the push. Call end whenever begin was true.
+ */
+#define REPL_THROUGH_WAIT_MS 50
+bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
+void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
+		      const uint8_t *holders, struct wire_msg *rep);
 
 /* Replica: drop the copy; from a home, keep its version as a floor (store_replica_drop()). */
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

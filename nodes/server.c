@@ -154,7 +154,7 @@ static void reply_init(struct node *n, const struct wire_msg *m, struct wire_msg
 {
 	memset(rep, 0, sizeof(*rep));
 	rep->op = (uint8_t)(m->op | WIRE_REPLY);
-	rep->flags = m->flags & WIRE_F_ALL;
+	rep->flags = m->flags & WIRE_F_ALL & ~WIRE_F_WRITE_THROUGH; /* only a home sets it */
 	rep->req_id = m->req_id;
 	rep->keyhash = m->keyhash;
 	rep->node = n->self->id;
@@ -407,8 +407,48 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
+ * The version a GET gets at the home, when not the stored one (rec): the one
+ * the switch stamped it with if that is the previous one, else, while a
+ * write-through of the key is out, the previous version, which the switch
+ * still stamps its reads with (docs/design.md section 5, "Write-through").
+ * 1 with rec (and its value in val) replaced; 0 to serve rec as it is.
+ */
+static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
+			uint8_t *val, size_t cap)
+{
+	if (m->version && through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+		node_count(n, NODE_CTR_stamp_previous);
+		return 1;
+	}
+	if (through_while_pushing(n->through, m->keyhash, rec, val, cap)) {
+		node_count(n, NODE_CTR_read_while_pushing);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether a replica holds the version a GET is stamped with: its copy, or
+ * the copy's previous version (rec replaced). A GET without a stamp takes the copy.
+ */
+static bool replica_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
+			    uint8_t *val, size_t cap)
+{
+	if (!m->version || rec->version == m->version)
+		return true;
+	if (through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+		node_count(n, NODE_CTR_stamp_previous);
+		return true;
+	}
+	node_count(n, NODE_CTR_stamp_moved);
+	return false;
+}
+
+/*
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
- * node. The value is read straight into the reply buffer after the key.
+ * node. The value is read straight into the reply buffer after the key. A
+ * GET the switch stamped with a version (docs/design.md section 5) gets that
+ * version from a replica, or is sent to the home.
  */
 static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
@@ -416,6 +456,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 	uint16_t other_home = node_other_home(n, m->keyhash);
 	enum store_cf cf = other_home ? STORE_REPLICA : STORE_OWNED;
 	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
+	size_t val_cap = cap - WIRE_HDR_LEN - m->key_len;
 	struct store_record rec;
 	int rc;
 
@@ -429,8 +470,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_count(n, NODE_CTR_get_replica);
 		rep->flags |= WIRE_F_REPLICATED;
 	}
-	rc =
-	    store_get(n->store, cf, m->key, m->key_len, &rec, val, cap - WIRE_HDR_LEN - m->key_len);
+	rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
@@ -445,6 +485,13 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_reply_moved(rep, other_home);
 		return;
 	}
+	if (cf == STORE_REPLICA && !replica_version(n, m, &rec, val, val_cap)) {
+		node_reply_moved(rep, other_home); /* the home has it */
+		return;
+	}
+	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version) &&
+	    home_version(n, m, &rec, val, val_cap))
+		rc = 1;
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
 		return;
@@ -496,8 +543,9 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 			struct wire_msg *rep)
 {
 	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
+	uint8_t holders[THROUGH_HOLDERS];
 	uint16_t owner = 0;
-	bool applied;
+	bool applied, through;
 	int bypass;
 
 	if (done) {
@@ -515,6 +563,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
+	/* Through the owner switch, to a key it spreads over copies: write through them. */
+	through = !bypass && owner && repl_through_begin(n, m, holders);
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
 	else
@@ -523,6 +573,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
+	if (through)
+		repl_through_end(n, m, owner, holders, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -602,12 +654,12 @@ static bool on_replicate(struct node *n, const struct wire_msg *m, const struct 
 	return true;
 }
 
-/* RC_REQ is answered by the RC_ACK it sends to the switch, not to its sender. */
+/* RC_REQ is answered by the RC_ACK it sends (to the switch, or to a home writing through). */
 static bool on_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		      struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	(void)from, (void)rep, (void)out, (void)cap;
-	repl_rc_req(n, m);
+	(void)rep, (void)out, (void)cap;
+	repl_rc_req(n, m, from);
 	return false;
 }
 

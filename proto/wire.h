@@ -67,14 +67,17 @@ enum wire_status {
 	X(WIRE_F_REPLICA_READ, 0x1, "REPLICA_READ")                                        \
 	X(WIRE_F_VIA_SWITCH, 0x2, "VIA_SWITCH")                                            \
 	X(WIRE_F_DEBUG, 0x4, "DEBUG")                                                      \
-	X(WIRE_F_REPLICATED, 0x8, "REPLICATED")
+	X(WIRE_F_REPLICATED, 0x8, "REPLICATED")                                            \
+	X(WIRE_F_WRITE_THROUGH, 0x10, "WRITE_THROUGH")
 
 enum wire_flag {
 #define X(name, value, str) name = value,
 	WIRE_FLAGS(X)
 #undef X
 };
-#define WIRE_F_ALL (WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH | WIRE_F_DEBUG | WIRE_F_REPLICATED)
+#define WIRE_F_ALL                                                                         \
+	(WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH | WIRE_F_DEBUG | WIRE_F_REPLICATED |       \
+	 WIRE_F_WRITE_THROUGH)
 
 /* Why wire_decode() rejected a datagram: X(enum name, log name). */
 #define WIRE_ERRORS(X)                                                                     \

@@ -167,7 +167,8 @@ bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t 
 bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
 			 uint16_t home, struct cdt_state *next)
 {
-	if (version == 0 || replica == 0 || version < cur->completed)
+	/* Unknown completed: an ack may be a late one for an older version (see cdt.h). */
+	if (version == 0 || replica == 0 || cur->completed == 0 || version < cur->completed)
 		return false;
 	if (version > cur->completed) {
 		state_single(next, version, home);

@@ -165,10 +165,12 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
  *            reply the replier is the home, so set = {home});
  *            v == completed -> replier joins the set; v < completed -> nothing.
  * on_rc_ack: RC_ACK(v) from replica r: v == completed -> r joins the set;
- *            v > completed (an entry whose completed version is still
- *            unknown, or a lost write reply) -> completed = v, set = {home, r}
- *            (the home always holds the latest completed version);
- *            v < completed (late or old ack) -> nothing.
+ *            v > completed (a lost write reply) -> completed = v, set =
+ *            {home, r} (the home always holds the latest completed version);
+ *            v < completed (late or old ack) -> nothing. While completed is
+ *            unknown (0, a fresh entry) acks change nothing: one may be a late
+ *            ack of a copy older than what the home served meanwhile; the
+ *            home's REPLICATE reply makes its version the completed one.
  * A version of 0 never changes anything. A full set (16) stays as it is.
  */
 bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,

@@ -35,6 +35,7 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_WRITE_COMPLETIONS, "write_completions", SW_CNT_EVENT)                             \
 	X(SW_CNT_RC_ACKS, "rc_acks", SW_CNT_EVENT)                                                 \
 	X(SW_CNT_RC_ACK_ADDED, "rc_acks_added", SW_CNT_EVENT)                                      \
+	X(SW_CNT_THROUGH_HOLDERS, "through_holders_added", SW_CNT_EVENT)                           \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT)                                     \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT)                                            \
 	X(SW_CNT_DIGESTS, "digests", SW_CNT_EVENT)                                                 \

@@ -173,6 +173,30 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 }
 
 /*
+ * Stamp a read of a directory key with the version the directory has seen
+ * complete: the node serves exactly that version (docs/design.md section 5,
+ * "Write-through"). The UDP checksum is updated for the change, as rewrite() does.
+ */
+static __rte_always_inline void stamp_version(struct pkt *p, uint64_t version)
+{
+	uint8_t *h = p->hdr;
+	uint8_t be[8];
+	uint32_t hi, lo;
+	uint64_t acc = 0;
+
+	wire_put64(be, version);
+	memcpy(&hi, be, 4);
+	memcpy(&lo, be + 4, 4);
+	patch32(&acc, h + WIRE_OFF_VERSION, hi);
+	patch32(&acc, h + WIRE_OFF_VERSION + 4, lo);
+	if (p->udp->dgram_cksum != 0) {
+		uint16_t c = csum_apply(p->udp->dgram_cksum, acc);
+
+		p->udp->dgram_cksum = c ? c : 0xffff;
+	}
+}
+
+/*
  * Turn a request into the switch's own answer to its sender, on the port it
  * came from: op | REPLY, status, node, version, no value. Rare (HINT, or the
  * target is down), so checksums are recomputed in full.
@@ -644,6 +668,13 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		if (e && !owner)
 			CNT(w, SW_CNT_LEASE_HOME_READS);
 	}
+	/* A read of a directory key gets the version it must return (0: not known yet). */
+	if (is_read && e) {
+		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
+
+		if (now_st)
+			stamp_version(p, now_st->completed);
+	}
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, st);
 	if (!scores_alive(&sw->scores, target)) {
@@ -715,6 +746,21 @@ static int apply_event(struct sw_worker *w, struct cdt_entry *e, enum cdt_event 
 }
 
 /*
+ * A home's write-through reply lists the nodes that confirmed they hold its
+ * version (16-bit ids in the value): each joins the set, as its RC_ACK would.
+ */
+static void add_holders(struct sw_worker *w, struct cdt_entry *e, const struct wire_msg *msg)
+{
+	for (uint32_t i = 0; i + 1 < msg->val_len; i += 2) {
+		struct wire_msg ack = *msg;
+
+		ack.node = wire_get16(msg->value + i);
+		if (ack.node <= WIRE_MAX_NODE && apply_event(w, e, CDT_EV_RC_ACK, &ack) > 0)
+			CNT(w, SW_CNT_THROUGH_HOLDERS);
+	}
+}
+
+/*
  * Apply a reply's version to the directory (docs/design.md section 5); true when the key
  * is in it.
  */
@@ -727,11 +773,17 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		return false;
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
-	if (apply_event(w, e, CDT_EV_REPLY, msg) > 0 &&
-	    (msg->op == (WIRE_OP_PUT | WIRE_REPLY) || msg->op == (WIRE_OP_DEL | WIRE_REPLY))) {
+	bool advanced = apply_event(w, e, CDT_EV_REPLY, msg) > 0;
+
+	if (msg->op != (WIRE_OP_PUT | WIRE_REPLY) && msg->op != (WIRE_OP_DEL | WIRE_REPLY))
+		return true;
+	/* Also when a read of the new version advanced the set to the home first. */
+	if (msg->flags & WIRE_F_WRITE_THROUGH)
+		add_holders(w, e, msg);
+	if (advanced) {
 		CNT(w, SW_CNT_WRITE_COMPLETIONS);
 		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
-		/* The set is {home} now: have the new version copied out. */
+		/* The set is {home} and the holders now: have it filled up if short. */
 		intake_completed(w, e->keyhash, msg->version);
 	}
 	return true;

@@ -452,6 +452,129 @@ START_TEST(replication)
 }
 END_TEST
 
+/* A request to node id from the switch's address (sw_fd); its reply, which must come. */
+static struct wire_msg switch_req(int id, uint8_t op, const char *key, const void *val,
+				  uint32_t vlen, uint64_t version, uint16_t flags)
+{
+	struct wire_msg m = {.op = op,
+			     .flags = flags,
+			     .req_id = ((uint64_t)9 << 32) | ++seq,
+			     .keyhash = keyhash(key, strlen(key)),
+			     .version = version,
+			     .key = (const void *)key,
+			     .key_len = (uint16_t)strlen(key),
+			     .value = val,
+			     .val_len = vlen},
+			 rep;
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[12000];
+	int len = wire_encode(&m, out, sizeof(out));
+
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+	ck_assert_int_eq(recv_op(sw_fd, op | WIRE_REPLY, &rep, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(rep.req_id, m.req_id);
+	return rep;
+}
+
+/*
+ * Write-through: a write through the owner switch of a key with copies is
+ * pushed to the holders before the home answers, and its reply lists them;
+ * reads stamped with the version before it still get that version.
+ */
+START_TEST(write_through)
+{
+	char k[64];
+	uint8_t payload[6];
+	struct wire_msg r, ack;
+	static uint8_t sbuf[12000];
+	uint16_t listed[2];
+
+	write_config(3, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	start_node(3, NULL);
+	key_homed_at(1, k, "wt");
+	uint64_t v1 = req(1, WIRE_OP_PUT, k, "first", 5, 0, 0).version;
+
+	/* Copies on n2 and n3 (owner switch 1), acked to the switch. */
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	wire_put16(payload + 4, 3);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 6, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+
+	/* A write through the switch: pushed to both, listed in the reply. */
+	r = switch_req(1, WIRE_OP_PUT, k, "second", 6, 0, WIRE_F_VIA_SWITCH);
+	uint64_t v2 = r.version;
+
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_gt(v2, v1);
+	ck_assert(r.flags & WIRE_F_WRITE_THROUGH);
+	ck_assert_uint_eq(r.val_len, 4);
+	listed[0] = wire_get16(r.value);
+	listed[1] = wire_get16(r.value + 2);
+	ck_assert((listed[0] == 2 && listed[1] == 3) || (listed[0] == 3 && listed[1] == 2));
+	ck_assert_uint_eq(counter(1, "write_through"), 1);
+	ck_assert_uint_eq(counter(1, "write_through_confirmed"), 2);
+	/* The holders acked the home, not the switch. */
+	ck_assert_int_ne(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+
+	/* Stamped with v1 (the switch has not seen v2): v1, at a holder and at the home. */
+	r = req(2, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1);
+	ck_assert_int_eq(memcmp(r.value, "first", 5), 0);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	ck_assert_int_eq(memcmp(r.value, "first", 5), 0);
+	/* Stamped with v2, or not stamped: v2. */
+	r = req(3, WIRE_OP_GET, k, NULL, 0, v2, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.version, v2);
+	ck_assert_int_eq(memcmp(r.value, "second", 6), 0);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v2);
+	ck_assert_uint_eq(counter(2, "stamp_previous"), 1);
+	ck_assert_uint_eq(counter(1, "stamp_previous"), 1);
+	/* A version the holder never had: the reader is sent home. */
+	r = req(2, WIRE_OP_GET, k, NULL, 0, v2 + 7, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(r.node, 1);
+	ck_assert_uint_eq(counter(2, "stamp_moved"), 1);
+
+	/* The next write pushes to the holders that confirmed the last one; each
+	 * listed holder has the tombstone. (A holder slower than the wait, on a
+	 * loaded machine, is counted missed instead of listed.) */
+	r = switch_req(1, WIRE_OP_DEL, k, NULL, 0, 0, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert(r.flags & WIRE_F_WRITE_THROUGH);
+	uint64_t v3 = r.version;
+
+	for (uint32_t i = 0; i < r.val_len; i += 2) {
+		uint16_t id = wire_get16(r.value + i);
+		struct wire_msg g = req(id, WIRE_OP_GET, k, NULL, 0, v3, WIRE_F_REPLICA_READ);
+
+		ck_assert_uint_eq(g.status, WIRE_ST_NOT_FOUND); /* the tombstone's copy */
+		ck_assert_uint_eq(g.version, v3);
+	}
+	ck_assert_uint_eq(counter(1, "write_through_confirmed") + counter(1, "write_through_missed"),
+			  4);
+
+	/* A holder that is gone is left out of the list, after the wait. */
+	stop_node(3);
+	r = switch_req(1, WIRE_OP_PUT, k, "third", 5, 0, WIRE_F_VIA_SWITCH);
+	for (uint32_t i = 0; i < r.val_len; i += 2)
+		ck_assert_uint_eq(wire_get16(r.value + i), 2);
+	ck_assert_uint_ge(counter(1, "write_through_missed"), 1);
+	ck_assert_uint_eq(counter(1, "write_through"), 3);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
 /*
  * Send a control op to node id from 127.0.0.2, an address that is neither the
  * switch's (service.vip 127.0.0.1) nor a node's, and wait briefly for an
@@ -1050,6 +1173,7 @@ int main(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, data_ops_and_moved);
 	tcase_add_test(tc, replication);
+	tcase_add_test(tc, write_through);
 	tcase_add_test(tc, spoofed_control_dropped);
 	tcase_add_test(tc, versions_across_restart_and_gc);
 	tcase_add_test(tc, ttl_expiry);

@@ -853,7 +853,13 @@ START_TEST(write_completion_and_acks)
 	command_ok("cdt pin %s%s", "w", "");
 	e = cdt_find(sw.cdt, keyhash("w", 1));
 	ck_assert_ptr_nonnull(e);
-	/* RC_ACK(7) while completed is unknown: completed 7, set {home, replica}. */
+	/* RC_ACK(7) while completed is unknown changes nothing (it may be a late
+	 * one); the home's REPLICATE reply makes 7 the completed version. */
+	inject(other, 0, node_msg(WIRE_OP_RC_ACK, other, "w", 7));
+	run();
+	ck_assert_uint_eq(cdt_entry_state(e)->completed, 0);
+	inject(home, 0, node_msg(WIRE_OP_REPLICATE | WIRE_REPLY, home, "w", 7));
+	run();
 	inject(other, 0, node_msg(WIRE_OP_RC_ACK, other, "w", 7));
 	run();
 	st = cdt_entry_state(e);
@@ -891,6 +897,78 @@ START_TEST(write_completion_and_acks)
 	run();
 	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 1);
+}
+END_TEST
+
+/* A frame from node id: a write reply of `home` listing the holders of its write-through. */
+static struct rte_mbuf *through_reply(uint16_t id, const char *key, uint64_t version,
+				      const uint16_t *holders, unsigned n)
+{
+	uint8_t buf[2048], list[32], mac[6];
+	struct wire_msg msg = {
+	    .op = WIRE_OP_PUT | WIRE_REPLY,
+	    .flags = WIRE_F_WRITE_THROUGH,
+	    .req_id = 0x0000000700000001ull,
+	    .keyhash = keyhash(key, strlen(key)),
+	    .version = version,
+	    .node = id,
+	    .ret_ip = CLIENT_IP,
+	    .ret_port = CLIENT_PORT,
+	    .key_len = (uint16_t)strlen(key),
+	    .val_len = 2 * n,
+	    .key = (const uint8_t *)key,
+	    .value = list,
+	};
+	for (unsigned i = 0; i < n; i++)
+		wire_put16(list + 2 * i, holders[i]);
+	int len = wire_encode(&msg, buf, sizeof(buf));
+
+	ck_assert_int_gt(len, 0);
+	node_mac(id, mac);
+	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, (size_t)len);
+}
+
+/* Write-through: the reply's holders join at once; reads carry the completed version. */
+START_TEST(write_through_reply_and_stamped_reads)
+{
+	uint16_t home = home_of("w"), a = home == 1 ? 2 : 1, b = home == 3 ? 4 : 3;
+	const uint16_t holders[2] = {a, b};
+	struct rte_mbuf *out[4];
+	struct cdt_entry *e;
+	const struct cdt_state *st;
+	unsigned got = 0;
+
+	command_ok("cdt pin %s%s", "w", "");
+	e = cdt_find(sw.cdt, keyhash("w", 1));
+	ck_assert_ptr_nonnull(e);
+	inject(home, 0, node_msg(WIRE_OP_REPLICATE | WIRE_REPLY, home, "w", 3));
+	run();
+	inject(0, 0, request(WIRE_OP_PUT, "w", "v"));
+	run();
+	ck_assert_uint_eq(drain(home), 1);
+	inject(home, 0, through_reply(home, "w", 4, holders, 2));
+	run();
+	st = cdt_entry_state(e);
+	ck_assert_uint_eq(st->completed, 4);
+	ck_assert_uint_eq(st->nreplicas, 3);
+	ck_assert(cdt_state_has(st, home) && cdt_state_has(st, a) && cdt_state_has(st, b));
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_THROUGH_HOLDERS), 2);
+	ck_assert_uint_eq(drain(0), 1); /* the client's reply */
+	/* A read goes to one of them, stamped with 4, checksums right. */
+	inject(0, 0, request(WIRE_OP_GET, "w", NULL));
+	run();
+	for (unsigned port = 1; port < NPORTS && !got; port++) {
+		got = collect(port, out, 4);
+		if (got) {
+			struct parsed p;
+
+			ck_assert_uint_eq(got, 1);
+			parse_out(out[0], &p);
+			ck_assert_uint_eq(p.msg.version, 4);
+			rte_pktmbuf_free(out[0]);
+		}
+	}
+	ck_assert_uint_eq(got, 1);
 }
 END_TEST
 
@@ -1170,6 +1248,11 @@ START_TEST(state_transitions)
 	ck_assert_uint_eq(next.nreplicas, 2);
 	ck_assert_uint_eq(next.replicas[0], 1);
 	ck_assert_uint_eq(next.replicas[1], 4);
+	/* A fresh entry (completed unknown) takes no ack: it may be a late one. */
+	cur = (struct cdt_state){.completed = 0, .nreplicas = 1, .replicas = {1}};
+	ck_assert(!cdt_state_on_rc_ack(&cur, 9, 4, 1, &next));
+	ck_assert(cdt_state_on_reply(&cur, 9, 1, &next)); /* the home's REPLICATE reply */
+	ck_assert_uint_eq(next.completed, 9);
 }
 END_TEST
 
@@ -1475,6 +1558,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
+	tcase_add_test(tc, write_through_reply_and_stamped_reads);
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, telemetry_rows_match_the_socket);

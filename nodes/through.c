@@ -1,0 +1,237 @@
+/*
+ * through.c - write-through state of directory keys (through.h).
+ */
+#include "through.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct through_slot {
+	pthread_mutex_t lock;
+	pthread_cond_t pushed; /* signalled when a push ends */
+	uint64_t keyhash;      /* 0: free */
+	bool pushing;
+	bool has_holders;
+	uint8_t holders[THROUGH_HOLDERS];
+	bool has_previous;
+	struct store_record previous; /* .value is unused: the bytes are in through.value */
+};
+
+struct through {
+	struct through_slot slot[THROUGH_SLOTS];
+	/* Apart from the slots: pages of keys never written through stay untouched. */
+	uint8_t (*value)[THROUGH_MAX_VALUE];
+};
+
+struct through *through_create(void)
+{
+	struct through *t = calloc(1, sizeof(*t));
+
+	if (t)
+		t->value = calloc(THROUGH_SLOTS, THROUGH_MAX_VALUE);
+	if (!t || !t->value) {
+		free(t);
+		return NULL;
+	}
+	for (unsigned i = 0; i < THROUGH_SLOTS; i++) {
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_mutex_init(&t->slot[i].lock, NULL);
+		pthread_cond_init(&t->slot[i].pushed, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	return t;
+}
+
+void through_destroy(struct through *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < THROUGH_SLOTS; i++) {
+		pthread_mutex_destroy(&t->slot[i].lock);
+		pthread_cond_destroy(&t->slot[i].pushed);
+	}
+	free(t->value);
+	free(t);
+}
+
+static inline unsigned slot_of(uint64_t keyhash)
+{
+	return (unsigned)((keyhash ^ (keyhash >> 32)) & (THROUGH_SLOTS - 1));
+}
+
+/*
+ * keyhash's slot, locked. When it holds another key: claimed for keyhash (the
+ * other key forgotten) if claim is set and no push of that key is out, else NULL.
+ */
+static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool claim)
+{
+	struct through_slot *s = &t->slot[slot_of(keyhash)];
+
+	pthread_mutex_lock(&s->lock);
+	if (s->keyhash == keyhash)
+		return s;
+	if (!claim) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	/* A push out for the slot's other key keeps the slot until it ends. */
+	if (s->pushing) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	s->keyhash = keyhash;
+	s->has_holders = false;
+	s->has_previous = false;
+	return s;
+}
+
+bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec)
+{
+	struct through_slot *s = lock_slot(t, keyhash, true);
+	bool kept;
+
+	if (!s)
+		return false;
+	kept = s->has_previous = rec->value_len <= THROUGH_MAX_VALUE;
+	if (kept) {
+		s->previous = *rec;
+		s->previous.value = NULL;
+		if (rec->value_len)
+			memcpy(t->value[slot_of(keyhash)], rec->value, rec->value_len);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return kept;
+}
+
+bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms)
+{
+	struct through_slot *s = lock_slot(t, keyhash, true);
+	struct timespec until;
+	bool ok = true;
+
+	if (!s)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (ok && s->pushing && s->keyhash == keyhash)
+		ok = pthread_cond_timedwait(&s->pushed, &s->lock, &until) != ETIMEDOUT;
+	/* The slot may have gone to another key meanwhile: this key's state is gone. */
+	ok = ok && !s->pushing && s->keyhash == keyhash;
+	if (ok)
+		s->pushing = true;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+void through_push_end(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->pushing = false;
+	pthread_cond_broadcast(&s->pushed);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int copy_previous(struct through *t, struct through_slot *s, uint64_t keyhash,
+			 struct store_record *rec, uint8_t *buf, size_t cap)
+{
+	if (s->previous.value_len > cap)
+		return 0;
+	*rec = s->previous;
+	memcpy(buf, t->value[slot_of(keyhash)], s->previous.value_len);
+	rec->value = buf;
+	return 1;
+}
+
+int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
+			  uint8_t *buf, size_t cap)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	int found;
+
+	if (!s)
+		return 0;
+	found = s->pushing && s->has_previous && copy_previous(t, s, keyhash, rec, buf, cap);
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
+		     struct store_record *rec, uint8_t *buf, size_t cap)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	int found;
+
+	if (!s)
+		return 0;
+	found = s->has_previous && s->previous.version == version &&
+		copy_previous(t, s, keyhash, rec, buf, cap);
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders)
+{
+	struct through_slot *s = lock_slot(t, keyhash, true);
+
+	if (!s)
+		return;
+	for (unsigned i = 0; i < THROUGH_HOLDERS; i++)
+		s->holders[i] = (uint8_t)((s->has_holders ? s->holders[i] : 0) | holders[i]);
+	s->has_holders = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void through_holders_set(struct through *t, uint64_t keyhash, const uint8_t *holders)
+{
+	struct through_slot *s = lock_slot(t, keyhash, true);
+
+	if (!s)
+		return;
+	memcpy(s->holders, holders, THROUGH_HOLDERS);
+	s->has_holders = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool through_holders(struct through *t, uint64_t keyhash, uint8_t *out)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	bool any = false;
+
+	if (!s)
+		return false;
+	if (s->has_holders) {
+		memcpy(out, s->holders, THROUGH_HOLDERS);
+		for (unsigned i = 0; i < THROUGH_HOLDERS; i++)
+			any = any || out[i];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return any;
+}
+
+void through_forget(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->has_holders = false;
+	if (!s->pushing) { /* a push out keeps what its readers see until it ends */
+		s->keyhash = 0;
+		s->has_previous = false;
+	}
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,77 @@
+/*
+ * through.h - write-through state of directory keys at a node (docs/design.md
+ * section 5, "Write-through").
+ *
+ * A write to a key the switch spreads over copies goes to its home, which
+ * pushes the new version to the nodes holding copies before it answers. Until
+ * the switch has seen that answer it still sends reads of the previous
+ * version, stamped with it; so the home and every holder keep that previous
+ * version here, beside the new one in RocksDB, and serve it to a read stamped
+ * with it. While the push is out, the home serves any other read the previous
+ * version too: the new one is not complete before the switch has seen it, and
+ * a read must never see a version that a later read, stamped by the switch,
+ * would not. So one write of a key is pushed at a time. The home also keeps
+ * the key's holders: the nodes the switch has copies on now (those REPLICATE
+ * pushed to, and those that confirmed the last write), which the next write
+ * pushes to.
+ *
+ * A fixed table of slots by keyhash, in memory only: a restart, or another
+ * key in the same slot, forgets a key's state. That is always safe: with no
+ * holders the write is not pushed (the switch's set falls back to the home,
+ * which it then re-replicates), and a replica without the stamped version
+ * sends the reader to the home.
+ */
+#ifndef SKL_THROUGH_H
+#define SKL_THROUGH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define THROUGH_SLOTS	  1024 /* power of 2 */
+#define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
+#define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
+
+struct through;
+
+struct through *through_create(void);
+void through_destroy(struct through *t);
+
+/* Keep rec (value bytes at rec->value) as keyhash's previous version; false when too large. */
+bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
+/*
+ * keyhash's previous version when it is exactly version: 1 with *rec filled
+ * and its value copied to buf (rec->value = buf), else 0 (also when it does
+ * not fit cap).
+ */
+int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
+		     struct store_record *rec, uint8_t *buf, size_t cap);
+
+/*
+ * The home's push of a write of keyhash: begin waits (up to wait_ms) for the
+ * key's previous push to end, then marks one out; false when it timed out.
+ * end marks it done and wakes the next writer.
+ */
+bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms);
+void through_push_end(struct through *t, uint64_t keyhash);
+/*
+ * While a push of keyhash is out: 1 with its previous version in *rec (value
+ * copied to buf, as through_previous()), which is what the home's readers
+ * see; else 0.
+ */
+int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
+			  uint8_t *buf, size_t cap);
+
+/* Add nodes (a bitmap) to keyhash's holders. */
+void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);
+/* Replace keyhash's holders with the bitmap (all zero: none). */
+void through_holders_set(struct through *t, uint64_t keyhash, const uint8_t *holders);
+/* Copy keyhash's holders into out; false when it has none. */
+bool through_holders(struct through *t, uint64_t keyhash, uint8_t *out);
+
+/* Forget keyhash (the switch retired it). */
+void through_forget(struct through *t, uint64_t keyhash);
+
+#endif
