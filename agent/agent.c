@@ -46,6 +46,7 @@
 #include "config.h"
 #include "keyhash.h"
 #include "payload.h"
+#include "rchange.h"
 #include "ring.h"
 #include "route_cache.h"
 #include "skewless.h"
@@ -80,6 +81,7 @@ struct req {
 	uint8_t consistency; /* enum cfg_consistency */
 	uint8_t timeouts;
 	bool moved_once;
+	bool placed_again; /* a GET re-dispatched after a MOVED (on_moved()) */
 	bool replica_read;
 	uint8_t final_status; /* PH_DONE */
 	uint16_t sw;
@@ -782,6 +784,23 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 	a->st.moved++;
 	if (r->moved_once) {
 		complete(a, r, SKL_MOVED, m, from_switch);
+		return;
+	}
+	/* A node answers MOVED with its ring epoch: a newer ring than ours is reloaded now. */
+	if (rch_epoch_version(m->version) > a->cfg->ring_version)
+		a->last_reload_ns = 0;
+	/*
+	 * A read a switch placed (through it, or at its HINT's version) that the
+	 * node could not serve at that version: the switch's view has moved on
+	 * since; place it again, once. Going to the home directly could show the
+	 * reader a version the switch has not yet seen complete, and a later read
+	 * an older one (docs/design.md section 5, "Write-through").
+	 */
+	if (r->op == WIRE_OP_GET && !r->placed_again && (from_switch || r->stamp)) {
+		r->placed_again = true;
+		reload_view(a);
+		r->home = ring_home(&a->ring, r->keyhash);
+		dispatch(a, r);
 		return;
 	}
 	r->moved_once = true;

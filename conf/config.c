@@ -578,7 +578,8 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 	    get_section(c, root, "", "", "directory", &cfg->directory) ||
 	    parse_digest(c, root, &cfg->digest) || get_section(c, root, "", "", "sync", &cfg->sync) ||
 	    get_section(c, root, "", "", "agent", &cfg->agent) ||
-	    get_section(c, root, "", "", "node", &cfg->node))
+	    get_section(c, root, "", "", "node", &cfg->node) ||
+	    get_section(c, root, "", "", "auth", &cfg->auth))
 		return -1;
 	return check_unique(c, cfg);
 }
@@ -697,13 +698,18 @@ const struct cfg_switch *cfg_switch_lookup(const struct cfg *cfg, const char *na
 int cfg_build_ring(const struct cfg *cfg, struct ring *ring)
 {
 	struct ring_node nodes[CFG_MAX_NODES];
+	size_t n = 0;
 
+	/* A node of weight 0 is leaving: in the cluster, in no arc. */
 	for (int i = 0; i < cfg->nnodes; i++) {
-		nodes[i].id = cfg->nodes[i].id;
-		nodes[i].weight = cfg->nodes[i].weight;
-		snprintf(nodes[i].name, sizeof(nodes[i].name), "%s", cfg->nodes[i].name);
+		if (!cfg->nodes[i].weight)
+			continue;
+		nodes[n].id = cfg->nodes[i].id;
+		nodes[n].weight = cfg->nodes[i].weight;
+		snprintf(nodes[n].name, sizeof(nodes[n].name), "%s", cfg->nodes[i].name);
+		n++;
 	}
-	return ring_build(ring, nodes, cfg->nnodes, cfg->ring_version);
+	return ring_build(ring, nodes, n, cfg->ring_version);
 }
 
 uint32_t cfg_directory_top_k(const struct cfg *cfg)

@@ -147,6 +147,11 @@ struct cfg_node_params {
 	uint32_t write_buffer_mb; /* 0: RocksDB's default (64 MB) */
 };
 
+/* The shared key of control messages (docs/operations.md, "Threat model"). */
+struct cfg_auth {
+	char key_file[CFG_MAX_PATH]; /* empty: no key, control messages carry no MAC */
+};
+
 struct cfg {
 	char path[CFG_MAX_PATH];
 	struct cfg_service service;
@@ -157,11 +162,14 @@ struct cfg {
 	uint16_t nagents;
 	struct cfg_agent_host agents[CFG_MAX_AGENTS];
 	uint64_t ring_version;
+	uint32_t ramp_ms;	    /* a ring change activates its moved arcs over this time */
+	uint32_t warmup_keys_per_s; /* warm-up rate of each previous home */
 	struct cfg_directory directory;
 	struct cfg_digest digest;
 	struct cfg_sync sync;
 	struct cfg_agent agent;
 	struct cfg_node_params node;
+	struct cfg_auth auth;
 };
 
 /*
@@ -184,6 +192,17 @@ const struct cfg_switch *cfg_switch_lookup(const struct cfg *cfg, const char *na
 
 /* Build the ketama ring of the config's nodes. Returns 0 or a negative errno. */
 int cfg_build_ring(const struct cfg *cfg, struct ring *ring);
+
+/*
+ * Read the cluster key named by auth.key_file (a relative path is taken from
+ * the config file's folder), as the daemons do at start: 1 with the key in
+ * *key, 0 when the config names none, -1 with a message in err (the file, the
+ * problem, the fix). The file holds 64..128 hex digits (32..64 bytes; `openssl
+ * rand -hex 32`) and white space around them; group and others must have no
+ * access to it.
+ */
+struct wire_key;
+int cfg_read_key(const struct cfg *cfg, struct wire_key *key, char *err, size_t errlen);
 
 /* The "agent" section's defaults (docs/config.md), for agents built without a config file. */
 void cfg_agent_defaults(struct cfg_agent *a);

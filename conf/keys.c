@@ -155,6 +155,7 @@ static void node_data_dir(const struct cfg *cfg, void *obj, size_t index)
 #define SYNC	   "sync", struct cfg_sync
 #define AGENT	   "agent", struct cfg_agent
 #define NODE_PARAM "node", struct cfg_node_params
+#define AUTH	   "auth", struct cfg_auth
 
 const struct cfg_key cfg_keys[] = {
     KEY_OBJECT("", "service", "the service address (below)", .flags = CFG_REQUIRED),
@@ -168,6 +169,8 @@ const struct cfg_key cfg_keys[] = {
     KEY_OBJECT("", "sync", "what peer switches tell each other"),
     KEY_OBJECT("", "agent", "parameters of every agent"),
     KEY_OBJECT("", "node", "parameters shared by every node"),
+    KEY_OBJECT("", "auth",
+	       "the shared key of control messages (docs/operations.md \"Threat model\")"),
 
     KEY_IPV4(SERVICE, "vip", vip, "the switch's service IPv4 address", .flags = CFG_REQUIRED),
     KEY_UINT(SERVICE, "port", port, 1, 65535, CFG_DEFAULT_PORT,
@@ -226,8 +229,9 @@ const struct cfg_key cfg_keys[] = {
 	     "switch learns the host's MAC for all of them",
 	     .flags = CFG_REQUIRED),
     KEY_UINT(NODE, "port", port, 1, 65535, CFG_DEFAULT_PORT, "the node's UDP port"),
-    KEY_UINT(NODE, "weight", weight, 1, 100, 1,
-	     "ring points = twemproxy's `floor(w/W * 40 * n) * 4`"),
+    KEY_UINT(NODE, "weight", weight, 0, 100, 1,
+	     "ring points = twemproxy's `floor(w/W * 40 * n) * 4`; 0: in the cluster but in "
+	     "no arc of the ring (a node leaving, kept until it has drained)"),
     KEY_STRING(NODE, "data_dir", data_dir, NULL, "RocksDB directory", .derive = node_data_dir,
 	       .def_doc = "/var/lib/skewless/<name>"),
 
@@ -236,7 +240,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_IPV4(AGENT_HOST, "ip", ip, "the host's address", .flags = CFG_REQUIRED),
 
     KEY_UINT(RING, "version", ring_version, 1, UINT32_MAX, 1,
-	     "the ring's version (not on the wire)"),
+	     "the ring's version: `cdtctl ring apply` takes a config only with a higher one"),
+    KEY_UINT(RING, "ramp_ms", ramp_ms, 0, 3600000, 10000,
+	     "a ring change activates its moved arcs over this time (a joining node's weight "
+	     "ramps from 0)"),
+    KEY_UINT(RING, "warmup_keys_per_s", warmup_keys_per_s, 1, 1000000, 5000,
+	     "keys per second each previous home pushes to the new homes in a ring change"),
 
     KEY_BOOL(DIRECTORY, "enabled", enabled, true, "false: ring only"),
     KEY_UINT(DIRECTORY, "max_keys", max_keys, 1, 65535, 1024, "cap on directory entries"),
@@ -340,6 +349,12 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(NODE_PARAM, "write_buffer_mb", write_buffer_mb, 0, 1u << 16, 0,
 	     "RocksDB memtable size per column family; 0 keeps RocksDB's 64 MB. Small values "
 	     "(with a small block cache) let many nodes share one machine: `conf/scale64.json`"),
+
+    KEY_STRING(AUTH, "key_file", key_file, "",
+	       "file with the cluster's shared key, 64..128 hex digits (`openssl rand -hex 32`), "
+	       "no access for group and others (`chmod 600`); relative to the config's folder. "
+	       "Set: every control message carries an HMAC-SHA256 and switches and nodes drop "
+	       "those without a valid one. Read by switches and nodes at start, never by agents"),
 };
 
 const size_t cfg_nkeys = sizeof(cfg_keys) / sizeof(cfg_keys[0]);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mignet.h"
 #include "node.h"
 #include "report.h"
 #include "send.h"
@@ -35,6 +36,7 @@ struct args {
 	long service_time_us; /* -1: from the config */
 	long ack_delay_ms;
 	int log_level;
+	int join;
 };
 
 static void usage(FILE *out)
@@ -51,6 +53,8 @@ static void usage(FILE *out)
 	    "  -s, --service-time-us N    capacity emulation: hold a worker N us per request\n"
 	    "                             (timed sleep; default node.service_time_us, 0 = off)\n"
 	    "      --ack-delay-ms N       fault injection for tests: hold each RC_ACK N ms\n"
+	    "      --join                 joining a running cluster (a ring change): the home of\n"
+	    "                             nothing until a switch's RING tells it the change\n"
 	    "  -l, --log-level LEVEL      error|warn|info|debug (default info)\n"
 	    "  -h, --help                 this text\n"
 	    "\n"
@@ -78,6 +82,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"data-dir", required_argument, NULL, 'd'},
 	    {"service-time-us", required_argument, NULL, 's'},
 	    {"ack-delay-ms", required_argument, NULL, 'a'},
+	    {"join", no_argument, NULL, 'j'},
 	    {"log-level", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -110,6 +115,9 @@ static void parse_args(int argc, char **argv, struct args *a)
 				die("--ack-delay-ms: expected an integer 0..10000, got \"%s\"",
 				    optarg);
 			a->ack_delay_ms = (long)v;
+			break;
+		case 'j':
+			a->join = 1;
 			break;
 		case 'l':
 			a->log_level = log_parse_level(optarg);
@@ -215,12 +223,20 @@ int main(int argc, char **argv)
 	if (!n.dedup)
 		die("out of memory");
 	dedup_init(n.dedup);
+	n.join = a.join;
 	n.through = through_create();
 	if (!n.through)
 		die("out of memory");
-	if (cfg_build_ring(&cfg, &n.ring) != 0)
-		die("%s: cannot build the ring of nodes[]", a.config);
 	resolve_switches(&n);
+	switch (cfg_read_key(&cfg, &n.key, err, sizeof(err))) {
+	case 1:
+		n.keyed = true;
+		break;
+	case 0:
+		break;
+	default:
+		die("%s", err);
+	}
 	if (node_socket_open(&n, err, sizeof(err)) != 0)
 		die("%s", err);
 
@@ -232,15 +248,30 @@ int main(int argc, char **argv)
 	n.store = store_open(dbdir, &so, err, sizeof(err));
 	if (!n.store)
 		die("%s", err);
+	{
+		struct ring ring = {0};
+		int rc;
+
+		if (cfg_build_ring(&cfg, &ring) != 0)
+			die("%s: cannot build the ring of nodes[]", a.config);
+		mig_init(&n.mig, n.store, n.self->id, &mignet_transport, &n);
+		rc = mig_restore(&n.mig, &ring, n.join);
+		ring_free(&ring);
+		if (rc == -ESTALE)
+			die("%s: the data holds a newer ring version than %s has", dbdir, a.config);
+		if (rc != 0)
+			die("%s: cannot restore the ring state: %s", dbdir, strerror(-rc));
+	}
 
 	signal(SIGPIPE, SIG_IGN);
-	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 || report_start(&n) != 0)
+	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 ||
+	    report_start(&n) != 0 || mignet_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
-		 "service time %u us",
+		 "service time %u us, control messages %s",
 		 n.self->id, n.self->name, cfg_format_ipv4(n.self->ip, ip), n.self->port,
 		 n.data_dir, cfg.node.workers, cfg.node.queue_depth, so.sync ? "sync" : "async",
-		 n.service_time_us);
+		 n.service_time_us, n.keyed ? "with HMAC-SHA256 (auth.key_file)" : "without MAC");
 
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)
@@ -255,13 +286,15 @@ int main(int argc, char **argv)
 	server_stop(&n, cfg.node.workers);
 	ttl_stop(&n);
 	report_stop(&n);
+	mignet_stop(&n);
 	node_socket_close(&n); /* every sender has stopped */
+	mig_fini(&n.mig);
 	store_close(n.store);
 	node_dump_counters(&n);
-	ring_free(&n.ring);
 	dedup_fini(n.dedup);
 	free(n.dedup);
 	through_destroy(n.through);
+	explicit_bzero(&n.key, sizeof(n.key)); /* the key outlives no thread that uses it */
 	log_info("stopped");
 	return 0;
 }

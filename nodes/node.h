@@ -16,8 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "config.h"
 #include "dedup.h"
+#include "migrate.h"
 #include "ring.h"
 #include "store.h"
 #include "through.h"
@@ -51,6 +53,10 @@
 	X(src_not_switch)    /* REPLICATE from no configured switch address: dropped, no reply */ \
 	X(src_not_node)	     /* RC_REQ from no configured node, UNREPLICATE from no node nor \
 				switch: dropped, no reply */                                      \
+	X(auth_missing)	     /* (c) with a key: a control datagram without a MAC, dropped */      \
+	X(auth_bad)	     /* (c) with a key: a control datagram with a wrong MAC, dropped */   \
+	X(auth_bad_reply)    /* with a key: an RC_ACK or UNREPLICATE reply on a home's own \
+				socket with no valid MAC: not taken as a holder's confirmation */ \
 	X(moved)	     /* answered MOVED */                                                  \
 	X(get)		     /* GETs served (OK or NOT_FOUND) */                                   \
 	X(get_replica)	     /* of which from the replica family */                                \
@@ -58,7 +64,8 @@
 	X(stamp_previous)    /* reads stamped with the version before a write-through: served it */ \
 	X(read_while_pushing) /* home reads served the previous version while a write-through \
 				 was out */                                                        \
-	X(stamp_moved)	     /* replica reads stamped with a version not held: MOVED to the home */ \
+	X(stamp_moved)	     /* reads stamped with a version not held: MOVED (a replica's to the \
+				home; the home's, to a HINT's read, to no node: ask again) */     \
 	X(put)		     /* PUTs applied */                                                    \
 	X(write_retried)     /* PUT/DEL retry answered from its first attempt (not re-applied) */ \
 	X(bypass_writes)     /* writes of a replicated key not via its owner: copies dropped first */ \
@@ -121,9 +128,15 @@ struct node_queue {
 };
 
 struct node {
+	/*
+	 * The config: replaced by a ring change (RING, mignet.c) with a release
+	 * store; every config the process loaded is kept until it exits, so a
+	 * thread still reading the previous one reads valid memory.
+	 */
 	const struct cfg *cfg;
 	const struct cfg_node *self;
-	struct ring ring;
+	struct mig mig; /* the ring this node routes by, and a change in progress (migrate.h) */
+	bool join;	/* --join: the home of nothing until a switch's RING */
 	struct store *store;
 	char data_dir[CFG_MAX_PATH];
 	int fd;			  /* the UDP socket (send.c): rx receives, every thread sends */
@@ -140,7 +153,11 @@ struct node {
 	uint16_t nswitches;
 	uint16_t switch_ids[CFG_MAX_SWITCHES];
 	struct sockaddr_in switch_addr[CFG_MAX_SWITCHES];
-	pthread_t rx_thread, ttl_thread, report_thread;
+	/* The cluster key (auth.key_file): with it, send.c seals every control
+	 * datagram and the receivers check them (server.c, repl.c). */
+	bool keyed;
+	struct wire_key key;
+	pthread_t rx_thread, ttl_thread, report_thread, warmup_thread;
 	pthread_t *workers;
 };
 
@@ -164,21 +181,30 @@ static inline uint16_t node_load(struct node *n)
 }
 
 /*
- * The key's ring home when it is not this node, 0 when this node owns it:
- * a request that needs the owner is answered MOVED to that home.
+ * The key's home when it is not this node, 0 when this node owns it: a
+ * request that needs the owner is answered MOVED to that home. During a ring
+ * change the home is the effective one (migrate.h); RING_NO_NODE while this
+ * node has joined and not yet been told the change (nobody's home is known).
  */
 static inline uint16_t node_other_home(const struct node *n, uint64_t keyhash)
 {
-	uint16_t home = ring_home(&n->ring, keyhash);
+	uint16_t home = mig_home(&n->mig, keyhash);
 
+	if (!home)
+		return RING_NO_NODE;
 	return home == n->self->id ? 0 : home;
 }
 
-/* Answer MOVED: the key lives at node home. */
-static inline void node_reply_moved(struct wire_msg *rep, uint16_t home)
+/* Answer MOVED: the key lives at node home; version = this node's ring epoch. */
+static inline void node_reply_moved(const struct node *n, struct wire_msg *rep, uint16_t home)
 {
+	if (home == RING_NO_NODE) {
+		rep->status = WIRE_ST_UNAVAILABLE;
+		return;
+	}
 	rep->status = WIRE_ST_MOVED;
 	rep->node = home;
+	rep->version = mig_epoch(&n->mig);
 }
 
 /* Write the counters to <data_dir>/counters (name value lines) and log them in one line. */

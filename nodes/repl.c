@@ -37,6 +37,20 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
+/*
+ * The version readers see at the home: while a write-through of the key is
+ * out, the one before it (that write is not complete until the switch has its reply).
+ */
+static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t current)
+{
+	static __thread uint8_t scratch[THROUGH_MAX_VALUE];
+	struct store_record before;
+
+	return through_while_pushing(n->through, keyhash, &before, scratch, sizeof(scratch))
+		   ? before.version
+		   : current;
+}
+
 void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
 {
 	uint8_t val[NODE_MAX_DGRAM], dgram[NODE_MAX_DGRAM + WIRE_MAX_KEY];
@@ -54,7 +68,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 
 	if (home) {
 		node_count(n, NODE_CTR_moved);
-		node_reply_moved(rep, home);
+		node_reply_moved(n, rep, home);
 		return;
 	}
 	node_count(n, NODE_CTR_replicate);
@@ -68,7 +82,7 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		return;
 	}
 	rep->status = rc ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
-	rep->version = rc ? rec.version : 0;
+	rep->version = visible_version(n, m->keyhash, rc ? rec.version : 0);
 	/*
 	 * Push only the exact version the switch saw complete (0: whatever is
 	 * current). A newer local version, or a write in progress, means a newer
@@ -161,6 +175,27 @@ bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holde
 	return true;
 }
 
+/*
+ * Whether a reply on one of this node's own sockets (a write-through push's
+ * RC_ACKs, an UNREPLICATE's confirmation) may be taken: with a key it must
+ * carry a valid MAC, then *len is cut to the datagram without it (a forged
+ * confirmation would let a write through while a copy still serves the old
+ * value, or list a holder that holds nothing).
+ */
+static bool authentic_reply(struct node *n, const uint8_t *in, size_t *len)
+{
+	size_t body;
+
+	if (!n->keyed)
+		return true;
+	if (wire_auth_check(&n->key, in, *len, &body) == WIRE_AUTH_OK) {
+		*len = body;
+		return true;
+	}
+	node_count(n, NODE_CTR_auth_bad_reply);
+	return false;
+}
+
 /* Send the RC_REQ (encoded in dgram) to every holder from fd; the number sent. */
 static unsigned push_to_holders(struct node *n, int fd, uint8_t *dgram, size_t len,
 				const uint8_t *holders)
@@ -175,7 +210,7 @@ static unsigned push_to_holders(struct node *n, int fd, uint8_t *dgram, size_t l
 			continue;
 		wire_put16(dgram + WIRE_OFF_NODE, (uint16_t)id);
 		node_addr(cn, &to);
-		if (sendto(fd, dgram, len, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)len) {
+		if (node_send_on(n, fd, &to, dgram, len) == 0) {
 			node_count(n, NODE_CTR_rc_req_sent);
 			sent++;
 		}
@@ -196,13 +231,15 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_rc_ack ack;
 		struct wire_msg r;
-		ssize_t len;
+		ssize_t got_len;
+		size_t len;
 
 		if (now >= deadline ||
 		    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
 			break;
-		len = recv(fd, in, sizeof(in), 0);
-		if (len <= 0 || wire_decode(in, (size_t)len, &r) != WIRE_OK ||
+		got_len = recv(fd, in, sizeof(in), 0);
+		len = got_len > 0 ? (size_t)got_len : 0;
+		if (len == 0 || !authentic_reply(n, in, &len) || wire_decode(in, len, &r) != WIRE_OK ||
 		    r.op != WIRE_OP_RC_ACK || r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
 			continue;
 		/* A holder that holds a newer version does not hold this one. */
@@ -468,13 +505,15 @@ static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t targ
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct wire_msg r;
 
-		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) != len)
+		if (node_send_on(n, fd, &to, out, (size_t)len) != 0)
 			continue;
 		while (poll(&p, 1, REPL_DROP_WAIT_MS) > 0) {
 			ssize_t got = recv(fd, in, sizeof(in), 0);
+			size_t len = got > 0 ? (size_t)got : 0;
 
-			if (got > 0 && wire_decode_header(in, (size_t)got, &r) == WIRE_OK &&
-			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY))
+			if (len && wire_decode_header(in, len, &r) == WIRE_OK &&
+			    r.req_id == un.req_id && r.op == (WIRE_OP_UNREPLICATE | WIRE_REPLY) &&
+			    authentic_reply(n, in, &len))
 				return r.status == WIRE_ST_OK;
 		}
 	}

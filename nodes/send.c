@@ -47,30 +47,92 @@ void node_socket_close(struct node *n)
 	n->fd = -1;
 }
 
-int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+/* Whether buf, a datagram about to leave, is a control message that needs a MAC. */
+static bool needs_mac(const struct node *n, const void *buf, size_t len)
 {
-	if (sendto(n->fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {
-		int rc = -errno; /* before logging, which may change errno */
+	return n->keyed && len > WIRE_OFF_OP &&
+	       wire_op_authenticated(((const uint8_t *)buf)[WIRE_OFF_OP]);
+}
 
+int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const void *buf,
+		 size_t len)
+{
+	uint8_t mac[WIRE_MAC_LEN];
+	struct iovec iov[2] = {{.iov_base = (void *)buf, .iov_len = len},
+			       {.iov_base = mac, .iov_len = sizeof(mac)}};
+	struct msghdr msg = {
+	    .msg_name = (void *)to, .msg_namelen = sizeof(*to), .msg_iov = iov, .msg_iovlen = 1};
+	int rc = 0;
+
+	/* The trailer goes out as a second piece: callers' buffers need no room for it. */
+	if (needs_mac(n, buf, len)) {
+		rc = wire_mac(&n->key, buf, len, mac);
+		msg.msg_iovlen = 2;
+	}
+	if (rc == 0 && sendmsg(fd, &msg, 0) < 0)
+		rc = -errno; /* before logging, which may change errno */
+	if (rc < 0) {
 		node_count(n, NODE_CTR_send_errors);
 		log_debug("sendto %s:%u: %s", inet_ntoa(to->sin_addr), ntohs(to->sin_port),
 			  strerror(-rc));
-		return rc;
 	}
-	return 0;
+	return rc;
 }
 
-void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len)
+{
+	return node_send_on(n, n->fd, to, buf, len);
+}
+
+/* sendmmsg() msgs[0..count), counting each one that fails and going on with the rest. */
+static void send_batch(struct node *n, struct mmsghdr *msgs, unsigned count)
 {
 	for (unsigned sent = 0; sent < count;) {
 		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
 
 		if (r <= 0) {
-			/* Count the one that failed and go on with the rest. */
 			node_count(n, NODE_CTR_send_errors);
 			sent++;
 			continue;
 		}
 		sent += (unsigned)r;
+	}
+}
+
+/* Datagrams node_send_many() seals at a time: each needs a second iovec and a MAC of its own. */
+#define SEAL_CHUNK 16
+
+void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
+{
+	if (!n->keyed) {
+		send_batch(n, msgs, count);
+		return;
+	}
+	for (unsigned base = 0; base < count; base += SEAL_CHUNK) {
+		unsigned k = count - base < SEAL_CHUNK ? count - base : SEAL_CHUNK, out = 0;
+		struct mmsghdr batch[SEAL_CHUNK];
+		struct iovec iov[SEAL_CHUNK][2];
+		uint8_t mac[SEAL_CHUNK][WIRE_MAC_LEN];
+
+		for (unsigned i = 0; i < k; i++) {
+			struct msghdr *h = &msgs[base + i].msg_hdr;
+
+			batch[out] = msgs[base + i];
+			if (h->msg_iovlen == 1 &&
+			    needs_mac(n, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len)) {
+				if (wire_mac(&n->key, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len,
+					     mac[out]) != 0) {
+					node_count(n, NODE_CTR_send_errors);
+					continue;
+				}
+				iov[out][0] = h->msg_iov[0];
+				iov[out][1] = (struct iovec){.iov_base = mac[out],
+							     .iov_len = WIRE_MAC_LEN};
+				batch[out].msg_hdr.msg_iov = iov[out];
+				batch[out].msg_hdr.msg_iovlen = 2;
+			}
+			out++;
+		}
+		send_batch(n, batch, out);
 	}
 }

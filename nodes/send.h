@@ -26,12 +26,19 @@ int node_socket_open(struct node *n, char *err, size_t errlen);
 /* Close n->fd, once no thread receives or sends any more. */
 void node_socket_close(struct node *n);
 
-/* Send one datagram from the node's socket; counts failures (send_errors). 0 or -errno. */
-int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
 /*
- * Send count prepared datagrams in as few system calls as the kernel takes
- * (sendmmsg(): a worker's batch of replies); each one that fails is counted
- * and skipped.
+ * Send one datagram from the node's socket; counts failures (send_errors). 0
+ * or -errno. With the cluster key (n->keyed), a control datagram (auth.h)
+ * leaves with its MAC appended here, so that no sender can forget it.
+ */
+int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, size_t len);
+/* The same from another socket of the node's (repl.c's own, for UNREPLICATE). */
+int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const void *buf,
+		 size_t len);
+/*
+ * Send count prepared datagrams, one iovec each, in as few system calls as
+ * the kernel takes (sendmmsg(): a worker's batch of replies); each one that
+ * fails is counted and skipped. Control datagrams are sealed as by node_send().
  */
 void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count);
 

@@ -19,6 +19,8 @@
 #include "clock.h"
 #include "keyhash.h"
 #include "log.h"
+#include "mignet.h"
+#include "ringmsg.h"
 #include "repl.h"
 #include "report.h"
 #include "send.h"
@@ -250,6 +252,8 @@ static int too_large(struct node *n, const struct wire_msg *m, size_t len)
 		return 1;
 	if (m->op == WIRE_OP_RC_REQ && m->val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN)
 		return 1;
+	if (m->op == WIRE_OP_MIGRATE && m->val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_LEN)
+		return 1;
 	return 0;
 }
 
@@ -279,6 +283,38 @@ static enum node_counter source_check(const struct node *n, uint8_t op,
 	return (by & WIRE_BY_NODE) ? NODE_CTR_src_not_node : NODE_CTR_src_not_switch;
 }
 
+/*
+ * With a key, a control datagram must come from an address the config names
+ * for its op (checked first, so a stranger's datagram costs no HMAC) and
+ * carry a valid MAC; true when it may go on, *len then without the trailer.
+ * Dropped ones get no reply. A length that fits neither form goes on as it
+ * is, for wire_decode() to name.
+ */
+static bool authentic(struct node *n, const struct sockaddr_in *from, const uint8_t *buf,
+		      size_t *len, uint8_t op)
+{
+	enum node_counter foreign = source_check(n, op, from);
+	size_t body;
+
+	if (foreign != NODE_CTR_COUNT) {
+		node_count(n, foreign);
+		return false;
+	}
+	switch (wire_auth_check(&n->key, buf, *len, &body)) {
+	case WIRE_AUTH_OK:
+		*len = body;
+		return true;
+	case WIRE_AUTH_MISSING:
+		node_count(n, NODE_CTR_auth_missing);
+		return false;
+	case WIRE_AUTH_BAD:
+		node_count(n, NODE_CTR_auth_bad);
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* Classify one datagram: answer it at once, or queue it for a worker. */
 static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
 		   uint64_t now, uint8_t *out)
@@ -297,6 +333,8 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		node_count(n, NODE_CTR_rx_replies);
 		return;
 	}
+	if (n->keyed && wire_op_authenticated(m.op) && !authentic(n, from, buf, &len, m.op))
+		return;
 	err = wire_decode(buf, len, &m);
 	if (err != WIRE_OK) {
 		node_count(n, drop_counter(err));
@@ -313,7 +351,8 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 		node_count(n, foreign); /* no reply: a spoofer learns nothing */
 		return;
 	}
-	if (keyhash(m.key, m.key_len) != m.keyhash) {
+	/* Keyless ops (RING) carry no keyhash. */
+	if (m.key_len && keyhash(m.key, m.key_len) != m.keyhash) {
 		node_count(n, NODE_CTR_bad_keyhash);
 		reply_reject(n, from, buf, len, &m, WIRE_ST_BAD_REQUEST, out);
 		return;
@@ -407,11 +446,17 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
- * The version a GET gets at the home, when not the stored one (rec): the one
- * the switch stamped it with if that is the previous one, else, while a
- * write-through of the key is out, the previous version, which the switch
- * still stamps its reads with (docs/design.md section 5, "Write-through").
- * 1 with rec (and its value in val) replaced; 0 to serve rec as it is.
+ * The version a GET gets at the home, when not the stored one (rec):
+ * 1 with rec (and its value in val) replaced, 0 to serve rec as it is, -1 to
+ * answer MOVED to no node ("ask the switch again").
+ *  - Stamped with the previous version (docs/design.md section 5,
+ *    "Write-through"): that one.
+ *  - Stamped by a HINT (a direct read: no switch sees the reply) with a
+ *    version the home no longer has: nothing else is safe to serve.
+ *  - Otherwise what any read gets there: while a write-through of the key is
+ *    out, the previous version, which the switch still stamps its reads
+ *    with; else the stored one (a newer version through the switch is that
+ *    write's completion there: "Defence in depth").
  */
 static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
 			uint8_t *val, size_t cap)
@@ -419,6 +464,10 @@ static int home_version(struct node *n, const struct wire_msg *m, struct store_r
 	if (m->version && through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return 1;
+	}
+	if (m->version && !(m->flags & WIRE_F_VIA_SWITCH)) {
+		node_count(n, NODE_CTR_stamp_moved);
+		return -1;
 	}
 	if (through_while_pushing(n->through, m->keyhash, rec, val, cap)) {
 		node_count(n, NODE_CTR_read_while_pushing);
@@ -462,8 +511,16 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 
 	if (other_home && !(m->flags & WIRE_F_REPLICA_READ)) {
 		node_count(n, NODE_CTR_moved);
-		node_reply_moved(rep, other_home);
+		node_reply_moved(n, rep, other_home);
 		return;
+	}
+	if (!other_home) {
+		/* A key whose home just moved here is read from its previous home first. */
+		rc = mig_ensure(&n->mig, m->keyhash, m->key, m->key_len, store_now_ms());
+		if (rc < 0) {
+			rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
+			return;
+		}
 	}
 	node_count(n, NODE_CTR_get);
 	if (cf == STORE_REPLICA) {
@@ -482,16 +539,22 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		 * reader to the home, which always holds the latest version.
 		 */
 		node_count(n, NODE_CTR_replica_miss);
-		node_reply_moved(rep, other_home);
+		node_reply_moved(n, rep, other_home);
 		return;
 	}
 	if (cf == STORE_REPLICA && !replica_version(n, m, &rec, val, val_cap)) {
-		node_reply_moved(rep, other_home); /* the home has it */
+		node_reply_moved(n, rep, other_home); /* the home has it */
 		return;
 	}
-	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version) &&
-	    home_version(n, m, &rec, val, val_cap))
-		rc = 1;
+	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version)) {
+		int which = home_version(n, m, &rec, val, val_cap);
+
+		if (which < 0) {
+			node_reply_moved(n, rep, 0);
+			return;
+		}
+		rc = which ? 1 : rc;
+	}
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
 		return;
@@ -569,12 +632,13 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
-	store_write_end(n->store, m->keyhash);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
 		repl_notify_owner(n, owner, rep);
+	/* The push is part of the write: no REPLICATE pushes the key while it is out. */
 	if (through)
 		repl_through_end(n, m, owner, holders, rep);
+	store_write_end(n->store, m->keyhash);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -614,11 +678,19 @@ typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
 			     const struct sockaddr_in *from, struct wire_msg *rep, uint8_t *out,
 			     size_t cap);
 
+/*
+ * GET, PUT and DEL hold the key's hand-over lock (migrate.h) from the
+ * ownership check to the store: in a ring change, a FETCH of the key by its
+ * new home then either sees this request's write or this request sees the
+ * key moved (MOVED).
+ */
 static bool on_get(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		   struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	(void)from;
+	mig_lock(&n->mig, m->keyhash);
 	serve_get(n, m, rep, out, cap);
+	mig_unlock(&n->mig, m->keyhash);
 	return true;
 }
 
@@ -626,15 +698,47 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	uint16_t home = node_other_home(n, m->keyhash);
+	uint16_t home;
+	int rc;
 
 	(void)out, (void)cap;
+	mig_lock(&n->mig, m->keyhash);
+	home = node_other_home(n, m->keyhash);
 	if (home) {
 		node_count(n, NODE_CTR_moved);
-		node_reply_moved(rep, home);
+		node_reply_moved(n, rep, home);
+	} else if ((rc = mig_ensure(&n->mig, m->keyhash, m->key, m->key_len, store_now_ms())) < 0) {
+		/* The version the previous home gave is unknown: write nothing. */
+		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {
 		serve_write(n, m, from, rep);
 	}
+	mig_unlock(&n->mig, m->keyhash);
+	return true;
+}
+
+/* Ring changes (mignet.c). */
+static bool on_ring(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		    struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from;
+	mignet_ring(n, m, rep, out, cap);
+	return true;
+}
+
+static bool on_fetch(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		     struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from;
+	mignet_fetch(n, m, rep, out, cap);
+	return true;
+}
+
+static bool on_migrate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		       struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)out, (void)cap;
+	mignet_migrate(n, m, rep);
 	return true;
 }
 
@@ -680,6 +784,9 @@ static const node_handler handlers[64] = {
     [WIRE_OP_REPLICATE] = on_replicate,
     [WIRE_OP_RC_REQ] = on_rc_req,
     [WIRE_OP_UNREPLICATE] = on_unreplicate,
+    [WIRE_OP_RING] = on_ring,
+    [WIRE_OP_FETCH] = on_fetch,
+    [WIRE_OP_MIGRATE] = on_migrate,
 };
 
 bool server_serves(uint8_t op)
@@ -774,10 +881,14 @@ static void *worker_main(void *arg)
 				node_count(n, NODE_CTR_expired);
 				continue;
 			}
-			len = serve(n, &reqs[i], out, cap);
-
+			/*
+			 * The emulated time passes first, then the request is served
+			 * and answered at once: what a write makes visible is not
+			 * seen a service time before its reply leaves.
+			 */
 			if (n->service_time_us)
 				emulate_service_time(n, start);
+			len = serve(n, &reqs[i], out, cap);
 			if (len == 0)
 				continue;
 			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};

@@ -35,7 +35,18 @@ void node_dump_counters(struct node *n)
 			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%llu",
 						 counter_names[c], v);
 	}
+	/* The ring change's counters (migrate.h), prefixed: one namespace per file. */
+	for (int c = 0; c < MIG_CTR_COUNT; c++) {
+		unsigned long long v = atomic_load_explicit(&n->mig.ctr[c], memory_order_relaxed);
+
+		if (f)
+			fprintf(f, "mig_%s %llu\n", mig_counter_name((enum mig_counter)c), v);
+		if (v && used < sizeof(line))
+			used += (size_t)snprintf(line + used, sizeof(line) - used, " mig_%s=%llu",
+						 mig_counter_name((enum mig_counter)c), v);
+	}
 	if (f) {
+		fprintf(f, "ring_epoch %llu\n", (unsigned long long)mig_epoch(&n->mig));
 		fprintf(f, "load %u\n", node_load(n));
 		if (fclose(f) != 0 || rename(tmp, path) != 0)
 			log_warn("%s: cannot write counters", path);

@@ -711,3 +711,164 @@ int store_pressure_read(struct store *st, struct store_pressure *p)
 	}
 	return 0;
 }
+
+/* ---- Ring changes (docs/design.md section 12; migrate.c). ---- */
+
+int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
+		const struct store_record *in, uint64_t now_ms)
+{
+	struct store_record old, rec = *in;
+	pthread_mutex_t *lock = stripe(st, hash);
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	if (rec.kind != STORE_VALUE && rec.kind != STORE_TOMBSTONE)
+		return -EINVAL;
+	if (rec.kind == STORE_TOMBSTONE) {
+		rec.time_ms = now_ms; /* collected like a tombstone written now */
+		rec.value_len = 0;
+	}
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_OWNED, key, klen, &old, NULL, 0);
+	if (found < 0 || (found && old.version >= rec.version)) {
+		pthread_mutex_unlock(lock);
+		return found < 0 ? -EIO : 0;
+	}
+	b = rocksdb_writebatch_create();
+	batch_record(b, st, STORE_OWNED, key, klen, found ? &old : NULL, &rec);
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	return rc ? rc : 1;
+}
+
+int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version)
+{
+	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], fb[8], type;
+	pthread_mutex_t *lock = stripe(st, hash);
+	struct store_record old;
+	rocksdb_writebatch_t *b;
+	int found, rc;
+
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_OWNED, key, klen, &old, NULL, 0);
+	if (found <= 0 || old.version > version) {
+		pthread_mutex_unlock(lock);
+		return found < 0 ? -EIO : 0;
+	}
+	b = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_cf(b, st->cf[STORE_OWNED], key, klen);
+	if (record_timer(&old, &type))
+		rocksdb_writebatch_delete_cf(
+		    b, st->cf[CF_TIMERS], (char *)tk,
+		    timer_key(tk, type, old.time_ms, STORE_OWNED, key, klen));
+	/* As the GC does (timer_fire): the floor is raised before the record goes. */
+	if (old.version > atomic_load(&st->floor)) {
+		wire_put64(fb, old.version);
+		rocksdb_writebatch_put_cf(b, st->cf[CF_META], floor_key, sizeof(floor_key) - 1,
+					  (char *)fb, 8);
+		atomic_store(&st->floor, old.version);
+	}
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(lock);
+	return rc ? rc : 1;
+}
+
+int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t max,
+		     store_scan_fn fn, void *arg, bool *end)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[STORE_OWNED]);
+	char *rerr = NULL;
+	uint32_t n = 0;
+	int rc = 0;
+
+	*end = false;
+	if (alen) {
+		size_t klen;
+		const char *k;
+
+		rocksdb_iter_seek(it, after, alen);
+		/* Strictly after the cursor: the key at it was visited. */
+		if (rocksdb_iter_valid(it) && (k = rocksdb_iter_key(it, &klen)) && klen == alen &&
+		    !memcmp(k, after, alen))
+			rocksdb_iter_next(it);
+	} else {
+		rocksdb_iter_seek_to_first(it);
+	}
+	while (n < max && rocksdb_iter_valid(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		struct store_record rec;
+
+		if (klen <= WIRE_MAX_KEY &&
+		    store_record_decode((const uint8_t *)v, vlen, &rec) == 0) {
+			rc = fn(arg, k, klen, &rec);
+			if (rc)
+				break;
+		}
+		n++;
+		rocksdb_iter_next(it);
+	}
+	if (!rc && n < max)
+		*end = !rocksdb_iter_valid(it);
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return rc < 0 ? rc : (int)n;
+}
+
+/* Node-wide records of the meta family under "m:" + name. */
+static size_t meta_key(uint8_t *out, const char *name)
+{
+	size_t len = strlen(name);
+
+	out[0] = 'm';
+	out[1] = ':';
+	memcpy(out + 2, name, len);
+	return len + 2;
+}
+
+int store_meta_get(struct store *st, const char *name, void *buf, size_t cap)
+{
+	uint8_t k[64];
+	size_t kl, len = 0;
+	char *rerr = NULL, *v;
+
+	if (strlen(name) > sizeof(k) - 2)
+		return -EINVAL;
+	kl = meta_key(k, name);
+	v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	if (!v)
+		return 0;
+	if (len > cap) {
+		free(v);
+		return -EMSGSIZE;
+	}
+	memcpy(buf, v, len);
+	free(v);
+	return (int)len;
+}
+
+int store_meta_put(struct store *st, const char *name, const void *buf, size_t len)
+{
+	uint8_t k[64];
+	size_t kl;
+	char *rerr = NULL;
+
+	if (strlen(name) > sizeof(k) - 2)
+		return -EINVAL;
+	kl = meta_key(k, name);
+	rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, buf, len, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}

@@ -187,6 +187,38 @@ uint32_t store_pressure_pct(const struct store_pressure *p);
 /* Read *p from the open database. 0 or -EIO (a property RocksDB did not give). */
 int store_pressure_read(struct store *st, struct store_pressure *p);
 
+/*
+ * Ring changes (docs/design.md section 12, migrate.c).
+ *
+ * store_adopt: a new home stores a record migrated from the previous home
+ * (read through, or pushed by its warm-up) in the owned family, unless it
+ * holds that version or a newer one. A tombstone is kept as one written at
+ * now_ms. 1 stored, 0 kept the newer one, -EINVAL (not a value or a
+ * tombstone), -EIO.
+ */
+int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
+		const struct store_record *rec, uint64_t now_ms);
+/*
+ * store_handover: the previous home deletes its owned record of a key the new
+ * home acknowledged holding at version (or newer), raising the floor to the
+ * record's version in the same batch. 1 deleted, 0 none (or a newer one:
+ * kept), -EIO.
+ */
+int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version);
+/*
+ * Visit up to max owned records in key order, strictly after the key
+ * after[0..alen) (from the first when alen is 0). fn returns 0 to go on, or
+ * stops the scan with its value. Returns the number visited or fn's
+ * negative value or -EIO; *end is true when the family has no more keys.
+ */
+typedef int (*store_scan_fn)(void *arg, const void *key, size_t klen,
+			     const struct store_record *rec);
+int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t max,
+		     store_scan_fn fn, void *arg, bool *end);
+/* A node-wide record of the meta family by name: its length, 0 when absent, -EMSGSIZE, -EIO. */
+int store_meta_get(struct store *st, const char *name, void *buf, size_t cap);
+int store_meta_put(struct store *st, const char *name, const void *buf, size_t len);
+
 /* Unix time in milliseconds. */
 uint64_t store_now_ms(void);
 

@@ -68,6 +68,12 @@ enum wire_lane {
 	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_CONTROL)            \
 	X(WIRE_OP_UNREPLICATE, 0x13, "UNREPLICATE", WIRE_BY_SWITCH | WIRE_BY_NODE,                 \
 	  WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_RX)                                \
+	X(WIRE_OP_RING, 0x14, "RING", WIRE_BY_SWITCH, WIRE_A_VALUE | WIRE_A_ANSWERED,              \
+	  WIRE_SW_NONE, WIRE_LANE_CONTROL)                                                         \
+	X(WIRE_OP_FETCH, 0x15, "FETCH", WIRE_BY_NODE, WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_NONE,  \
+	  WIRE_LANE_CONTROL)                                                                       \
+	X(WIRE_OP_MIGRATE, 0x16, "MIGRATE", WIRE_BY_NODE,                                          \
+	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_CONTROL)            \
 	X(WIRE_OP_DIGEST, 0x20, "DIGEST", WIRE_BY_NODE, WIRE_A_VALUE, WIRE_SW_CONTROL,             \
 	  WIRE_LANE_NONE)                                                                          \
 	X(WIRE_OP_PROBE, 0x21, "PROBE", WIRE_BY_AGENT, WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_NONE, \

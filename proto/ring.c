@@ -107,6 +107,30 @@ int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t
 	return 0;
 }
 
+int ring_build_points(struct ring *r, const struct ring_point *points, uint32_t npoints,
+		      const struct ring_node *nodes, size_t n, uint64_t version)
+{
+	if (npoints == 0 || n > RING_MAX_NODES)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->points = calloc(npoints, sizeof(*r->points));
+	r->bucket_node = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_node));
+	r->bucket_first = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_first));
+	if (!r->points || !r->bucket_node || !r->bucket_first) {
+		ring_free(r);
+		return -ENOMEM;
+	}
+	memcpy(r->points, points, npoints * sizeof(*points));
+	r->npoints = npoints;
+	qsort(r->points, npoints, sizeof(*r->points), point_cmp);
+	if (n)
+		memcpy(r->nodes, nodes, n * sizeof(*nodes));
+	r->nnodes = (uint16_t)n;
+	r->version = version;
+	build_table(r);
+	return 0;
+}
+
 void ring_free(struct ring *r)
 {
 	free(r->points);

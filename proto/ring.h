@@ -60,6 +60,16 @@ struct ring {
 int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t version);
 void ring_free(struct ring *r);
 
+/*
+ * Build r from explicit points (value, node id), any order: a point maps to
+ * the first ring point at or above it, as in a ketama ring. An effective ring
+ * in the middle of a change is built this way (rchange.h). nodes[0..n) are
+ * copied as the ring's members. Returns 0, -EINVAL (no points, too many
+ * nodes) or -ENOMEM.
+ */
+int ring_build_points(struct ring *r, const struct ring_point *points, uint32_t npoints,
+		      const struct ring_node *nodes, size_t n, uint64_t version);
+
 /* Node id owning point; O(log n). */
 uint16_t ring_lookup(const struct ring *r, uint32_t point);
 /* Same answer as ring_lookup(), O(1) in the common case. Inline: the switch routes every

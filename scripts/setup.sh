@@ -11,7 +11,7 @@ packages=(
 	libdpdk-dev dpdk-dev libnuma-dev libpcap-dev	# switchd, dpdk-testpmd for bench/
 	dpdk-doc					# l3fwd's source for bench/fastpath.sh
 	librocksdb-dev					# nodes
-	libjansson-dev libxxhash-dev libmd-dev		# conf, proto
+	libjansson-dev libxxhash-dev libmd-dev libssl-dev	# conf, proto
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison

@@ -20,7 +20,10 @@
 #           crash and when nothing is up
 #   status  namespaces, processes, the switch's view of the nodes
 #   start   (re)start the named processes (switch or node names; default all)
-#           that are not running, re-plumb a switch's TAPs, wait for health
+#           that are not running, re-plumb a switch's TAPs, wait for health; a
+#           node of CONFIG that the running testbed has no namespace for (one
+#           added for a ring change) is attached to the one-arm fabric and
+#           started with --join
 #
 # Environment: SKL_RUN_DIR (default run/<config name>), SKL_BUILD (default
 # build), SKL_SERVICE_TIME_US (node capacity emulation, default the config's),
@@ -260,12 +263,30 @@ port_started() {
 	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1
 }
 
-start_node() { # name
-	local st=()
+start_node() { # name [extra args]
+	local st=() name=$1
+	shift
 	[ -n "${SKL_SERVICE_TIME_US:-}" ] && st=(--service-time-us "$SKL_SERVICE_TIME_US")
 	# shellcheck disable=SC2086
-	spawn "$1" "$nsp$1" "$build/nodes/skewless-node" --config "$config" --node "$1" \
-		--data-dir "$run/data/$1" "${st[@]}" ${SKL_NODE_ARGS:-}
+	spawn "$name" "$nsp$name" "$build/nodes/skewless-node" --config "$config" --node "$name" \
+		--data-dir "$run/data/$name" "${st[@]}" "$@" ${SKL_NODE_ARGS:-}
+}
+
+# join_host NAME: a node that is in CONFIG but not in the running testbed (a
+# ring change adds it, docs/operations.md "Changing the ring"): its namespace
+# and its veth into the one-arm fabric. An inline switch has no port for it.
+join_host() {
+	local h=$1
+	ns_exists "${nsp}fabric" ||
+		die "node $h is not in the running testbed and there is no one-arm fabric to attach it to (inline switches have a port per host: use a one-arm config)"
+	ip netns add "$nsp$h"
+	ip -n "$nsp$h" link set lo up
+	ip netns exec "$nsp$h" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+		net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1 || true
+	ip link add "v-$h" mtu "$mtu" netns "${nsp}fabric" type veth peer name eth0 mtu "$mtu" netns "$nsp$h"
+	ip -n "${nsp}fabric" link set "v-$h" master br0 up
+	ip -n "$nsp$h" addr add "${ip_of[$h]}/24" dev eth0
+	ip -n "$nsp$h" link set eth0 up
 }
 
 # start [NAME...]: start the named (default: all) processes not running, in
@@ -292,7 +313,15 @@ start() {
 	while read -r kind a b c d e; do
 		[ "$kind" = host ] && [ "$c" = node ] || continue
 		[ "$want" = "  " ] || [[ "$want" == *" $a "* ]] || continue
-		running "$a" || start_node "$a"
+		running "$a" && continue
+		if ns_exists "$nsp$a"; then
+			start_node "$a"
+		else
+			# New in CONFIG: it joins the running cluster (serves nothing until
+			# `cdtctl ring apply` tells it the change).
+			join_host "$a"
+			start_node "$a" --join
+		fi
 	done < <(plan)
 	if [ -z "${SKL_NO_SWITCH:-}" ]; then
 		while read -r kind a b c d e; do

@@ -12,6 +12,8 @@
  *     directory on|off|show          hot-key management (off: ring only, pins stay)
  *     debug on|off|show              decision logs
  *     neigh show | neigh add IP MAC PORT
+ *     ring show | ring apply FILE | ring resume PREV_FILE
+ *                                    ring changes (docs/operations.md, "Changing the ring")
  *
  * It speaks the line protocol of switchd/ctl.h: keys are sent hex-encoded,
  * answers are JSON; --json prints them as they are, otherwise as tables.
@@ -50,6 +52,8 @@ static void usage(FILE *f)
 		   "[--force n1,n2] |\n"
 		   "  cdt unpin KEY... | directory on|off|show | debug on|off|show |\n"
 		   "  neigh show | neigh add IP MAC PORT\n"
+		   "  ring show | ring apply FILE   apply a config with a higher ring.version\n"
+		   "  ring resume PREV_FILE         drive again a change a restart interrupted\n"
 		   "  KEY \"-\" reads keys from stdin, one per line\n");
 }
 
@@ -496,6 +500,25 @@ int main(int argc, char **argv)
 						i ? " " : "", args[i]);
 		return show(request(line),
 			    nargs > 1 && !strcmp(args[1], "show") ? "neigh show" : "neigh");
+	}
+	if (!strcmp(cmd, "ring")) {
+		if (nargs == 1 || (nargs == 2 && !strcmp(args[1], "show")))
+			return show(request("ring show"), "ring show");
+		if (nargs == 3 && (!strcmp(args[1], "apply") || !strcmp(args[1], "resume"))) {
+			/* The switch reads the file: give it an absolute path, hex-encoded. */
+			char *abs = realpath(args[2], NULL), *h;
+
+			if (!abs) {
+				fprintf(stderr, "cdtctl: %s: %s\n", args[2], strerror(errno));
+				return 1;
+			}
+			h = hex(abs);
+			snprintf(line, sizeof(line), "ring %s %s", args[1], h);
+			free(h);
+			free(abs);
+			return show(request(line),
+				    args[1][0] == 'a' ? "ring apply" : "ring resume");
+		}
 	}
 	if (!strcmp(cmd, "cdt") && nargs >= 2) {
 		if (!strcmp(args[1], "show")) {

@@ -201,8 +201,10 @@ static void send_syncs(struct sw *sw, uint64_t now_us)
 	for (uint16_t p = 0; p < sw->nports; p++)
 		if (sw->ports[p].mtu && sw->ports[p].mtu < cap)
 			cap = sw->ports[p].mtu;
-	/* A SYNC datagram fits one frame: IPv4 + UDP + the 48-byte wire header. */
-	cap -= sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) + WIRE_HDR_LEN;
+	/* A SYNC datagram fits one frame: IPv4 + UDP + the 48-byte wire header,
+	 * and with a key the MAC. */
+	cap -= sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) + WIRE_HDR_LEN +
+	       (sw->keyed ? WIRE_MAC_LEN : 0);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
 		nodes[i] = sw->cfg->nodes[i].id;
 	for (unsigned s = 1; s < c->ps.nslots; s++) {

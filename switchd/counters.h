@@ -82,7 +82,10 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_DROP_DIGEST_SRC, "digest_not_from_node", SW_CNT_DROP)                             \
 	X(SW_CNT_DROP_DIGEST_PORT, "digest_wrong_port", SW_CNT_DROP)                               \
 	X(SW_CNT_DROP_SYNC, "sync_not_from_peer", SW_CNT_DROP)                                     \
+	X(SW_CNT_DROP_RING_REPLY, "ring_reply_dropped", SW_CNT_DROP)                               \
 	X(SW_CNT_DROP_SYNC_QUEUE, "sync_queue_full", SW_CNT_DROP)                                  \
+	X(SW_CNT_DROP_AUTH_MISSING, "auth_missing", SW_CNT_DROP)                                   \
+	X(SW_CNT_DROP_AUTH_BAD, "auth_bad", SW_CNT_DROP)                                           \
 	X(SW_CNT_DROP_L2_SAME_PORT, "l2_same_port", SW_CNT_DROP)                                   \
 	X(SW_CNT_DROP_NO_MBUF, "no_mbuf", SW_CNT_DROP)
 

@@ -34,6 +34,7 @@
 #include "egress.h"
 #include "health.h"
 #include "intake.h"
+#include "members.h"
 #include "reconcile.h"
 #include "stats.h"
 #include "switchd.h"
@@ -122,7 +123,13 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 		sw->node_ip_be[cfg->nodes[i].id] = rte_cpu_to_be_32(cfg->nodes[i].ip);
 		sw->node_port_be[cfg->nodes[i].id] = rte_cpu_to_be_16(cfg->nodes[i].port);
 	}
-	rc = cfg_build_ring(cfg, &sw->ring);
+	if (cfg_read_key(cfg, &sw->key, err, errlen) < 0)
+		return -1;
+	sw->keyed = sw->key.len != 0;
+	sw->ring = calloc(1, sizeof(*sw->ring));
+	if (!sw->ring)
+		return fail(err, errlen, "cannot build the ring: %s", strerror(ENOMEM));
+	rc = cfg_build_ring(cfg, sw->ring);
 	if (rc != 0)
 		return fail(err, errlen, "cannot build the ring: %s", strerror(-rc));
 	if (pick_lcores(sw, err, errlen) != 0)
@@ -175,7 +182,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	/* The registry first: every module registers its commands as it starts. */
 	if (ctl_init(sw, err, errlen) != 0 || eg_init(sw, err, errlen) != 0 ||
 	    rec_init(sw, err, errlen) != 0 || decide_init(sw, err, errlen) != 0 ||
-	    cluster_init(sw, err, errlen) != 0 || intake_init(sw, err, errlen) != 0)
+	    cluster_init(sw, err, errlen) != 0 || members_init(sw, err, errlen) != 0 ||
+	    intake_init(sw, err, errlen) != 0)
 		return -1;
 	if (ports_init(sw, err, errlen) != 0)
 		return -1;
@@ -250,8 +258,13 @@ void sw_fini(struct sw *sw)
 	rte_free(sw->qsbr);
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		rte_free(sw->workers[i]);
-	ring_free(&sw->ring);
+	members_fini(sw);
+	if (sw->ring)
+		ring_free(sw->ring);
+	free(sw->ring);
+	sw->ring = NULL;
 	pthread_mutex_destroy(&sw->tel_lock);
+	explicit_bzero(&sw->key, sizeof(sw->key));
 }
 
 /* ---- The control round. ------------------------------------------------------------------ */
@@ -265,6 +278,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 	intake_run(sw, now, now_u);
 	decide_run(sw, now_u, &want);
 	rec_run(sw, now_u, &want);
+	members_run(sw, now_u);
 	eg_run(sw, now);
 	if (cluster_on(sw))
 		cluster_note_round(sw, (rte_rdtsc() - now) * 1000000u / sw->tsc_hz);

@@ -16,6 +16,7 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "auth.h"
 #include "payload.h"
 #include "switchd.h"
 
@@ -105,7 +106,8 @@ void eg_arp(struct sw *sw, uint32_t ip, uint64_t now)
 static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint32_t dst_ip,
 			 uint16_t dst_port, const struct wire_msg *msg)
 {
-	size_t wlen = wire_len(msg);
+	size_t body = wire_len(msg);
+	size_t wlen = body + (sw->keyed && wire_op_authenticated(msg->op) ? WIRE_MAC_LEN : 0);
 	uint16_t frame_len = (uint16_t)(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) +
 					sizeof(struct rte_udp_hdr) + wlen);
 	struct rte_ether_hdr *eth;
@@ -138,7 +140,9 @@ static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint
 	udp->dst_port = rte_cpu_to_be_16(dst_port);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + wlen));
 	udp->dgram_cksum = 0;
-	if (wire_encode(msg, udp + 1, wlen) < 0) {
+	/* With a key, every control datagram leaves sealed (proto/auth.h). */
+	if (wire_encode(msg, udp + 1, body) < 0 ||
+	    (wlen > body && wire_seal(&sw->key, (uint8_t *)(udp + 1), body) < 0)) {
 		rte_pktmbuf_free(m);
 		return -EINVAL;
 	}
@@ -221,7 +225,7 @@ int eg_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
 	uint64_t now = rte_rdtsc();
 	int rc;
 
-	if (!peer || len > WIRE_MAX_DATAGRAM - WIRE_HDR_LEN) {
+	if (!peer || len > WIRE_MAX_DATAGRAM - WIRE_HDR_LEN - WIRE_MAC_LEN) {
 		rc = -EINVAL;
 	} else if (!l2_nb_lookup(sw->l2, peer->vip, mac, &port, (uint32_t)(now / sw->tsc_hz)) ||
 		   port >= sw->nports) {

@@ -21,6 +21,7 @@
 #include "fmt.h"
 #include "health.h"
 #include "log.h"
+#include "members.h"
 #include "reconcile.h"
 #include "switchd.h"
 
@@ -122,14 +123,17 @@ void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 
 /* ---- Digests, SYNCs and failure detection. --------------------------------------------- */
 
-/* The UDP payload of a DIGEST or SYNC frame the fast path already validated. */
-static const uint8_t *udp_payload(struct rte_mbuf *m, size_t *len)
+/*
+ * The datagram of a DIGEST or SYNC frame the fast path already validated;
+ * with a key, without the MAC the fast path checked.
+ */
+static const uint8_t *udp_payload(const struct sw *sw, struct rte_mbuf *m, size_t *len)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((uint8_t *)ip + rte_ipv4_hdr_len(ip));
 
-	*len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp);
+	*len = rte_be_to_cpu_16(udp->dgram_len) - sizeof(*udp) - (sw->keyed ? WIRE_MAC_LEN : 0);
 	return (const uint8_t *)(udp + 1);
 }
 
@@ -152,8 +156,16 @@ static void take_digests(struct sw *sw, uint64_t now)
 
 	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
 		size_t len;
-		const uint8_t *p = udp_payload(m, &len);
+		const uint8_t *p = udp_payload(sw, m, &len);
+		struct wire_msg ring_reply;
 
+		if (len > WIRE_OFF_OP && p[WIRE_OFF_OP] == (WIRE_OP_RING | WIRE_REPLY)) {
+			/* A node's answer to a ring change (pipeline.c checked its source). */
+			if (wire_decode(p, len, &ring_reply) == WIRE_OK)
+				members_take_reply(sw, &ring_reply);
+			rte_pktmbuf_free(m);
+			continue;
+		}
 		if (!on_node_port(sw, m, wire_get16(p + WIRE_OFF_NODE))) {
 			sw->ctl_counters[SW_CNT_DROP_DIGEST_PORT]++;
 			rte_pktmbuf_free(m);
@@ -173,7 +185,7 @@ static void take_syncs(struct sw *sw, uint64_t now_us)
 
 	while (rte_ring_sc_dequeue(sw->sync_ring, (void **)&m) == 0) {
 		size_t len;
-		const uint8_t *p = udp_payload(m, &len);
+		const uint8_t *p = udp_payload(sw, m, &len);
 
 		cluster_receive(sw, p, len, now_us);
 		rte_pktmbuf_free(m);

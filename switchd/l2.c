@@ -1,6 +1,7 @@
 /*
  * l2.c - MAC learning and the neighbour table (see l2.h for the concurrency).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "l2.h"
@@ -35,6 +36,23 @@ void l2_init(struct l2 *l, const struct cfg *cfg, uint32_t mac_age_s, uint32_t n
 		l->map_ip[h] = n->ip;
 		l->map_id[h] = n->id;
 	}
+}
+
+int l2_add_node(struct l2 *l, uint16_t id, uint32_t ip)
+{
+	uint32_t h = mix32(ip) % L2_NODE_MAP;
+
+	if (id == 0 || id > CFG_MAX_NODES || l->node_ip[id])
+		return -EEXIST;
+	for (uint32_t tries = 0; l->map_id[h] != 0; tries++) {
+		if (tries == L2_NODE_MAP)
+			return -ENOSPC;
+		h = (h + 1) % L2_NODE_MAP;
+	}
+	__atomic_store_n(&l->node_ip[id], ip, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->map_ip[h], ip, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->map_id[h], id, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /*

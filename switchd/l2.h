@@ -75,6 +75,13 @@ void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now
  * several nodes on one host (they share its neighbour entry, see l2_nb_learn). */
 uint16_t l2_node_of_ip(const struct l2 *l, uint32_t ip);
 
+/*
+ * Add node id at ip to the node map (a node a ring change brings, members.c).
+ * Control thread; readers see the entry once its id is stored (release).
+ * 0, or -ENOSPC when the map is full, -EEXIST when id is known.
+ */
+int l2_add_node(struct l2 *l, uint16_t id, uint32_t ip);
+
 /* A node's neighbour entry: true and mac/port when known. */
 static inline bool l2_node_nb(const struct l2 *l, uint16_t node, uint8_t mac[6], uint8_t *port)
 {

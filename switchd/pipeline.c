@@ -30,6 +30,7 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
+#include "auth.h"
 #include "intake.h"
 #include "keyhash.h"
 #include "switchd.h"
@@ -333,6 +334,28 @@ static inline bool from_node(const struct sw *sw, const struct pkt *p)
 	return node != 0 && node <= CFG_MAX_NODES && sw->node_ip_be[node] == p->ip->src_addr;
 }
 
+/*
+ * With a key: whether a control datagram ends in the MAC of its header, key
+ * and value (proto/auth.h); dropped and counted when it does not. Only
+ * control datagrams come here, after their source was checked: a stranger's
+ * costs no HMAC.
+ */
+static bool authentic(struct sw_worker *w, struct pkt *p)
+{
+	size_t body, len = rte_be_to_cpu_16(p->udp->dgram_len) - sizeof(struct rte_udp_hdr);
+
+	switch (wire_auth_check(&w->sw->key, p->hdr, len, &body)) {
+	case WIRE_AUTH_OK:
+		return true;
+	case WIRE_AUTH_MISSING:
+		drop(w, p->m, SW_CNT_DROP_AUTH_MISSING);
+		return false;
+	default:
+		drop(w, p->m, SW_CNT_DROP_AUTH_BAD);
+		return false;
+	}
+}
+
 /* Which stage-3 handler a decoded datagram needs; K_DONE when it was consumed here. */
 static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
@@ -352,9 +375,11 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	_Static_assert(WIRE_OPS_SW_CONTROL ==
 			   (WIRE_OPS_ONE(WIRE_OP_DIGEST) | WIRE_OPS_ONE(WIRE_OP_SYNC)),
 		       "the control thread takes DIGEST and SYNC");
-	_Static_assert(WIRE_OPS_SW_REPLIES == (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
-					       WIRE_OPS_ONE(WIRE_OP_UNREPLICATE)),
-		       "replies: of data ops (forwarded) and of REPLICATE, UNREPLICATE (consumed)");
+	_Static_assert(WIRE_OPS_SW_REPLIES ==
+			   (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
+			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
+		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
+		       "of RING (the control thread's)");
 	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
 		return K_REQUEST; /* most datagrams */
 	switch (op) {
@@ -369,12 +394,28 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	case WIRE_OP_REPLICATE | WIRE_REPLY:
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
+	case WIRE_OP_RING | WIRE_REPLY:
+		/* A node's answer to a ring change (members.c), through the digests' ring. */
+		p->m->port = in_port;
+		if (!from_node(sw, p)) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		if (sw->keyed && !authentic(w, p)) /* counted by authentic() */
+			return K_DONE;
+		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			return K_DONE;
+		}
+		return K_DONE;
 	case WIRE_OP_DIGEST:
 		/* Only from the address of the node it names (intake.c checks the port). */
 		if (!from_node(sw, p)) {
 			drop(w, p->m, SW_CNT_DROP_DIGEST_SRC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		/* The control thread is the single writer of health: hand it the frame,
 		 * with the port index it came in on (intake.c checks it against L2). */
 		p->m->port = in_port;
@@ -392,6 +433,8 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			drop(w, p->m, SW_CNT_DROP_SYNC);
 			return K_DONE;
 		}
+		if (sw->keyed && !authentic(w, p))
+			return K_DONE;
 		l2_nb_learn(sw->l2, src, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s,
 			    false);
 		if (rte_ring_mp_enqueue(sw->sync_ring, p->m) != 0) {
@@ -494,7 +537,11 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
 	err = wire_decode(p->hdr, udp_len - sizeof(*udp), &p->msg);
-	if (err != WIRE_OK) {
+	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
+	 * without it here, checked by its handler once its source is. */
+	if (unlikely(err != WIRE_OK) &&
+	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
+	      wire_decode(p->hdr, udp_len - sizeof(*udp) - WIRE_MAC_LEN, &p->msg) == WIRE_OK)) {
 		drop(w, m, sw_cnt_wire(err));
 		return K_DONE;
 	}
@@ -657,7 +704,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		return;
 	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
-	home = e ? e->home : ring_home(&sw->ring, msg->keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
 	if (!is_read)
 		target = home;
 	else if (may_spread(sw, e, now_tsc)) {
@@ -713,21 +760,40 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 }
 
 /*
- * A reply or RC_ACK names the node it comes from: when the source address
- * agrees, refresh that node's neighbour entry and return true; otherwise drop it.
+ * The node a reply or RC_ACK comes from: the one its `node` field names, when
+ * it comes from that node's configured address. A MOVED reply names the key's
+ * home there instead (a replica sending a reader home), so its sender is the
+ * node whose address and port it comes from (a rare answer: the search costs
+ * the rest nothing). 0: from no node.
  */
-static inline bool accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t in_port,
-				    uint32_t now_s)
+static uint16_t sender_node(const struct sw *sw, const struct pkt *p)
+{
+	if (p->msg.status != WIRE_ST_MOVED || !(p->msg.op & WIRE_REPLY))
+		return from_node(sw, p) ? p->msg.node : 0;
+	for (uint16_t id = 1; id <= CFG_MAX_NODES; id++)
+		if (sw->node_ip_be[id] == p->ip->src_addr &&
+		    sw->node_port_be[id] == p->udp->src_port)
+			return id;
+	return 0;
+}
+
+/*
+ * Take a reply or RC_ACK from a node: refresh that node's neighbour entry and
+ * return its id, or drop it (0) when it comes from no node.
+ */
+static inline uint16_t accept_from_node(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+					uint32_t now_s)
 {
 	struct sw *sw = w->sw;
+	uint16_t node = sender_node(sw, p);
 
-	if (!from_node(sw, p)) {
+	if (!node) {
 		drop(w, p->m, SW_CNT_DROP_NOT_FROM_NODE);
-		return false;
+		return 0;
 	}
 	l2_nb_learn(sw->l2, rte_be_to_cpu_32(p->ip->src_addr), p->eth->src_addr.addr_bytes,
 		    (uint8_t)in_port, now_s, false);
-	return true;
+	return node;
 }
 
 /* Apply a directory event to e from this worker, counting lost races, updates and failures. */
@@ -797,15 +863,18 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	const struct wire_msg *msg = &p->msg;
 	uint8_t mac[6], out;
 	bool in_dir;
-	uint16_t flags;
+	uint16_t flags, sender;
 	rte_be32_t ret_ip;
 	rte_be16_t ret_port;
 
 	CNT(w, SW_CNT_REPLIES);
-	if (!accept_from_node(w, p, in_port, now_s))
+	sender = accept_from_node(w, p, in_port, now_s);
+	if (!sender)
 		return;
 	if (p->kind == K_REPLY)
-		scores_inflight_dec(&sw->scores, w->index, msg->node, now_tsc);
+		scores_inflight_dec(&sw->scores, w->index, sender, now_tsc);
+	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
+		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
 	in_dir = learn_version(w, p, e);
 	if (p->kind == K_CTL_REPLY) {
@@ -840,7 +909,7 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 	const struct wire_msg *msg = &p->msg;
 
 	CNT(w, SW_CNT_RC_ACKS);
-	if (!accept_from_node(w, p, in_port, now_s))
+	if (!accept_from_node(w, p, in_port, now_s) || (sw->keyed && !authentic(w, p)))
 		return;
 	e = entry_for(w, e, msg);
 	if (e && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {
@@ -869,7 +938,7 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	uint64_t version = 0;
 
 	e = entry_for(w, e, &p->msg);
-	home = e ? e->home : ring_home(&sw->ring, p->msg.keyhash);
+	home = e ? e->home : ring_home(sw_ring(sw), p->msg.keyhash);
 	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
 	if (may_spread(sw, e, now_tsc)) {
 		st = cdt_entry_state(e);
@@ -892,6 +961,8 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			  uint16_t n, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
+	/* For the prefetch only: the handlers load it again (a ring change mid-burst is fine). */
+	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST];
 	const void *keys[SW_BURST];
@@ -920,7 +991,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		keys[nk] = &p->msg.keyhash;
 		sigs[nk] = cdt_sig(p->msg.keyhash);
 		/* Read in stage 3 by every key the directory does not hold. */
-		ring_home_prefetch(&sw->ring, p->msg.keyhash);
+		ring_home_prefetch(ring, p->msg.keyhash);
 		nk++;
 	}
 	if (nk == 0)

@@ -32,10 +32,20 @@ struct rec_completion {
 	uint64_t version;
 };
 
+/* A key removed because its home moves in a ring change, to be installed again. */
+struct rec_moved {
+	uint64_t keyhash;
+	uint16_t key_len;
+	uint8_t pinned, want;
+	uint8_t key[WIRE_MAX_KEY];
+};
+
 struct reconcile {
 	struct rec_stats stats; /* control thread writes; commands read on the same thread */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
+	uint32_t nmoved, moved_cap;
+	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
 };
 
 static void register_commands(struct sw *sw);
@@ -57,6 +67,8 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 
 void rec_fini(struct sw *sw)
 {
+	if (sw->rec)
+		free(sw->rec->moved);
 	free(sw->rec);
 	sw->rec = NULL;
 }
@@ -179,7 +191,7 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 				 uint16_t key_len, uint8_t want)
 {
 	struct reconcile *r = sw->rec;
-	uint16_t home = ring_home(&sw->ring, keyhash);
+	uint16_t home = ring_home(sw_ring(sw), keyhash);
 	struct cdt_entry *e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
 
 	if (!e) {
@@ -206,7 +218,7 @@ static struct cdt_entry *pin(struct sw *sw, const void *key, size_t key_len, con
 			     unsigned nforce, uint8_t want)
 {
 	uint64_t kh = keyhash(key, key_len);
-	uint16_t home = ring_home(&sw->ring, kh);
+	uint16_t home = ring_home(sw_ring(sw), kh);
 	struct cdt_entry *e = cdt_find(sw->cdt, kh);
 
 	if (nforce)
@@ -218,6 +230,71 @@ static struct cdt_entry *pin(struct sw *sw, const void *key, size_t key_len, con
 		e->want_replicas = want;
 	}
 	return e;
+}
+
+/* ---- Ring changes: entries whose home moves (docs/design.md section 12). ---------------- */
+
+uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg)
+{
+	struct reconcile *r = sw->rec;
+	uint64_t *gone;
+	uint32_t it = 0, n = 0, removed = 0;
+	struct cdt_entry *e;
+
+	gone = calloc(sw->cdt->max_entries ? sw->cdt->max_entries : 1, sizeof(*gone));
+	if (!gone)
+		return 0;
+	/* First the list, then the removals: removing frees slots the iteration walks. */
+	while ((e = cdt_next(sw->cdt, &it)) != NULL && n < sw->cdt->max_entries)
+		if (e->owner == 0 && moves(arg, e->keyhash))
+			gone[n++] = e->keyhash;
+	if (r->moved_cap < r->nmoved + n) {
+		struct rec_moved *m = realloc(r->moved, (r->nmoved + n) * sizeof(*m));
+
+		if (!m) {
+			free(gone);
+			return 0;
+		}
+		r->moved = m;
+		r->moved_cap = r->nmoved + n;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct rec_moved *m = &r->moved[r->nmoved];
+		const uint8_t *key;
+
+		e = cdt_find(sw->cdt, gone[i]);
+		if (!e)
+			continue;
+		key = cdt_entry_key(sw->cdt, e, &m->key_len);
+		memcpy(m->key, key, m->key_len);
+		m->keyhash = gone[i];
+		m->pinned = e->pinned;
+		m->want = e->want_replicas;
+		if (remove_entry(sw, e) == 0) {
+			r->nmoved++;
+			removed++;
+		}
+	}
+	free(gone);
+	return removed;
+}
+
+uint32_t rec_rehome_install(struct sw *sw)
+{
+	struct reconcile *r = sw->rec;
+	uint32_t done = 0;
+
+	for (uint32_t i = 0; i < r->nmoved; i++) {
+		struct rec_moved *m = &r->moved[i];
+		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want);
+
+		if (e) {
+			e->pinned = m->pinned;
+			done++;
+		}
+	}
+	r->nmoved = 0;
+	return done;
 }
 
 /* ---- Local policy: the epoch's hot set. -------------------------------------------------- */
@@ -427,7 +504,7 @@ static bool apply_claims(struct sw *sw, unsigned s)
 			set_owner(e, sl->id);
 			continue;
 		}
-		uint16_t home = ring_home(&sw->ring, k->keyhash);
+		uint16_t home = ring_home(sw_ring(sw), k->keyhash);
 
 		e = cdt_install(sw->cdt, k->keyhash, k->key, k->key_len, home, &home, 1, 0);
 		if (!e) {

@@ -66,6 +66,16 @@ void rec_fini(struct sw *sw);
 /* Intake: a write to a directory key completed at version (queued for this round's run). */
 void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
+/*
+ * A ring change moves homes (members.c, docs/design.md section 12): remove
+ * every entry this switch owns whose home moves (moves(arg, keyhash) true),
+ * UNREPLICATE its copies, and remember it; rec_rehome_install() installs the
+ * remembered keys again at the home the ring now gives, set {home},
+ * completed 0. Returns the entries removed.
+ */
+uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
+uint32_t rec_rehome_install(struct sw *sw);
+
 /* The reconcile stage of a control round (QSBR online). now_us: CLOCK_MONOTONIC. */
 void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want);
 

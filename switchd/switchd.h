@@ -31,6 +31,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include "auth.h"
 #include "cdt.h"
 #include "config.h"
 #include "counters.h"
@@ -131,12 +132,18 @@ struct decide;
 struct reconcile;
 struct egress;
 struct hot_detector;
+struct members;
 
 struct sw {
 	const struct cfg *cfg;
 	const struct cfg_switch *self;
 	char tag[32]; /* makes DPDK object names unique per switch */
-	struct ring ring;
+	/*
+	 * The ring requests are routed by (RCU: workers load it with acquire,
+	 * sw_ring(); the control thread publishes a new one in a ring change,
+	 * members.c, and frees the old one after a QSBR grace period).
+	 */
+	struct ring *ring;
 	uint32_t vip;		   /* host order */
 	uint16_t svc_port;	   /* host order */
 	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
@@ -170,6 +177,7 @@ struct sw {
 	struct decide *decide;	  /* decide.h: the policies */
 	struct reconcile *rec;	  /* reconcile.h: the CDT's one writer */
 	struct egress *egress;	  /* egress.h: every frame the control thread sends */
+	struct members *members;  /* members.h: ring changes */
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -187,6 +195,12 @@ struct sw {
 	struct rte_ring *sync_ring;
 	struct cluster *cluster;
 
+	/* The cluster key (auth.key_file), read-only after start-up: with it, the
+	 * workers check the MAC of every control datagram (pipeline.c) and the
+	 * control thread seals every one it sends (egress.c). */
+	bool keyed;
+	struct wire_key key;
+
 	/* Node addressing, read-only after start-up, in network byte order: as
 	 * the fast path compares and writes them. */
 	rte_be32_t node_ip_be[CFG_MAX_NODES + 1];
@@ -199,6 +213,12 @@ struct sw {
 	uint64_t ctl_counters[SW_CNT_COUNT];
 	pthread_mutex_t tel_lock; /* serialises telemetry readers (one QSBR id) */
 };
+
+/* The ring requests are routed by now. Any thread; valid until its next quiescent point. */
+static inline const struct ring *sw_ring(const struct sw *sw)
+{
+	return __atomic_load_n(&sw->ring, __ATOMIC_ACQUIRE);
+}
 
 /* ---- daemon.c: assembling and running a switch. ----------------------------------- */
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "config.h"
 
 static const char *root(void)
@@ -111,7 +112,7 @@ START_TEST(error_messages)
 	/* Unknown key. */
 	expect_error("{" SERVICE "," NODES2 ",\"colour\":1}",
 		     "conf/x.json: colour: unknown key (expected one of: service, switches, "
-		     "nodes, agents, ring, directory, digest, sync, agent, node)");
+		     "nodes, agents, ring, directory, digest, sync, agent, node, auth)");
 	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"epoch\":1}}",
 		     "conf/x.json: directory.epoch: unknown key (expected one of: enabled, "
 		     "max_keys, top_k, epoch_ms, retire_epochs, max_replicas, replica_factor, sample_every)");
@@ -268,6 +269,80 @@ START_TEST(missing_file)
 }
 END_TEST
 
+
+/* Write text to dir/name with mode; returns the path in buf. */
+static const char *write_file(const char *dir, const char *name, const char *text, mode_t mode,
+			      char *buf, size_t cap)
+{
+	FILE *f;
+
+	snprintf(buf, cap, "%s/%s", dir, name);
+	f = fopen(buf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ck_assert_int_eq(chmod(buf, mode), 0);
+	return buf;
+}
+
+/* auth.key_file: read next to the config, strict about length, digits and mode. */
+START_TEST(key_file_read_and_checked)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	char err[CFG_ERR_LEN] = "", dir[64], conf[128], key[128];
+	static const char hex[] =
+	    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	struct wire_key k;
+
+	snprintf(dir, sizeof(dir), "/tmp/skl-cfg-key-%d", (int)getpid());
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	write_file(dir, "c.json", "{" SERVICE "," NODES2 "}", 0644, conf, sizeof(conf));
+	ck_assert_msg(cfg_load(conf, cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg_read_key(cfg, &k, err, sizeof(err)), 0);
+	ck_assert_uint_eq(k.len, 0);
+
+	write_file(dir, "c.json", "{" SERVICE "," NODES2 ",\"auth\":{\"key_file\":\"k.hex\"}}",
+		   0644, conf, sizeof(conf));
+	ck_assert_msg(cfg_load(conf, cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg_read_key(cfg, &k, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "/k.hex: cannot open: No such file") != NULL, "%s", err);
+
+	write_file(dir, "k.hex", "  00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+		   0600, key, sizeof(key));
+	ck_assert_msg(cfg_read_key(cfg, &k, err, sizeof(err)) == 1, "%s", err);
+	ck_assert_uint_eq(k.len, 32);
+	ck_assert_uint_eq(k.bytes[0], 0x00);
+	ck_assert_uint_eq(k.bytes[15], 0xff);
+	ck_assert_uint_eq(k.bytes[31], 0xff);
+
+	ck_assert_int_eq(chmod(key, 0640), 0);
+	ck_assert_int_eq(cfg_read_key(cfg, &k, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "group or others may access it (mode 640); chmod 600 it"), "%s",
+		      err);
+	ck_assert_uint_eq(k.len, 0);
+
+	write_file(dir, "k.hex", hex + 2, 0600, key, sizeof(key)); /* 62 digits: 31 bytes */
+	ck_assert_int_eq(cfg_read_key(cfg, &k, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "expected 64..128 hex digits") && strstr(err, "got 62 characters"),
+		      "%s", err);
+	write_file(dir, "k.hex", "zz112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+		   0600, key, sizeof(key));
+	ck_assert_int_eq(cfg_read_key(cfg, &k, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "expected 64..128 hex digits"), "%s", err);
+
+	/* An absolute path is taken as it is. */
+	write_file(dir, "k.hex", hex, 0600, key, sizeof(key));
+	snprintf(cfg->auth.key_file, sizeof(cfg->auth.key_file), "%s", key);
+	snprintf(cfg->path, sizeof(cfg->path), "/elsewhere/c.json");
+	ck_assert_msg(cfg_read_key(cfg, &k, err, sizeof(err)) == 1, "%s", err);
+
+	unlink(key);
+	unlink(conf);
+	rmdir(dir);
+	free(cfg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("config");
@@ -282,6 +357,7 @@ int main(void)
 	tcase_add_test(tc, mac_parsing_is_strict);
 	tcase_add_test(tc, hex_round_trip_and_strict);
 	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, key_file_read_and_checked);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

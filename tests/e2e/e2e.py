@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload
+usage: e2e.py BUILD_DIR ops|malformed|node-kill|switch-kill|switch-pause|overload|spoof|
+       membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -25,15 +26,31 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                node blamed, nothing failed fast, throughput back within 1 s
   overload     256 in flight against 1000 us nodes: no UNAVAILABLE, no node
                marked down; requests that run out of time end TIMEOUT
+  spoof        with a cluster key, spoofed REPLICATE, UNREPLICATE, RC_ACK,
+               DIGEST and SYNC (raw sockets, forged sources) change no value,
+               replica set, health or lease, each counted by its reason
+               (two peer switches, one-arm)
+  membership   add a 9th node under load (cdtctl ring apply), then remove n3
+               (weight 0): no acknowledged write lost, the history (and a final
+               read pass) linearizable, errors rare and only while a change
+               runs (one-arm)
+  membership-restart  add a 9th node and kill -9 the switch in the middle of
+               the ramp: restarted, `cdtctl ring resume` completes the change;
+               nothing acknowledged lost, the history linearizable (one-arm,
+               under a cluster key)
 
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices).
 """
 import bisect
+import hashlib
+import hmac
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
+import struct
 import sys
 import tempfile
 import time
@@ -665,13 +682,502 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
+def ring_change(tb, edit, t0, events, interrupt=None):
+    """Rewrite the private config with edit(cfg) and a ring.version one higher (every
+    process reads that one file: agents and nodes reload it), start the nodes it adds
+    (testbed.sh start: --join), apply it, and wait until the switch says the change is
+    complete. Appends (name, start, end) to events, times relative to t0."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    before = {n["name"] for n in cfg["nodes"]}
+    cfg.setdefault("ring", {})["version"] = cfg.get("ring", {}).get("version", 1) + 1
+    edit(cfg)
+    tmp = tb.config + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=1)
+    os.replace(tmp, tb.config)
+    for n in cfg["nodes"]:
+        if n["name"] not in before:
+            tb.testbed("start", n["name"])
+            log(f"{n['name']} started (--join) at {time.monotonic() - t0:.1f} s")
+    start = time.monotonic() - t0
+    r = tb.cdtctl("ring", "apply", tb.config)
+    log(f"ring apply version {r['version']}: {r['arcs']} arcs move"
+        f" ({100 * r['moved_share']:.1f}% of the keyspace) at {start:.1f} s")
+    if interrupt:
+        interrupt()
+    wait_stable(tb, t0, start, events)
+
+
+def wait_stable(tb, t0, start, events):
+    """Wait (60 s at most) until the switch says the change is complete."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        show = tb.cdtctl("ring", "show")
+        if show["state"] == "stable":
+            break
+        time.sleep(0.2)
+    end = time.monotonic() - t0
+    check(show["state"] == "stable", f"ring version {show['version']} complete in"
+          f" {end - start:.1f} s ({show['ring_sent']} RING sent, {show['rehomed']} hot keys"
+          f" re-homed)")
+    events.append((f"v{show['version']}", start, end, show["rehomed"]))
+
+
+def lost_acked(histories):
+    """Keys whose last acknowledged write is newer than every read after the run
+    (the final read-only pass): acknowledged writes that were lost."""
+    last_write, final_read = {}, {}
+    for path, final in histories:
+        with open(path) as f:
+            for line in f:
+                op = json.loads(line)
+                if op["status"] not in ("OK", "NOT_FOUND"):
+                    continue
+                if not final and op["op"] in ("put", "del"):
+                    last_write[op["key"]] = max(last_write.get(op["key"], 0), op["version"])
+                if final and op["op"] == "get":
+                    final_read[op["key"]] = max(final_read.get(op["key"], 0), op["version"])
+    return sorted(k for k, v in last_write.items() if k in final_read and final_read[k] < v), \
+        sum(1 for k in last_write if k not in final_read)
+
+
+def membership_report(tb, s, final, history, events, keys):
+    """The figures bench/membership.sh prints; checks for the e2e."""
+    moved = 0
+    old_cfg = dict(tb.cfg)
+    with open(tb.config) as f:
+        new_cfg = json.load(f)
+    names = [f"key:{i}" for i in range(keys)]
+    # Homes under the first and the last config: keys that moved at least once.
+    first_path = os.path.join(tb.dir, "first.json")
+    with open(first_path, "w") as f:
+        json.dump(old_cfg, f)
+    r1 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", first_path,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    r2 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", tb.config,
+                         "where", *names], capture_output=True, text=True, timeout=60)
+    h1 = [line.split()[-1] for line in r1.stdout.splitlines()]
+    h2 = [line.split()[-1] for line in r2.stdout.splitlines()]
+    moved = sum(1 for a, b in zip(h1, h2) if a != b)
+    migrated = 0
+    for n in new_cfg["nodes"]:
+        try:
+            os.kill(tb.pid(n["name"]), signal.SIGUSR1)
+        except OSError:
+            continue
+    time.sleep(0.5)
+    for n in new_cfg["nodes"]:
+        try:
+            with open(os.path.join(tb.run_dir, "data", n["name"], "counters")) as f:
+                c = dict(line.split() for line in f if len(line.split()) == 2)
+            migrated += int(c.get("mig_pushed", 0)) + int(c.get("mig_read_through", 0))
+        except OSError:
+            pass
+    lost, unread = lost_acked([(history, False), (final, True)])
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history, final], capture_output=True, text=True, timeout=300)
+    print(r.stdout.strip())
+    seconds = sum(e[2] - e[1] for e in events)
+    errors = s["errors"]
+    print(f"ops={s['ops']} errors={errors} moved_keys={moved} migrated={migrated}"
+          f" seconds_to_migrate={seconds:.1f} lost_acked={len(lost)}"
+          f" linearizable={'yes' if r.returncode == 0 else 'no'}", flush=True)
+    return lost, unread, r.returncode == 0
+
+
+def scenario_membership(tb):
+    """Add a 9th node under load, then remove another (one-arm): 0 acknowledged
+    writes lost, the history linearizable, errors only inside the changes."""
+    tb.up()
+    keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
+    events = []
+    # A bad config is one clear line and changes nothing: the same ring version.
+    bad_path = os.path.join(tb.dir, "bad.json")
+    shutil.copy(tb.config, bad_path)
+    r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                        "ring", "apply", bad_path], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+          and "ring.version" in r.stderr and tb.cdtctl("ring", "show")["state"] == "stable",
+          f"a config without a higher ring.version is refused: {r.stderr.strip()}")
+    # Hot keys: 64 pinned directory entries, some of whose homes move.
+    pinned = [f"key:{i}" for i in range(64)]
+    r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                        "cdt", "pin", *pinned, "--replicas", "3"], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0, f"{len(pinned)} keys pinned in the directory {r.stderr.strip()}")
+
+    def add_then_remove(t0):
+        time.sleep(3)
+
+        def add(cfg):
+            ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+            cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                     ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                     data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+        ring_change(tb, add, t0, events)
+        time.sleep(2)
+
+        def remove(cfg):
+            for n in cfg["nodes"]:
+                if n["name"] == "n3":
+                    n["weight"] = 0
+        ring_change(tb, remove, t0, events)
+
+    s, history = run_bench(tb, "membership", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "7"],
+        add_then_remove)
+    check(len(events) == 2, "both ring changes ran during the load")
+    for t in s["timeline"]:
+        log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
+    # Every key read after the changes: the writes acknowledged must all be there.
+    f, final = run_bench(tb, "membership-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "8"])
+    keep = os.environ.get("SKL_MEMBERSHIP_HISTORY")
+    if keep:
+        shutil.copy(history, keep)
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    entries = {e["key"]: e for e in tb.cdtctl("cdt", "show")["entries"]}
+    homes = tb.homes(pinned)
+    wrong = [k for k in pinned if k not in entries or entries[k]["home"] != homes[k]
+             or not entries[k]["pinned"]]
+    check(sum(e[3] for e in events) > 0 and not wrong,
+          f"hot keys follow: {sum(e[3] for e in events)} directory entries re-homed, every"
+          f" pinned key still in the directory at its new home (wrong: {wrong[:5]})")
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    # On this shared 2-core machine a stalled process costs a few timeouts (the agent
+    # then fails fast for a moment): those, and nothing else, are tolerated.
+    final_bad = {k: v for k, v in f["status"].items() if k not in ("OK", "NOT_FOUND")}
+    check(set(final_bad) <= {"TIMEOUT", "UNAVAILABLE"} and f["errors"] <= f["ops"] // 100,
+          f"after the changes reads succeed (no MOVED, errors only timeouts: {final_bad})")
+    check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
+          f" {unread} written keys not read by the final pass)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+    # Errors only inside the documented windows: while a change ran (+1 s).
+    bad = []
+    t_base = None
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            t_base = op["invoke_ns"] if t_base is None else min(t_base, op["invoke_ns"])
+    with open(history) as hf:
+        for line in hf:
+            op = json.loads(line)
+            if op["status"] in ("OK", "NOT_FOUND"):
+                continue
+            t = (op["complete_ns"] - t_base) / 1e9
+            bad.append((t, op["status"]))
+    outside = [b for b in bad if not any(e[1] - 1 <= b[0] <= e[2] + 1 for e in events)]
+    log(f"errors: {len(bad)} ({sorted({b[1] for b in bad})}), outside the changes: {outside[:5]}")
+    # 0.01% to 0.9% in runs on the shared 2-core machine, nearly all inside the
+    # changes (a read-through's 3 x 20 ms to a previous home held off the CPU).
+    check(len(bad) <= s["ops"] // 50, f"errors are rare: {len(bad)} of {s['ops']} (limit 2%)")
+    # MOVED (both homes not yet at one epoch) is the change's own window; outside
+    # it only the machine's stalls show (timeouts, the agent's fail-fast after them).
+    check(all(b[1] in ("TIMEOUT", "UNAVAILABLE") for b in outside),
+          f"outside the changes no error but timeouts: {outside[:5]}")
+
+
+def scenario_membership_restart(tb):
+    """Add a 9th node under load and kill -9 the switch in the middle of the ramp:
+    restarted (with the new config), it resumes the change from the config it
+    started from (`cdtctl ring resume`); nothing acknowledged is lost. Under a
+    cluster key (auth.key_file): RING, FETCH and MIGRATE all travel sealed."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    fd = os.open(os.path.join(tb.dir, "cluster.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (os.urandom(32).hex() + "\n").encode())
+    os.close(fd)
+    cfg["auth"] = {"key_file": "cluster.key"}
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
+    tb.up()
+    keys, conc, duration = 2000, 8, 24
+    events = []
+    first = os.path.join(tb.dir, "first.json")
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    with open(first, "w") as f:
+        json.dump(cfg, f, indent=1)
+
+    def add(cfg):
+        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+
+    def kill_and_resume():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and tb.cdtctl("ring", "show")["active"] < 20:
+            time.sleep(0.1)
+        show = tb.cdtctl("ring", "show")
+        os.kill(tb.pid(tb.switch), signal.SIGKILL)
+        log(f"kill -9 {tb.switch} with {show['active']} of {show['arcs']} arcs active")
+        tb.start_watching(tb.switch)
+        check(tb.cdtctl("ring", "show")["state"] == "stable",
+              "the restarted switch runs its config's ring and drives nothing")
+        r = tb.cdtctl("ring", "resume", first)
+        log(f"ring resume from the first config: {r['state']}, {r['arcs']} arcs")
+
+    def during(t0):
+        time.sleep(3)
+        ring_change(tb, add, t0, events, kill_and_resume)
+
+    s, history = run_bench(tb, "restart", [
+        "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "9"], during)
+    check(len(events) == 1, "the change completed during the load")
+    f, final = run_bench(tb, "restart-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "10"])
+    lost, unread, linear = membership_report(tb, s, final, history, events, keys)
+    bad = {k: v for k, v in s["status"].items() if k not in ("OK", "NOT_FOUND")}
+    log(f"main run: {s['status']}; final read pass: {f['status']}")
+    check(set(bad) <= {"TIMEOUT", "UNAVAILABLE", "MOVED"},
+          f"errors only of the kill and the change: {bad or 'none'}")
+    check(not lost, f"no acknowledged write lost ({lost[:5]}; {unread} keys not read back)")
+    check(linear, "the recorded history is linearizable (tests/lincheck)")
+
+
+def scenario_spoof(tb):
+    """With a cluster key (auth.key_file), spoofed control datagrams from the
+    agent's namespace change nothing: REPLICATE, UNREPLICATE, RC_ACK, DIGEST
+    and SYNC with a forged source address (the switch's VIP, a node's, the
+    peer switch's), each sent without a MAC and with a MAC under another key,
+    and once more from the agent's own address. Values, the replica set (at
+    the switch and at the nodes), node health and the peer lease stay as they
+    were, and every spoof is counted exactly, by the counter of its reason."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    keyfile = os.path.join(tb.dir, "cluster.key")
+    fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (os.urandom(32).hex() + "\n").encode())
+    os.close(fd)
+    cfg["auth"] = {"key_file": "cluster.key"}
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
+    tb.up()  # replication, digests and SYNC now all run sealed
+
+    port = cfg["service"].get("port", 7447)
+    sw1, sw2 = cfg["switches"][0], cfg["switches"][1]
+    nodes = {n["name"]: n for n in cfg["nodes"]}
+    agent = cfg["agents"][0]
+    ns = f"{NSP}{agent['name']}"
+    key = "spoof:k"
+    where = json.loads(subprocess.run(
+        [os.path.join(tb.build, "agent", "skewless"), "--config", tb.config, "--json", "where",
+         key], capture_output=True, text=True, timeout=30, check=True).stdout)[0]
+    keyhash, home = int(where["keyhash"], 16), where["home"]
+
+    def cli(*args):
+        r = subprocess.run(["ip", "netns", "exec", ns, os.path.join(tb.build, "agent", "skewless"),
+                            "--config", tb.config, "--json", *args], capture_output=True,
+                           text=True, timeout=10)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise Fail(f"skewless {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+
+    put = cli("put", key, "real")
+    check(put.get("status") == "OK", f"put {key} = real at its home {home}")
+    # Three copies (home and two replicas), made by sealed REPLICATE, RC_REQ and RC_ACK.
+    tb.cdtctl("cdt", "pin", key, "--replicas", "3")
+    entry = None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        entry = next((e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key), None)
+        if entry and len(entry["replicas"]) == 3 and entry["completed"] > 0:
+            break
+        time.sleep(0.1)
+    check(entry and len(entry["replicas"]) == 3 and entry["completed"] > 0,
+          f"with the key, {key} is replicated: set {entry and entry['replicas']}, completed "
+          f"{entry and entry['completed']}")
+    holder = next(r for r in entry["replicas"] if r != home)
+    outsider = next(n for n in sorted(nodes) if n not in entry["replicas"])
+    digest_node = next(n for n in sorted(nodes) if n not in (home, holder, outsider))
+
+    def node_counters(name):
+        path = os.path.join(tb.run_dir, "data", name, "counters")
+        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+        os.kill(tb.pid(name), signal.SIGUSR1)
+        for _ in range(200):
+            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        with open(path) as f:
+            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
+
+    # A write of the key goes through to both holders, sealed both ways (the
+    # home's RC_REQ on its own socket, the holders' RC_ACKs back to it).
+    through0 = node_counters(home)
+    check(cli("put", key, "real-2").get("status") == "OK",
+          f"put {key} = real-2 through the switch")
+    through1 = node_counters(home)
+    confirmed = (through1.get("write_through_confirmed", 0) -
+                 through0.get("write_through_confirmed", 0))
+    check(confirmed == 2 and through1.get("auth_bad_reply", 0) == 0,
+          f"with the key, the write went through to both holders ({confirmed} confirmed)")
+
+    def wire(op, key_bytes, value, version=0, node=0, flags=2):
+        return struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, op, flags, 0, 0,
+                           0x5300000000000000 | random.getrandbits(32),
+                           keyhash if key_bytes else 0, version, node, 0, 0, 0,
+                           len(key_bytes), len(value)) + key_bytes + value
+
+    kb = key.encode()
+    entry = next(e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key)
+    completed = entry["completed"]
+    dig = struct.pack("!BBHIIQIIIBBBBBBBB", 1, 0, 100, 0xfffffff0, 0x5eed, int(time.time() * 1e6),
+                      1000, 10 ** 6, 10 ** 6, 100, 100, 100, 100, 100, 100, 0, 0)
+    sync = struct.pack("!BBHIIIQQQHH", 1, 0, sw2["id"], 0x0badf00d, 1, 0,
+                       int(time.monotonic() * 1e6), 0, 0, 0, 0)
+    # (what, forged source, destination, datagram)
+    spoofs = [
+        ("REPLICATE", sw1["vip"], nodes[home]["ip"],
+         wire(0x12, kb, struct.pack("!HH", sw1["id"], nodes[outsider]["id"]), completed,
+              nodes[home]["id"])),
+        ("UNREPLICATE", sw1["vip"], nodes[holder]["ip"],
+         wire(0x13, kb, b"", 0, nodes[holder]["id"])),
+        ("RC_ACK", nodes[outsider]["ip"], sw1["vip"],
+         wire(0x11, kb, b"", completed, nodes[outsider]["id"], 0)),
+        ("DIGEST", nodes[digest_node]["ip"], sw1["vip"],
+         wire(0x20, b"", dig, 0, nodes[digest_node]["id"], 0)),
+        ("SYNC", sw2["vip"], sw1["vip"], wire(0x30, b"", sync)),
+    ]
+    count = 5
+    plan = []
+    for what, src, dst, d in spoofs:
+        plan.append([src, dst, d.hex(), count])  # no MAC
+        plan.append([src, dst, (d + hmac.new(os.urandom(32), d, hashlib.sha256).digest()).hex(),
+                     count])  # another key's MAC
+        plan.append([agent["ip"], dst, d.hex(), count])  # the agent's own address
+
+    def replica_read(name):
+        """A GET with REPLICA_READ straight at node name: its status and value."""
+        r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", REPLICA_READ_PY,
+                            nodes[name]["ip"], str(nodes[name].get("port", port)), key,
+                            str(keyhash)], capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise Fail(f"replica read at {name}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def state():
+        e = next(e for e in tb.cdtctl("cdt", "show")["entries"] if e["key"] == key)
+        peers = tb.cdtctl("peers")
+        return {"set": sorted(e["replicas"]), "completed": e["completed"],
+                "value": cli("get", key).get("value"),
+                "holder": replica_read(holder), "outsider": replica_read(outsider),
+                "nodes": {n["name"]: (n["state"], n["alive"])
+                          for n in tb.cdtctl("nodes")["nodes"]},
+                "leased": peers["leased"], "lease_losses": peers["stats"]["lease_losses"],
+                "peer_resets": peers["stats"]["resets"]}
+
+    before = state()
+    check(before["holder"] == {"status": 0, "value": "real-2"} and
+          before["outsider"]["status"] == 2,
+          f"before: {holder} serves its copy, {outsider} has none (MOVED)")
+    sw_before = tb.counters()
+    n_before = {n: node_counters(n) for n in (home, holder)}
+
+    sender = os.path.join(tb.dir, "spoof.py")
+    with open(sender, "w") as f:
+        f.write(SPOOF_PY)
+    with open(os.path.join(tb.dir, "plan.json"), "w") as f:
+        json.dump({"port": port, "plan": plan}, f)
+    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, sender,
+                        os.path.join(tb.dir, "plan.json")], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        raise Fail(f"spoof sender failed: {r.stderr.strip()}")
+    log(f"sent {len(plan) * count} spoofed datagrams from {ns} (raw sockets, forged sources)")
+    # Long enough for a taken DIGEST (seq 0xfffffff0: later real ones look old) to
+    # have marked its node down, and for a taken SYNC (a new incarnation) to cost the lease.
+    time.sleep(1.5)
+
+    after = state()
+    for field in ("set", "completed", "value", "holder", "outsider", "nodes", "leased",
+                  "lease_losses", "peer_resets"):
+        check(after[field] == before[field], f"{field} unchanged: {after[field]}")
+    health = {n["name"]: n["health"] for n in tb.cdtctl("nodes")["nodes"]}
+    check(health[digest_node] >= 50, f"{digest_node}'s health stays high ({health[digest_node]}): "
+          "the spoofed digest said 0")
+
+    sw_after = tb.counters()
+    n_after = {n: node_counters(n) for n in (home, holder)}
+    want = [("switch", sw_after, sw_before, "auth_missing", 3 * count),
+            ("switch", sw_after, sw_before, "auth_bad", 3 * count),
+            ("switch", sw_after, sw_before, "reply_not_from_node", count),
+            ("switch", sw_after, sw_before, "digest_not_from_node", count),
+            ("switch", sw_after, sw_before, "sync_not_from_peer", count),
+            (home, n_after[home], n_before[home], "auth_missing", count),
+            (home, n_after[home], n_before[home], "auth_bad", count),
+            (home, n_after[home], n_before[home], "src_not_switch", count),
+            (holder, n_after[holder], n_before[holder], "auth_missing", count),
+            (holder, n_after[holder], n_before[holder], "auth_bad", count),
+            (holder, n_after[holder], n_before[holder], "src_not_node", count)]
+    wrong = []
+    for who, a, b, counter, n in want:
+        got = a.get(counter, 0) - b.get(counter, 0)
+        log(f"  {who:<7} {counter:<22} {got:>3} (want {n})")
+        if got != n:
+            wrong.append(f"{who}.{counter} {got} != {n}")
+    check(not wrong, f"every spoof counted by its reason ({wrong})")
+
+
+REPLICA_READ_PY = r'''
+import json, random, socket, struct, sys
+ip, port, key, keyhash = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+rid = 0x5200000000000000 | random.getrandbits(32)
+d = struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, 0x01, 0x1, 0, 0, rid, keyhash, 0, 0, 0, 0, 0,
+                len(key), 0) + key
+for attempt in range(3):
+    s.sendto(d, (ip, port))
+    try:
+        while True:
+            r = s.recv(2048)
+            if len(r) >= 48 and struct.unpack_from("!Q", r, 8)[0] == rid:
+                klen, vlen = struct.unpack_from("!HI", r, 42)
+                print(json.dumps({"status": r[6], "value": r[48 + klen:48 + klen + vlen].decode()}))
+                sys.exit(0)
+    except socket.timeout:
+        continue
+sys.exit("no reply")
+'''
+
+SPOOF_PY = r'''
+import json, socket, struct, sys, time
+spec = json.load(open(sys.argv[1]))
+port = spec["port"]
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)  # IP_HDRINCL
+for src, dst, hexd, count in spec["plan"]:
+    d = bytes.fromhex(hexd)
+    udp = struct.pack("!HHHH", port, port, 8 + len(d), 0) + d  # checksum 0: none
+    # The kernel fills in the IPv4 checksum; the source address is ours to choose.
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    for _ in range(count):
+        raw.sendto(ip + udp, (dst, 0))
+        time.sleep(0.002)
+'''
+
+
 SCENARIOS = {
+    "membership-restart": ("testbed-onearm.json", scenario_membership_restart),
+    "membership": ("testbed-onearm.json", scenario_membership),
     "ops": ("testbed.json", scenario_ops),
     "malformed": ("testbed.json", scenario_malformed),
     "node-kill": ("testbed.json", scenario_node_kill),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
     "switch-pause": ("testbed.json", scenario_switch_pause),
     "overload": ("testbed.json", scenario_overload),
+    "spoof": ("testbed-2sw.json", scenario_spoof),
 }
 
 

@@ -1,8 +1,8 @@
 /*
- * fuzz_wire.c - libFuzzer target for the v1 decoder and every payload
- * decoder (proto/payload.h, digest_codec.h, sync.h). Whatever the bytes, no
- * decoder may read past them, and anything one accepts must re-encode to the
- * same bytes.
+ * fuzz_wire.c - libFuzzer target for the v1 decoder, every payload decoder
+ * (proto/payload.h, digest_codec.h, sync.h, ringmsg.h) and the MAC trailer's
+ * check (auth.h). Whatever the bytes, no decoder may read past them, and
+ * anything one accepts must re-encode to the same bytes.
  *
  * The input is tried twice: as a whole datagram (wire_decode(), then the
  * decoder its op calls for), and as a bare payload behind a header built
@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "digest_codec.h"
 #include "payload.h"
+#include "ringmsg.h"
 #include "sync.h"
 #include "wire.h"
 
@@ -116,6 +118,34 @@ static void fuzz_sync(const uint8_t *buf, size_t len)
 	same(out, buf, len);
 }
 
+static void fuzz_ring(const struct wire_msg *m)
+{
+	struct wire_ring r;
+
+	if (wire_ring_decode(m, &r) != 0)
+		return;
+	if (wire_ring_encode(&r, out, sizeof(out)) != (int)m->val_len)
+		abort();
+	same(out, m->value, m->val_len);
+}
+
+/* MIGRATE and FETCH replies: a record prefix, then the value bytes. */
+static void fuzz_mig_record(const struct wire_msg *m)
+{
+	struct wire_mig_prefix p;
+	const uint8_t *val;
+	uint32_t vlen;
+
+	if (wire_mig_prefix_decode(m, &p, &val, &vlen) != 0)
+		return;
+	if (vlen + WIRE_MIG_PREFIX_LEN != m->val_len ||
+	    (vlen && val != m->value + WIRE_MIG_PREFIX_LEN))
+		abort();
+	if (wire_mig_prefix_encode(&p, out, sizeof(out)) != WIRE_MIG_PREFIX_LEN)
+		abort();
+	same(out, m->value, WIRE_MIG_PREFIX_LEN);
+}
+
 /* The payload decoder op calls for, on a datagram wire_decode() accepted. */
 static void fuzz_payload(const struct wire_msg *m)
 {
@@ -139,12 +169,20 @@ static void fuzz_payload(const struct wire_msg *m)
 		if (m->val_len)
 			fuzz_sync(m->value, m->val_len);
 		break;
+	case WIRE_OP_RING:
+		fuzz_ring(m);
+		break;
+	case WIRE_OP_MIGRATE:
+	case WIRE_OP_FETCH | WIRE_REPLY:
+		fuzz_mig_record(m);
+		break;
 	}
 }
 
 static const uint8_t payload_ops[] = {
     WIRE_OP_REPLICATE,	       WIRE_OP_RC_REQ, WIRE_OP_RC_ACK,
     WIRE_OP_HINT | WIRE_REPLY, WIRE_OP_DIGEST, WIRE_OP_SYNC,
+    WIRE_OP_RING,	       WIRE_OP_MIGRATE, WIRE_OP_FETCH | WIRE_REPLY,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -161,6 +199,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    memcmp(out + 8, data + 8, size - 8))
 			abort();
 		fuzz_payload(&msg);
+	}
+
+	/* The MAC trailer's check (auth.h): it reads only the datagram, and what it
+	 * passes is exactly the datagram and 32 bytes. */
+	{
+		static const struct wire_key key = {.bytes = {1, 2, 3}, .len = WIRE_KEY_MIN_LEN};
+		size_t body = 0;
+		enum wire_auth a = wire_auth_check(&key, data, size, &body);
+
+		if (a == WIRE_AUTH_OK && body + WIRE_MAC_LEN != size)
+			abort();
+		if (a == WIRE_AUTH_MISSING && wire_decode(data, size, &msg) == WIRE_ERR_TRAILING)
+			abort();
 	}
 
 	/* 2. A bare payload: byte 0 picks the op, bytes 1.. are the value. */

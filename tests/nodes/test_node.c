@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "config.h"
 #include "digest.h"
 #include "keyhash.h"
@@ -793,10 +795,163 @@ static uint32_t rnd(void)
 	return rnd_state;
 }
 
+
+/* write_config() plus auth.key_file: a fresh key next to the config. */
+static void write_keyed_config(int n, struct wire_key *key)
+{
+	char path[400], err[CFG_ERR_LEN], hex[2 * WIRE_KEY_MIN_LEN + 1];
+	long size;
+	FILE *f;
+
+	write_config(n, "\"durability\":\"async\"");
+	key->len = WIRE_KEY_MIN_LEN;
+	for (int i = 0; i < WIRE_KEY_MIN_LEN; i++)
+		key->bytes[i] = (uint8_t)(rnd() >> 3);
+	snprintf(path, sizeof(path), "%s/cluster.key", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", cfg_format_hex(key->bytes, key->len, hex));
+	fclose(f);
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	/* The config ends in "}\n": put the auth section before that brace. */
+	f = fopen(conf_path, "r+");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	ck_assert_int_eq(fseek(f, size - 2, SEEK_SET), 0);
+	fprintf(f, ",\n\"auth\":{\"key_file\":\"cluster.key\"}}\n");
+	fclose(f);
+	ck_assert_msg(cfg_load(conf_path, &cfg, err, sizeof(err)) == 0, "%s", err);
+}
+
+/*
+ * Send m to node id from the client socket (the switch's address), sealed
+ * with key when key is not NULL; the reply's bytes into buf, or -1 when none
+ * came within 300 ms.
+ */
+static ssize_t send_sealed(int id, struct wire_msg *m, const struct wire_key *key, uint8_t *buf,
+			   size_t cap)
+{
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[2048];
+	int len;
+	uint64_t deadline = clock_mono_ms() + 300;
+
+	m->req_id = ((uint64_t)9 << 32) | ++seq;
+	m->keyhash = keyhash(m->key, m->key_len);
+	len = wire_encode(m, out, sizeof(out) - WIRE_MAC_LEN);
+	ck_assert_int_gt(len, 0);
+	if (key)
+		len = wire_seal(key, out, (size_t)len);
+	ck_assert_int_eq(sendto(cl_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+	while (clock_mono_ms() < deadline) {
+		struct pollfd p = {.fd = cl_fd, .events = POLLIN};
+		struct wire_msg r;
+		ssize_t got;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		got = recv(cl_fd, buf, cap, 0);
+		if (got > 0 && wire_decode_header(buf, (size_t)got, &r) == WIRE_OK &&
+		    r.req_id == m->req_id)
+			return got;
+	}
+	return -1;
+}
+
+/*
+ * With auth.key_file, control ops need the cluster's MAC: without one, or
+ * with another key's, they are dropped unanswered and counted, and change
+ * nothing; sealed ones are served, and what the node sends back (the reply,
+ * the RC_ACK) is sealed too. Data ops carry no MAC.
+ */
+START_TEST(keyed_control_needs_mac)
+{
+	struct wire_key key, other;
+	char k[64];
+	uint8_t payload[4], buf[2048];
+	static uint8_t sbuf[12000];
+	struct wire_msg r, ack;
+	size_t body;
+	ssize_t got;
+
+	write_keyed_config(2, &key);
+	other = key;
+	other.bytes[0] ^= 1;
+	start_node(1, NULL);
+	start_node(2, NULL);
+	key_homed_at(1, k, "keyed");
+	uint64_t v = req(1, WIRE_OP_PUT, k, "real", 4, 0, 0).version;
+	struct wire_msg rep = {.op = WIRE_OP_REPLICATE,
+			       .version = v,
+			       .key = (const void *)k,
+			       .key_len = (uint16_t)strlen(k),
+			       .value = payload,
+			       .val_len = 4};
+
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	/* No MAC, then another key's: no reply, no copy pushed. */
+	ck_assert_int_lt(send_sealed(1, &rep, NULL, buf, sizeof(buf)), 0);
+	ck_assert_int_lt(send_sealed(1, &rep, &other, buf, sizeof(buf)), 0);
+	ck_assert_uint_eq(counter(1, "auth_missing"), 1);
+	ck_assert_uint_eq(counter(1, "auth_bad"), 1);
+	ck_assert_uint_eq(counter(1, "replicate"), 0);
+	ck_assert_uint_eq(counter(1, "rc_req_sent"), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+
+	/* Sealed: served; the reply and the replica's RC_ACK come sealed. */
+	got = send_sealed(1, &rep, &key, buf, sizeof(buf));
+	ck_assert_int_gt(got, 0);
+	ck_assert_int_eq(wire_auth_check(&key, buf, (size_t)got, &body), WIRE_AUTH_OK);
+	ck_assert_int_eq(wire_decode(buf, body, &r), WIRE_OK);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v);
+	got = -1;
+	for (uint64_t end = clock_mono_ms() + 2000; got < 0 && clock_mono_ms() < end;) {
+		struct pollfd p = {.fd = sw_fd, .events = POLLIN};
+
+		if (poll(&p, 1, 20) > 0 && (got = recv(sw_fd, sbuf, sizeof(sbuf), 0)) > 0 &&
+		    (wire_decode_header(sbuf, (size_t)got, &ack) != WIRE_OK ||
+		     ack.op != WIRE_OP_RC_ACK))
+			got = -1; /* a digest: wait on */
+	}
+	ck_assert_int_gt(got, 0);
+	ck_assert_int_eq(wire_auth_check(&key, sbuf, (size_t)got, &body), WIRE_AUTH_OK);
+	ck_assert_int_eq(wire_decode(sbuf, body, &ack), WIRE_OK);
+	ck_assert_uint_eq(ack.version, v);
+	ck_assert_int_ne(wire_auth_check(&other, sbuf, (size_t)got, &body), WIRE_AUTH_OK);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+
+	/* An UNREPLICATE from the switch's address but without the MAC leaves the copy. */
+	struct wire_msg un = {
+	    .op = WIRE_OP_UNREPLICATE, .key = (const void *)k, .key_len = (uint16_t)strlen(k)};
+
+	ck_assert_int_lt(send_sealed(2, &un, NULL, buf, sizeof(buf)), 0);
+	ck_assert_uint_eq(counter(2, "auth_missing"), 1);
+	ck_assert_uint_eq(counter(2, "unreplicate"), 0);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_int_eq(memcmp(r.value, "real", 4), 0);
+	/* Sealed, it drops the copy. */
+	got = send_sealed(2, &un, &key, buf, sizeof(buf));
+	ck_assert_int_gt(got, 0);
+	ck_assert_int_eq(wire_auth_check(&key, buf, (size_t)got, &body), WIRE_AUTH_OK);
+	r = req(2, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
 static const char *const classes[] = {
     "accepted",	    "rx_replies",  "drop_short",     "drop_bad_magic", "drop_bad_version",
     "drop_bad_op",  "bad_flags",   "bad_status",     "bad_key_len",    "bad_truncated",
     "bad_trailing", "bad_keyhash", "unsupported_op", "too_large",      "overloaded",
+    "auth_missing", "auth_bad",
 };
 
 START_TEST(malformed_flood)
@@ -1175,6 +1330,7 @@ int main(void)
 	tcase_add_test(tc, replication);
 	tcase_add_test(tc, write_through);
 	tcase_add_test(tc, spoofed_control_dropped);
+	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, versions_across_restart_and_gc);
 	tcase_add_test(tc, ttl_expiry);
 	tcase_add_test(tc, overloaded_burst);

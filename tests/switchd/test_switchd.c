@@ -30,12 +30,15 @@
 #include <rte_udp.h>
 
 #include "../common/eal_cleanup.h"
+#include "auth.h"
 #include "cdt.h"
 #include "clock.h"
 #include "ctl.h"
 #include "digest.h"
+#include "egress.h"
 #include "intake.h"
 #include "keyhash.h"
+#include "payload.h"
 #include "peers.h"
 #include "switchd.h"
 #include "wire.h"
@@ -312,7 +315,7 @@ static void teardown(void)
 
 static uint16_t home_of(const char *key)
 {
-	return ring_home(&sw.ring, keyhash(key, strlen(key)));
+	return ring_home(sw.ring, keyhash(key, strlen(key)));
 }
 
 /* ---- Tests. ------------------------------------------------------------------------------ */
@@ -972,6 +975,42 @@ START_TEST(write_through_reply_and_stamped_reads)
 }
 END_TEST
 
+/* A replica's MOVED names the home: it is taken from the replica (its address) and forwarded. */
+START_TEST(moved_from_a_replica_forwarded)
+{
+	uint16_t home = home_of("w"), replica = home == 1 ? 2 : 1;
+	uint8_t buf[2048], mac[6];
+	struct wire_msg msg = {
+	    .op = WIRE_OP_GET | WIRE_REPLY,
+	    .status = WIRE_ST_MOVED,
+	    .req_id = 0x0000000700000001ull,
+	    .keyhash = keyhash("w", 1),
+	    .node = home,
+	    .ret_ip = CLIENT_IP,
+	    .ret_port = CLIENT_PORT,
+	    .key_len = 1,
+	    .key = (const uint8_t *)"w",
+	};
+	int len = wire_encode(&msg, buf, sizeof(buf));
+
+	ck_assert_int_gt(len, 0);
+	inject(0, 0, request(WIRE_OP_GET, "w", NULL)); /* the switch learns the client */
+	run();
+	ck_assert_uint_eq(drain(home), 1);
+	node_mac(replica, mac);
+	inject(replica, 0,
+	       frame(mac, vip_mac, 0x0a4d0000u + replica, VIP, SVC, SVC, buf, (size_t)len));
+	run();
+	ck_assert_uint_eq(drain(0), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 0);
+	/* From an address that is no node's: dropped. */
+	inject(replica, 0, frame(mac, vip_mac, 0x0a4d0077u, VIP, SVC, SVC, buf, (size_t)len));
+	run();
+	ck_assert_uint_eq(drain_all(), 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_NOT_FROM_NODE), 1);
+}
+END_TEST
+
 START_TEST(hint_answered)
 {
 	struct rte_mbuf *out[4];
@@ -1120,6 +1159,127 @@ START_TEST(spoofed_digest_and_sync_dropped)
 	sw_control_poll(&sw, 0);
 	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
 	ck_assert_uint_eq(intake_digests_received(&sw), 1);
+}
+END_TEST
+
+/* ---- The cluster key. ------------------------------------------------------------------- */
+
+/* m's datagram with key's MAC appended (key NULL: 32 bytes that are no MAC), as a new frame. */
+static struct rte_mbuf *sealed(struct rte_mbuf *m, const struct wire_key *key)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	size_t len = ntohs(udp->dgram_len) - 8;
+	uint8_t buf[2048], src[6], dst[6];
+	struct rte_mbuf *out;
+
+	memcpy(buf, udp + 1, len);
+	if (key)
+		ck_assert_int_eq(wire_seal(key, buf, len), (int)(len + WIRE_MAC_LEN));
+	else
+		memset(buf + len, 0x5a, WIRE_MAC_LEN);
+	memcpy(src, eth->src_addr.addr_bytes, 6);
+	memcpy(dst, eth->dst_addr.addr_bytes, 6);
+	out = frame(src, dst, ntohl(ip->src_addr), ntohl(ip->dst_addr), ntohs(udp->src_port),
+		    ntohs(udp->dst_port), buf, len + WIRE_MAC_LEN);
+	rte_pktmbuf_free(m);
+	return out;
+}
+
+/*
+ * With a key, DIGEST, RC_ACK and REPLICATE replies need its MAC: without one
+ * (auth_missing) or with a wrong one (auth_bad) they are dropped and change
+ * no health and no replica set; sealed, they are taken. What the switch sends
+ * (REPLICATE) is sealed. Data ops are as without a key: a trailer on a GET is
+ * trailing bytes.
+ */
+START_TEST(keyed_control_needs_mac)
+{
+	uint16_t home = home_of("w"), other = home == 1 ? 2 : 1;
+	struct wire_key other_key;
+	struct cdt_entry *e;
+	struct rte_mbuf *out[8];
+	unsigned n = 0;
+
+	sw.keyed = true;
+	sw.key.len = WIRE_KEY_MIN_LEN;
+	for (int i = 0; i < WIRE_KEY_MIN_LEN; i++)
+		sw.key.bytes[i] = (uint8_t)(0x30 + i);
+	other_key = sw.key;
+	other_key.bytes[5] ^= 0x80;
+
+	inject(2, 0, digest_from(2, 1, 100));
+	inject(2, 0, sealed(digest_from(2, 2, 100), &other_key));
+	inject(2, 0, sealed(digest_from(2, 3, 100), NULL));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_AUTH_MISSING), 1);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_AUTH_BAD), 2);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UNKNOWN);
+	ck_assert_uint_eq(intake_digests_received(&sw), 0);
+	inject(2, 0, sealed(digest_from(2, 4, 100), &sw.key));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(sw.scores.state[2], SCORES_UP);
+	ck_assert_uint_eq(intake_digests_received(&sw), 1);
+
+	/* The switch's own REPLICATE leaves sealed. */
+	struct wire_replicate req = {.owner = 1, .ntargets = 1, .targets = {other}};
+
+	ck_assert_int_eq(eg_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req),
+			 0);
+	for (int i = 0; i < 200 && n == 0; i++) {
+		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
+		run();
+		n = collect(home, out, 8);
+	}
+	ck_assert_uint_ge(n, 1);
+	{
+		struct rte_ipv4_hdr *ip =
+		    rte_pktmbuf_mtod_offset(out[0], struct rte_ipv4_hdr *, 14);
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+		size_t len = ntohs(udp->dgram_len) - 8, body;
+		struct wire_msg msg;
+
+		ck_assert_int_eq(wire_auth_check(&sw.key, udp + 1, len, &body), WIRE_AUTH_OK);
+		ck_assert_int_eq(wire_decode(udp + 1, body, &msg), WIRE_OK);
+		ck_assert_uint_eq(msg.op, WIRE_OP_REPLICATE);
+		ck_assert_int_eq(wire_decode(udp + 1, len, &msg), WIRE_ERR_TRAILING);
+	}
+	free_all(out, n);
+	command_ok("cdt pin %s%s", "w", "");
+	e = cdt_find(sw.cdt, keyhash("w", 1));
+	ck_assert_ptr_nonnull(e);
+
+	/* A REPLICATE reply without a MAC gives no version; sealed, it does. */
+	inject(home, 0, node_msg(WIRE_OP_REPLICATE | WIRE_REPLY, home, "w", 9));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_AUTH_MISSING), 2);
+	ck_assert_uint_eq(cdt_entry_state(e)->completed, 0);
+	inject(home, 0, sealed(node_msg(WIRE_OP_REPLICATE | WIRE_REPLY, home, "w", 7), &sw.key));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_CTL_REPLIES), 1);
+	ck_assert_uint_eq(cdt_entry_state(e)->completed, 7);
+	/* RC_ACK(7), the completed version: unsealed or another key's, no replica joins. */
+	inject(other, 0, node_msg(WIRE_OP_RC_ACK, other, "w", 7));
+	inject(other, 0, sealed(node_msg(WIRE_OP_RC_ACK, other, "w", 7), &other_key));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_AUTH_MISSING), 3);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_AUTH_BAD), 3);
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 1);
+	inject(other, 0, sealed(node_msg(WIRE_OP_RC_ACK, other, "w", 7), &sw.key));
+	run();
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 2);
+
+	/* Data ops carry no MAC: forwarded as ever, and a trailer is trailing bytes. */
+	drain_all();
+	inject(0, 0, request(WIRE_OP_GET, "w", NULL));
+	inject(0, 0, sealed(request(WIRE_OP_GET, "w", NULL), &sw.key));
+	run();
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_DROP_WIRE_TRAILING), 1);
+	ck_assert_uint_eq(drain_all(), 1);
+	memset(&sw.key, 0, sizeof(sw.key));
 }
 END_TEST
 
@@ -1549,6 +1709,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, pinned_reads_spread_by_load);
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
+	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
@@ -1559,6 +1720,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
 	tcase_add_test(tc, write_through_reply_and_stamped_reads);
+	tcase_add_test(tc, moved_from_a_replica_forwarded);
 	tcase_add_test(tc, hint_answered);
 	tcase_add_test(tc, debug_logs_decisions);
 	tcase_add_test(tc, telemetry_rows_match_the_socket);

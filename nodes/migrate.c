@@ -1,0 +1,558 @@
+/*
+ * migrate.c - a node's side of a ring change: the view, read-through,
+ * hand-over and warm-up (migrate.h, docs/design.md section 12).
+ */
+#include "migrate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyhash.h"
+
+static const char *const counter_names[] = {
+#define X(name) #name,
+    MIG_COUNTERS(X)
+#undef X
+};
+
+const char *mig_counter_name(enum mig_counter c)
+{
+	return c < MIG_CTR_COUNT ? counter_names[c] : "?";
+}
+
+static void count(struct mig *m, enum mig_counter c)
+{
+	atomic_fetch_add_explicit(&m->ctr[c], 1, memory_order_relaxed);
+}
+
+int mig_init(struct mig *m, struct store *st, uint16_t self, const struct mig_transport *tx,
+	     void *tx_arg)
+{
+	memset(m, 0, sizeof(*m));
+	m->st = st;
+	m->self = self;
+	m->tx = tx;
+	m->tx_arg = tx_arg;
+	for (int i = 0; i < MIG_LOCKS; i++)
+		pthread_mutex_init(&m->locks[i], NULL);
+	pthread_mutex_init(&m->change_lock, NULL);
+	return 0;
+}
+
+static void view_free(struct mig_view *v)
+{
+	if (!v)
+		return;
+	rch_free(&v->change);
+	ring_free(&v->next);
+	ring_free(&v->prev);
+	free(v);
+}
+
+void mig_fini(struct mig *m)
+{
+	for (uint32_t i = 0; i < m->nviews; i++)
+		view_free(m->views[i]);
+	m->nviews = 0;
+	atomic_store(&m->view, NULL);
+	for (int i = 0; i < MIG_LOCKS; i++)
+		pthread_mutex_destroy(&m->locks[i]);
+	pthread_mutex_destroy(&m->change_lock);
+}
+
+static struct mig_view *view_of(const struct mig *m)
+{
+	return atomic_load_explicit(&((struct mig *)m)->view, memory_order_acquire);
+}
+
+static uint32_t active_of(const struct mig_view *v)
+{
+	return atomic_load_explicit(&((struct mig_view *)v)->active, memory_order_acquire);
+}
+
+/* A deep copy of a ketama ring: built again from its members. */
+static int ring_copy(struct ring *dst, const struct ring *src)
+{
+	return ring_build(dst, src->nodes, src->nnodes, src->version);
+}
+
+/* ---- Persisted state: "m:ring" and "m:warm" in the meta family. ---- */
+
+#define STATE_MAX (32 + 2 * RING_MAX_NODES * (7 + RING_MAX_NAME))
+
+static size_t put_members(uint8_t *p, const struct ring *r)
+{
+	size_t at = 2;
+
+	wire_put16(p, r->nnodes);
+	for (uint16_t i = 0; i < r->nnodes; i++) {
+		size_t len = strnlen(r->nodes[i].name, RING_MAX_NAME - 1);
+
+		wire_put16(p + at, r->nodes[i].id);
+		wire_put32(p + at + 2, r->nodes[i].weight);
+		p[at + 6] = (uint8_t)len;
+		memcpy(p + at + 7, r->nodes[i].name, len);
+		at += 7 + len;
+	}
+	return at;
+}
+
+/* Members at p[0..len) into nodes; returns bytes read or -EINVAL. */
+static int get_members(const uint8_t *p, size_t len, struct ring_node *nodes, uint16_t *n)
+{
+	size_t at = 2;
+
+	if (len < 2)
+		return -EINVAL;
+	*n = wire_get16(p);
+	if (*n > RING_MAX_NODES)
+		return -EINVAL;
+	for (uint16_t i = 0; i < *n; i++) {
+		uint8_t nl;
+
+		if (at + 7 > len || (nl = p[at + 6]) >= RING_MAX_NAME || at + 7 + nl > len)
+			return -EINVAL;
+		nodes[i].id = wire_get16(p + at);
+		nodes[i].weight = wire_get32(p + at + 2);
+		memcpy(nodes[i].name, p + at + 7, nl);
+		nodes[i].name[nl] = '\0';
+		at += 7 + nl;
+	}
+	return (int)at;
+}
+
+static int persist_view(struct mig *m, const struct mig_view *v)
+{
+	uint8_t *buf = malloc(STATE_MAX);
+	size_t at;
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	wire_put64(buf, v->version);
+	wire_put32(buf + 8, active_of(v));
+	buf[12] = v->changing;
+	buf[13] = v->joining;
+	at = 14 + put_members(buf + 14, &v->next);
+	if (v->changing)
+		at += put_members(buf + at, &v->prev);
+	rc = store_meta_put(m->st, "ring", buf, at);
+	free(buf);
+	return rc;
+}
+
+static int persist_warm(struct mig *m, uint64_t version)
+{
+	uint8_t buf[12 + WIRE_MAX_KEY];
+
+	wire_put64(buf, version);
+	buf[8] = m->warm_done;
+	buf[9] = 0;
+	wire_put16(buf + 10, m->cursor_len);
+	memcpy(buf + 12, m->cursor, m->cursor_len);
+	m->since_cursor = 0;
+	return store_meta_put(m->st, "warm", buf, 12 + (size_t)m->cursor_len);
+}
+
+static void load_warm(struct mig *m, uint64_t version)
+{
+	uint8_t buf[12 + WIRE_MAX_KEY];
+	int len = store_meta_get(m->st, "warm", buf, sizeof(buf));
+
+	m->warm_done = false;
+	m->cursor_len = 0;
+	if (len < 12 || wire_get64(buf) != version ||
+	    12 + (size_t)wire_get16(buf + 10) > (size_t)len)
+		return;
+	m->warm_done = buf[8] != 0;
+	m->cursor_len = wire_get16(buf + 10);
+	memcpy(m->cursor, buf + 12, m->cursor_len);
+}
+
+/* Publish v (kept until mig_fini). Caller holds change_lock. */
+static int publish(struct mig *m, struct mig_view *v)
+{
+	if (m->nviews == MIG_MAX_VIEWS)
+		return -ENOSPC;
+	m->views[m->nviews++] = v;
+	atomic_store_explicit(&m->view, v, memory_order_release);
+	return 0;
+}
+
+int mig_restore(struct mig *m, const struct ring *cfg_ring, bool join)
+{
+	uint8_t *buf = malloc(STATE_MAX);
+	struct ring_node *nodes = calloc(RING_MAX_NODES, sizeof(*nodes));
+	struct mig_view *v = calloc(1, sizeof(*v));
+	int len, rc = -EINVAL, at;
+	uint16_t n;
+
+	if (!buf || !nodes || !v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	len = store_meta_get(m->st, "ring", buf, STATE_MAX);
+	if (len < 0) {
+		rc = len;
+		goto out;
+	}
+	if (len == 0) {
+		/* Nothing persisted: a new cluster's node, or one joining a running one. */
+		v->version = cfg_ring->version;
+		v->joining = join;
+		atomic_init(&v->active, RCH_COMPLETE);
+		rc = ring_copy(&v->next, cfg_ring);
+		if (rc == 0)
+			rc = persist_view(m, v);
+	} else {
+		if (len < 16)
+			goto out;
+		v->version = wire_get64(buf);
+		atomic_init(&v->active, wire_get32(buf + 8));
+		v->changing = buf[12] != 0;
+		v->joining = buf[13] != 0;
+		if (v->version > cfg_ring->version) {
+			rc = -ESTALE; /* the data is from a newer ring than the config */
+			goto out;
+		}
+		at = get_members(buf + 14, (size_t)len - 14, nodes, &n);
+		if (at < 0 || ring_build(&v->next, nodes, n, v->version) != 0)
+			goto out;
+		if (v->changing) {
+			int more = get_members(buf + 14 + at, (size_t)(len - 14 - at), nodes, &n);
+
+			if (more < 0 || ring_build(&v->prev, nodes, n, v->version) != 0 ||
+			    rch_build(&v->change, &v->prev, &v->next) != 0)
+				goto out;
+		}
+		load_warm(m, v->version);
+		rc = 0;
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&m->change_lock);
+		rc = publish(m, v);
+		pthread_mutex_unlock(&m->change_lock);
+		if (rc == 0)
+			v = NULL;
+	}
+out:
+	view_free(v);
+	free(buf);
+	free(nodes);
+	return rc;
+}
+
+int mig_begin(struct mig *m, const struct ring *prev, const struct ring *next, uint32_t active)
+{
+	struct mig_view *cur, *v;
+	int rc;
+
+	pthread_mutex_lock(&m->change_lock);
+	cur = view_of(m);
+	if (cur && next->version == cur->version && !cur->joining) {
+		pthread_mutex_unlock(&m->change_lock);
+		return mig_advance(m, rch_epoch(next->version, active)) < 0 ? -ESTALE : 0;
+	}
+	if (cur &&
+	    (next->version < cur->version || (!cur->joining && prev->version != cur->version))) {
+		pthread_mutex_unlock(&m->change_lock);
+		return -ESTALE;
+	}
+	if (cur && cur->changing && active_of(cur) != RCH_COMPLETE) {
+		pthread_mutex_unlock(&m->change_lock);
+		return -EBUSY;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&m->change_lock);
+		return -ENOMEM;
+	}
+	v->version = next->version;
+	v->changing = true;
+	atomic_init(&v->active, active);
+	rc = ring_copy(&v->next, next);
+	if (rc == 0)
+		rc = ring_copy(&v->prev, prev);
+	if (rc == 0)
+		rc = rch_build(&v->change, &v->prev, &v->next);
+	if (rc == 0 && active != RCH_COMPLETE && active > v->change.narcs)
+		atomic_store(&v->active, v->change.narcs);
+	/* Persisted before it is used: a restart resumes this change, never the old ring. */
+	m->warm_done = false;
+	m->cursor_len = 0;
+	if (rc == 0)
+		rc = persist_warm(m, v->version);
+	if (rc == 0)
+		rc = persist_view(m, v);
+	if (rc == 0)
+		rc = publish(m, v);
+	pthread_mutex_unlock(&m->change_lock);
+	if (rc)
+		view_free(v);
+	return rc;
+}
+
+int mig_advance(struct mig *m, uint64_t epoch)
+{
+	struct mig_view *v;
+	uint32_t want = rch_epoch_active(epoch), cur;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->change_lock);
+	v = view_of(m);
+	if (!v || v->joining || rch_epoch_version(epoch) != v->version) {
+		pthread_mutex_unlock(&m->change_lock);
+		return -ESTALE;
+	}
+	cur = active_of(v);
+	if (want != RCH_COMPLETE && v->changing && want > v->change.narcs)
+		want = v->change.narcs;
+	if (want > cur && v->changing) {
+		atomic_store_explicit(&v->active, want, memory_order_release);
+		rc = persist_view(m, v) == 0 ? 1 : -EIO;
+	}
+	pthread_mutex_unlock(&m->change_lock);
+	return rc;
+}
+
+bool mig_joining(const struct mig *m)
+{
+	const struct mig_view *v = view_of(m);
+
+	return v && v->joining;
+}
+
+uint64_t mig_epoch(const struct mig *m)
+{
+	const struct mig_view *v = view_of(m);
+
+	return v ? rch_epoch(v->version, v->joining ? 0 : active_of(v)) : 0;
+}
+
+uint16_t mig_home(const struct mig *m, uint64_t hash)
+{
+	const struct mig_view *v = view_of(m);
+
+	if (!v || v->joining)
+		return 0;
+	if (!v->changing)
+		return ring_home(&v->next, hash);
+	return rch_home(&v->change, active_of(v), keyhash_point(hash));
+}
+
+uint16_t mig_prev_home(const struct mig *m, uint64_t hash)
+{
+	const struct mig_view *v = view_of(m);
+
+	if (!v || !v->changing)
+		return 0;
+	return rch_prev_home(&v->change, active_of(v), keyhash_point(hash));
+}
+
+void mig_lock(struct mig *m, uint64_t hash)
+{
+	pthread_mutex_lock(&m->locks[hash & (MIG_LOCKS - 1)]);
+}
+
+void mig_unlock(struct mig *m, uint64_t hash)
+{
+	pthread_mutex_unlock(&m->locks[hash & (MIG_LOCKS - 1)]);
+}
+
+/* A moving record into its stored form: a TTL becomes an expiry again. */
+static struct store_record stored_form(const struct mig_record *r, uint64_t now_ms)
+{
+	return (struct store_record){.kind = r->kind,
+				     .version = r->version,
+				     .time_ms = r->ttl_ms ? now_ms + r->ttl_ms : 0,
+				     .value = r->value,
+				     .value_len = r->value_len};
+}
+
+/*
+ * A stored record into its moving form. An expired value moves as a
+ * tombstone of its version: the new home must not reuse the version.
+ */
+static struct mig_record moving_form(const struct store_record *r, uint64_t now_ms)
+{
+	struct mig_record out = {.kind = r->kind, .version = r->version};
+
+	if (r->kind == STORE_VALUE && !store_record_live(r, now_ms)) {
+		out.kind = STORE_TOMBSTONE;
+		return out;
+	}
+	if (r->kind == STORE_VALUE) {
+		uint64_t left = r->time_ms ? r->time_ms - now_ms : 0;
+
+		out.ttl_ms = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+		out.value = r->value;
+		out.value_len = r->value_len;
+	}
+	return out;
+}
+
+int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint64_t now_ms)
+{
+	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
+	uint16_t prev = mig_prev_home(m, hash);
+	struct store_record have;
+	struct mig_record got;
+	int rc;
+
+	if (!prev || prev == m->self)
+		return 0;
+	rc = store_get(m->st, STORE_OWNED, key, klen, &have, NULL, 0);
+	if (rc != 0)
+		return rc < 0 ? -EIO : 0; /* held: read through, pushed, or written here */
+	rc = m->tx->fetch(m->tx_arg, prev, mig_epoch(m), hash, key, klen, &got, buf, sizeof(buf));
+	if (rc < 0) {
+		count(m, MIG_CTR_read_through_failed);
+		return -EAGAIN;
+	}
+	if (rc == 0) {
+		count(m, MIG_CTR_read_through_miss);
+		return 0;
+	}
+	struct store_record rec = stored_form(&got, now_ms);
+
+	if (store_adopt(m->st, hash, key, klen, &rec, now_ms) < 0)
+		return -EIO;
+	count(m, MIG_CTR_read_through);
+	return 0;
+}
+
+/* An epoch from another node: adopt its arcs when it is of our version. */
+static int take_epoch(struct mig *m, uint64_t epoch)
+{
+	const struct mig_view *v = view_of(m);
+
+	if (!v || v->joining || rch_epoch_version(epoch) != v->version)
+		return -EAGAIN;
+	if (rch_epoch_active(epoch) > active_of(v) && mig_advance(m, epoch) < 0)
+		return -EIO;
+	return 0;
+}
+
+int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
+		    struct mig_record *out, void *buf, size_t cap, uint64_t now_ms)
+{
+	struct store_record rec;
+	int rc = take_epoch(m, epoch);
+
+	if (rc)
+		return rc;
+	mig_lock(m, hash);
+	rc = store_get(m->st, STORE_OWNED, key, klen, &rec, buf, cap);
+	mig_unlock(m, hash);
+	if (rc <= 0)
+		return rc;
+	*out = moving_form(&rec, now_ms);
+	count(m, MIG_CTR_fetch_served);
+	return 1;
+}
+
+int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
+		   const struct mig_record *in, uint64_t now_ms)
+{
+	struct store_record rec = stored_form(in, now_ms);
+	int rc = take_epoch(m, epoch);
+
+	if (rc)
+		return rc;
+	mig_lock(m, hash);
+	rc = store_adopt(m->st, hash, key, klen, &rec, now_ms);
+	mig_unlock(m, hash);
+	if (rc < 0)
+		return rc;
+	count(m, rc ? MIG_CTR_push_stored : MIG_CTR_push_kept);
+	return 0;
+}
+
+bool mig_warm_done(const struct mig *m)
+{
+	const struct mig_view *v = view_of(m);
+
+	return !v || !v->changing || active_of(v) == RCH_COMPLETE || m->warm_done;
+}
+
+struct warm_ctx {
+	struct mig *m;
+	uint32_t pushed, budget;
+	uint64_t epoch, now_ms;
+	uint8_t *buf;
+	size_t cap;
+};
+
+/* One owned record of the warm-up scan: push it if its home moved, then hand it over. */
+static int warm_one(void *arg, const void *key, size_t klen, const struct store_record *seen)
+{
+	struct warm_ctx *c = arg;
+	struct mig *m = c->m;
+	uint64_t hash = keyhash(key, klen);
+	uint16_t home = mig_home(m, hash);
+	struct store_record rec;
+	struct mig_record out;
+	int rc;
+
+	(void)seen;
+	count(m, MIG_CTR_scanned);
+	if (home != m->self && home != 0) {
+		/* Read again under the lock: a write that checked ownership before the
+		 * last arc went active is either in this record or was refused. */
+		mig_lock(m, hash);
+		rc = store_get(m->st, STORE_OWNED, key, klen, &rec, c->buf, c->cap);
+		mig_unlock(m, hash);
+		if (rc < 0)
+			return -EIO;
+		if (rc > 0) {
+			out = moving_form(&rec, c->now_ms);
+			if (m->tx->push(m->tx_arg, home, c->epoch, hash, key, klen, &out) != 0) {
+				count(m, MIG_CTR_push_failed);
+				return -EAGAIN; /* the cursor stays before this key */
+			}
+			count(m, MIG_CTR_pushed);
+			rc = store_handover(m->st, hash, key, klen, rec.version);
+			if (rc < 0)
+				return -EIO;
+			if (rc > 0)
+				count(m, MIG_CTR_handed_over);
+		}
+	}
+	memcpy(m->cursor, key, klen);
+	m->cursor_len = (uint16_t)klen;
+	if (++m->since_cursor >= MIG_CURSOR_EVERY && persist_warm(m, view_of(m)->version) != 0)
+		return -EIO;
+	/* The budget is in pushes: the rate bounds what crosses the network. */
+	if (home != m->self && home != 0 && ++c->pushed >= c->budget)
+		return 1;
+	return 0;
+}
+
+int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
+{
+	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
+	const struct mig_view *v = view_of(m);
+	struct warm_ctx c = {
+	    .m = m, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
+	bool end = false;
+	int n;
+
+	*done = mig_warm_done(m);
+	if (*done || active_of(v) < v->change.narcs)
+		return 0;
+	c.epoch = mig_epoch(m);
+	n = store_scan_owned(m->st, m->cursor, m->cursor_len, budget * MIG_SCAN_PER_PUSH, warm_one,
+			     &c, &end);
+	if (n < 0) {
+		persist_warm(m, v->version);
+		return n;
+	}
+	if (end) {
+		m->warm_done = true;
+		if (persist_warm(m, v->version) != 0)
+			return -EIO;
+		*done = true;
+	}
+	return n;
+}

@@ -1,0 +1,77 @@
+/*
+ * ringmsg.c - codecs of RING, FETCH and MIGRATE payloads (ringmsg.h).
+ */
+#include "ringmsg.h"
+
+#include <errno.h>
+#include <string.h>
+
+int wire_ring_encode(const struct wire_ring *r, uint8_t *buf, size_t cap)
+{
+	size_t len = 10 + 4 * (size_t)r->nmembers;
+
+	if (r->nmembers == 0 || r->nmembers > WIRE_RING_MAX_MEMBERS)
+		return -EINVAL;
+	if (len > cap)
+		return -EMSGSIZE;
+	wire_put64(buf, r->prev_version);
+	wire_put16(buf + 8, r->nmembers);
+	for (uint16_t i = 0; i < r->nmembers; i++) {
+		if (r->members[i].id == 0 || r->members[i].id > WIRE_MAX_NODE)
+			return -EINVAL;
+		wire_put16(buf + 10 + 4 * i, r->members[i].id);
+		wire_put16(buf + 12 + 4 * i, r->members[i].weight);
+	}
+	return (int)len;
+}
+
+int wire_ring_decode(const struct wire_msg *msg, struct wire_ring *r)
+{
+	const uint8_t *p = msg->value;
+
+	if (msg->val_len < 10)
+		return -EINVAL;
+	r->prev_version = wire_get64(p);
+	r->nmembers = wire_get16(p + 8);
+	if (r->nmembers == 0 || r->nmembers > WIRE_RING_MAX_MEMBERS ||
+	    msg->val_len != 10 + 4 * (uint32_t)r->nmembers)
+		return -EINVAL;
+	for (uint16_t i = 0; i < r->nmembers; i++) {
+		r->members[i].id = wire_get16(p + 10 + 4 * i);
+		r->members[i].weight = wire_get16(p + 12 + 4 * i);
+		if (r->members[i].id == 0 || r->members[i].id > WIRE_MAX_NODE ||
+		    r->members[i].weight == 0 || r->members[i].weight > 100)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int wire_mig_prefix_encode(const struct wire_mig_prefix *p, uint8_t *buf, size_t cap)
+{
+	if (cap < WIRE_MIG_PREFIX_LEN)
+		return -EMSGSIZE;
+	if (p->kind > 1)
+		return -EINVAL;
+	buf[0] = p->kind;
+	buf[1] = 0;
+	wire_put16(buf + 2, p->version_low);
+	wire_put32(buf + 4, p->ttl_ms);
+	return WIRE_MIG_PREFIX_LEN;
+}
+
+int wire_mig_prefix_decode(const struct wire_msg *msg, struct wire_mig_prefix *p,
+			   const uint8_t **value, uint32_t *value_len)
+{
+	const uint8_t *v = msg->value;
+
+	if (msg->val_len < WIRE_MIG_PREFIX_LEN || v[0] > 1 || v[1] != 0)
+		return -EINVAL;
+	p->kind = v[0];
+	p->version_low = wire_get16(v + 2);
+	p->ttl_ms = wire_get32(v + 4);
+	*value_len = msg->val_len - WIRE_MIG_PREFIX_LEN;
+	*value = *value_len ? v + WIRE_MIG_PREFIX_LEN : NULL;
+	if (p->kind == 1 && (*value_len || p->ttl_ms))
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * ringmsg.h - the payloads of the ring-change ops (docs/protocol.md, "Ring
+ * changes"; docs/design.md section 12):
+ *
+ *   RING     switch -> node: header version = the ring epoch (rchange.h);
+ *            value = be64 previous ring version, be16 n, n x {be16 id,
+ *            be16 weight}: the previous ring's members (their names and
+ *            addresses are in the new config). Reply: version = the node's
+ *            epoch, status OK or UNAVAILABLE (its config is not that
+ *            version), value = u8 flags (bit0: its warm-up is done).
+ *   FETCH    new home -> previous home: key; header version = the asker's
+ *            epoch. Reply: OK with version = the record's and value = a
+ *            record prefix and the value bytes; NOT_FOUND (no record);
+ *            UNAVAILABLE (not at that ring version yet).
+ *   MIGRATE  previous home -> new home: key; header version = the record's
+ *            version; value = a record prefix and the value bytes. Reply:
+ *            OK (held, or something newer), UNAVAILABLE (another version).
+ *
+ * The record prefix is 8 bytes, as RC_REQ's, so that any record a node
+ * accepted fits: u8 kind (0 value, 1 tombstone), u8 0, be16 the ring
+ * version's low 16 bits (a check that both ends are in one change), be32
+ * remaining TTL in ms (0: none).
+ */
+#ifndef SKL_RINGMSG_H
+#define SKL_RINGMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+#define WIRE_RING_MAX_MEMBERS 255
+#define WIRE_MIG_PREFIX_LEN   8
+#define WIRE_RING_F_WARM_DONE 0x1
+
+struct wire_ring_member {
+	uint16_t id;
+	uint16_t weight;
+};
+
+struct wire_ring {
+	uint64_t prev_version;
+	uint16_t nmembers;
+	struct wire_ring_member members[WIRE_RING_MAX_MEMBERS];
+};
+
+/* RING value into buf; its length or -EMSGSIZE / -EINVAL (too many members, id 0). */
+int wire_ring_encode(const struct wire_ring *r, uint8_t *buf, size_t cap);
+/* A RING request's value; 0 or -EINVAL (length, count, id 0, weight 0 or above 100). */
+int wire_ring_decode(const struct wire_msg *msg, struct wire_ring *r);
+
+struct wire_mig_prefix {
+	uint8_t kind; /* 0 value, 1 tombstone */
+	uint16_t version_low;
+	uint32_t ttl_ms;
+};
+
+int wire_mig_prefix_encode(const struct wire_mig_prefix *p, uint8_t *buf, size_t cap);
+/*
+ * The prefix of a FETCH reply's or MIGRATE's value; the value bytes follow
+ * it (*value, *value_len). 0 or -EINVAL (short, unknown kind, a tombstone
+ * with bytes, a non-zero pad byte).
+ */
+int wire_mig_prefix_decode(const struct wire_msg *msg, struct wire_mig_prefix *p,
+			   const uint8_t **value, uint32_t *value_len);
+
+#endif

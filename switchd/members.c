@@ -1,0 +1,524 @@
+/*
+ * members.c - ring changes at the switch (members.h, docs/design.md section 12).
+ *
+ * State, all on the control thread: the ring the switch runs (`next`, and
+ * while a change runs the previous ring and the moved arcs), the epoch
+ * announced and each node's answer to it, and every config applied (kept for
+ * the process's life: workers and commands may hold sw->cfg, and a change is
+ * an operator's action, not a per-request event).
+ */
+#include "members.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_rcu_qsbr.h>
+
+#include "clock.h"
+#include "ctl.h"
+#include "egress.h"
+#include "health.h"
+#include "keyhash.h"
+#include "rchange.h"
+#include "reconcile.h"
+#include "ringmsg.h"
+#include "switchd.h"
+
+#define MEMBERS_MAX_CFGS 64
+
+struct members {
+	struct cfg *cfgs[MEMBERS_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
+	uint32_t ncfgs;
+	bool changing;
+	struct ring prev, next; /* ketama rings: the previous one while changing */
+	struct rchange change;
+	struct wire_ring prev_members;
+	uint64_t start_us, last_send_us, last_step_us, complete_us;
+	uint32_t published; /* arcs active in the workers' ring */
+	uint64_t epoch;	    /* announced; a step is taken once every node has it */
+	uint64_t acked[CFG_MAX_NODES + 1];
+	bool warm[CFG_MAX_NODES + 1];
+	bool refused_logged[CFG_MAX_NODES + 1];
+	uint32_t outgoing[CFG_MAX_NODES + 1]; /* arcs each node is the previous home of */
+	uint32_t incoming[CFG_MAX_NODES + 1];
+	uint64_t ring_sent, ring_acks, ring_refused, steps, rehomed, changes;
+};
+
+static void register_commands(struct sw *sw);
+static json_t *show(struct sw *sw);
+
+int members_init(struct sw *sw, char *err, size_t errlen)
+{
+	struct members *m = calloc(1, sizeof(*m));
+
+	if (!m || cfg_build_ring(sw->cfg, &m->next) != 0) {
+		free(m);
+		snprintf(err, errlen, "out of memory for ring changes");
+		return -1;
+	}
+	sw->members = m;
+	register_commands(sw);
+	return 0;
+}
+
+void members_fini(struct sw *sw)
+{
+	struct members *m = sw->members;
+
+	if (!m)
+		return;
+	rch_free(&m->change);
+	ring_free(&m->prev);
+	ring_free(&m->next);
+	for (uint32_t i = 0; i < m->ncfgs; i++)
+		free(m->cfgs[i]);
+	free(m);
+	sw->members = NULL;
+}
+
+/* The step's ring for the workers; the old one is freed after every worker let go of it. */
+static int publish_ring(struct sw *sw, uint32_t active)
+{
+	struct members *m = sw->members;
+	struct ring *r = calloc(1, sizeof(*r)), *old = sw->ring;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = active == RCH_COMPLETE
+		 ? ring_build(r, m->next.nodes, m->next.nnodes, m->next.version)
+		 : rch_effective_ring(&m->change, active, rch_epoch(m->next.version, active), r);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	__atomic_store_n(&sw->ring, r, __ATOMIC_RELEASE);
+	rte_rcu_qsbr_synchronize(sw->qsbr, sw->nworkers);
+	ring_free(old);
+	free(old);
+	return 0;
+}
+
+/* Every node of the running config: the members of both rings and the ones at weight 0. */
+static void send_ring(struct sw *sw, bool laggards_only, bool warm_poll)
+{
+	struct members *m = sw->members;
+	uint8_t payload[16 + 4 * WIRE_RING_MAX_MEMBERS];
+	int len = wire_ring_encode(&m->prev_members, payload, sizeof(payload));
+
+	if (len < 0)
+		return;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+		struct wire_msg msg = {
+		    .op = WIRE_OP_RING,
+		    .req_id = (uint64_t)sw->self->id << 48 | m->ring_sent,
+		    .version = m->epoch,
+		    .node = id,
+		    .value = payload,
+		    .val_len = (uint32_t)len,
+		};
+
+		if (laggards_only && m->acked[id] >= m->epoch &&
+		    !(warm_poll && m->outgoing[id] && !m->warm[id]))
+			continue;
+		if (eg_to_node(sw, id, &msg) == 0)
+			m->ring_sent++;
+	}
+}
+
+static bool all_acked(const struct sw *sw)
+{
+	const struct members *m = sw->members;
+
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+		if (m->acked[sw->cfg->nodes[i].id] < m->epoch)
+			return false;
+	return true;
+}
+
+static bool all_warm(const struct sw *sw)
+{
+	const struct members *m = sw->members;
+
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++)
+		if (m->outgoing[id] && !m->warm[id])
+			return false;
+	return true;
+}
+
+struct step_arg {
+	const struct rchange *c;
+	uint32_t from, to;
+};
+
+/* Does the key's home change between `from` and `to` active arcs? */
+static bool home_moves(void *arg, uint64_t keyhash)
+{
+	const struct step_arg *s = arg;
+	uint32_t p = keyhash_point(keyhash);
+
+	return rch_home(s->c, s->from, p) != rch_home(s->c, s->to, p);
+}
+
+static void announce(struct sw *sw, uint64_t epoch, uint64_t now_us)
+{
+	struct members *m = sw->members;
+
+	m->epoch = epoch;
+	m->last_send_us = now_us;
+	send_ring(sw, false, false);
+}
+
+void members_run(struct sw *sw, uint64_t now_us)
+{
+	struct members *m = sw->members;
+	uint32_t announced, want;
+
+	if (!m->changing)
+		return;
+	announced = rch_epoch_active(m->epoch);
+	if (!all_acked(sw)) {
+		if (now_us - m->last_send_us >= MEMBERS_RESEND_MS * 1000ull) {
+			m->last_send_us = now_us;
+			send_ring(sw, true, false);
+		}
+		return;
+	}
+	/* Every node has the announced epoch: the workers may route by it now. */
+	if (announced == RCH_COMPLETE) {
+		publish_ring(sw, RCH_COMPLETE);
+		m->changing = false;
+		m->complete_us = now_us;
+		log_info("ring version %lu complete: %u arcs moved in %.1f s",
+			 (unsigned long)m->next.version, m->change.narcs,
+			 (double)(now_us - m->start_us) / 1e6);
+		return;
+	}
+	if (m->published < announced || (m->published == 0 && announced == 0 && !m->steps)) {
+		if (publish_ring(sw, announced) != 0)
+			return; /* out of memory: try again next round */
+		m->published = announced;
+		m->steps++;
+		m->rehomed += rec_rehome_install(sw);
+	}
+	if (announced < m->change.narcs) {
+		want =
+		    rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000, sw->cfg->ramp_ms);
+		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
+			struct step_arg s = {.c = &m->change, .from = announced, .to = want};
+
+			/* Hot keys whose home moves leave the directory before the nodes hear. */
+			rec_rehome_remove(sw, home_moves, &s);
+			m->last_step_us = now_us;
+			announce(sw, rch_epoch(m->next.version, want), now_us);
+		}
+		return;
+	}
+	/* Every arc active: the previous homes push their keys; then complete. */
+	if (all_warm(sw)) {
+		announce(sw, rch_epoch(m->next.version, RCH_COMPLETE), now_us);
+		return;
+	}
+	if (now_us - m->last_send_us >= MEMBERS_POLL_MS * 1000ull) {
+		m->last_send_us = now_us;
+		send_ring(sw, true, true);
+	}
+}
+
+void members_take_reply(struct sw *sw, const struct wire_msg *msg)
+{
+	struct members *m = sw->members;
+	uint16_t id = msg->node;
+	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+
+	if (!n || !m->changing)
+		return;
+	if (msg->status != WIRE_ST_OK) {
+		m->ring_refused++;
+		if (!m->refused_logged[id]) {
+			m->refused_logged[id] = true;
+			log_warn("node %s refused ring version %lu: install the new config on it",
+				 n->name, (unsigned long)rch_epoch_version(m->epoch));
+		}
+		return;
+	}
+	m->ring_acks++;
+	if (msg->version > m->acked[id])
+		m->acked[id] = msg->version;
+	if (msg->version >= rch_epoch(m->next.version, m->change.narcs) && msg->val_len >= 1 &&
+	    (msg->value[0] & WIRE_RING_F_WARM_DONE))
+		m->warm[id] = true;
+}
+
+/* ---- ring apply: validate, then start the change. ------------------------------------ */
+
+/* Why next cannot follow cur, in err; 0 when it can. */
+static int validate(const struct sw *sw, const struct cfg *next, const char *path, char *err,
+		    size_t errlen)
+{
+	const struct cfg *cur = sw->cfg;
+	const struct members *m = sw->members;
+
+	if (next->ring_version <= m->next.version) {
+		snprintf(err, errlen,
+			 "%s: ring.version: expected more than %lu (the running ring), got %lu",
+			 path, (unsigned long)m->next.version, (unsigned long)next->ring_version);
+		return -1;
+	}
+	if (next->nswitches != cur->nswitches || next->service.vip != cur->service.vip ||
+	    next->service.port != cur->service.port) {
+		snprintf(err, errlen,
+			 "%s: switches, service: expected those of the running config (a ring "
+			 "change changes nodes only)",
+			 path);
+		return -1;
+	}
+	for (unsigned i = 0; i < cur->nswitches; i++) {
+		const struct cfg_switch *s = cfg_switch_by_id(next, cur->switches[i].id);
+
+		if (!s || s->vip != cur->switches[i].vip) {
+			snprintf(err, errlen, "%s: switches: switch %s must stay as it runs", path,
+				 cur->switches[i].name);
+			return -1;
+		}
+	}
+	for (unsigned i = 0; i < cur->nnodes; i++) {
+		const struct cfg_node *o = &cur->nodes[i];
+		const struct cfg_node *n = cfg_node_by_id(next, o->id);
+
+		if (!n || strcmp(n->name, o->name) || n->ip != o->ip || n->port != o->port) {
+			snprintf(
+			    err, errlen,
+			    "%s: nodes: node %s (id %u) is in the running config; keep it with "
+			    "its name and address (\"weight\": 0 drains it) until it has drained",
+			    path, o->name, o->id);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Nodes of next that the switch does not know yet: addresses, neighbour map, health. */
+static int add_nodes(struct sw *sw, const struct cfg *next)
+{
+	uint64_t now = clock_mono_us();
+
+	for (unsigned i = 0; i < next->nnodes; i++) {
+		const struct cfg_node *n = &next->nodes[i];
+
+		if (cfg_node_by_id(sw->cfg, n->id))
+			continue;
+		sw->node_ip_be[n->id] = rte_cpu_to_be_32(n->ip);
+		sw->node_port_be[n->id] = rte_cpu_to_be_16(n->port);
+		if (l2_add_node(sw->l2, n->id, n->ip) != 0 ||
+		    dig_table_track(sw->dig, n->id, now) != 0)
+			return -1;
+		eg_arp(sw, n->ip, rte_rdtsc());
+	}
+	return 0;
+}
+
+/*
+ * Start driving the change from m->prev to m->next (their arcs in *change):
+ * every node's answer forgotten, the ramp from 0, the first epoch announced.
+ */
+static void begin(struct sw *sw, const struct rchange *change)
+{
+	struct members *m = sw->members;
+
+	/* The previous ring's members, for the nodes (RING). */
+	m->prev_members.prev_version = m->prev.version;
+	m->prev_members.nmembers = m->prev.nnodes;
+	for (uint16_t i = 0; i < m->prev.nnodes; i++)
+		m->prev_members.members[i] = (struct wire_ring_member){
+		    .id = m->prev.nodes[i].id, .weight = (uint16_t)m->prev.nodes[i].weight};
+	rch_free(&m->change);
+	m->change = *change;
+	m->change.prev = &m->prev; /* the rings moved into m */
+	m->change.next = &m->next;
+	memset(m->acked, 0, sizeof(m->acked));
+	memset(m->warm, 0, sizeof(m->warm));
+	memset(m->refused_logged, 0, sizeof(m->refused_logged));
+	memset(m->outgoing, 0, sizeof(m->outgoing));
+	memset(m->incoming, 0, sizeof(m->incoming));
+	rch_count_by_node(&m->change, m->outgoing, m->incoming);
+	m->changing = true;
+	m->published = 0;
+	m->steps = 0;
+	m->changes++;
+	m->start_us = clock_mono_us();
+	announce(sw, rch_epoch(m->next.version, 0), m->start_us);
+}
+
+/*
+ * `ring resume PREV_FILE`: a switch restarted in the middle of a change runs
+ * its config's ring as if the change were complete and does not drive it.
+ * Given the config the change started from, it drives it again from step 0:
+ * nodes already further answer with their own (higher) epoch, which counts
+ * as acknowledged, and the switch's steps catch up with theirs.
+ */
+static json_t *resume(struct sw *sw, const char *path)
+{
+	struct members *m = sw->members;
+	struct cfg *prev = malloc(sizeof(*prev));
+	struct ring ring = {0};
+	struct rchange change;
+	char err[CFG_ERR_LEN];
+
+	if (!prev)
+		return ctl_error("%s: out of memory", path);
+	if (m->changing) {
+		free(prev);
+		return ctl_error("%s: a ring change is in progress already", path);
+	}
+	if (cfg_load(path, prev, err, sizeof(err)) != 0) {
+		free(prev);
+		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	if (prev->ring_version >= m->next.version) {
+		snprintf(err, sizeof(err),
+			 "%s: ring.version: expected less than %lu (the running ring), got %lu",
+			 path, (unsigned long)m->next.version, (unsigned long)prev->ring_version);
+		free(prev);
+		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	for (unsigned i = 0; i < prev->nnodes; i++) {
+		const struct cfg_node *o = &prev->nodes[i], *n = cfg_node_by_id(sw->cfg, o->id);
+
+		if (!n || strcmp(n->name, o->name)) {
+			snprintf(err, sizeof(err),
+				 "%s: nodes: node %s (id %u) is not in the running config", path,
+				 o->name, o->id);
+			free(prev);
+			return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+		}
+	}
+	if (cfg_build_ring(prev, &ring) != 0 || rch_build(&change, &ring, &m->next) != 0) {
+		ring_free(&ring);
+		free(prev);
+		return ctl_error("%s: nodes: no ring can be built of them", path);
+	}
+	free(prev);
+	ring_free(&m->prev);
+	m->prev = ring;
+	begin(sw, &change);
+	log_info("ring resume from %s: version %lu -> %lu, %u arcs", path,
+		 (unsigned long)m->prev.version, (unsigned long)m->next.version, m->change.narcs);
+	return show(sw);
+}
+
+static json_t *apply(struct sw *sw, const char *path)
+{
+	struct members *m = sw->members;
+	struct cfg *next;
+	struct ring ring = {0};
+	struct rchange change;
+	char err[CFG_ERR_LEN];
+
+	if (m->changing)
+		return json_pack("{s:b, s:s}", "ok", 0, "error",
+				 "a ring change is in progress; wait until `cdtctl ring show` "
+				 "says it is complete");
+	if (m->ncfgs == MEMBERS_MAX_CFGS)
+		return ctl_error("%s: too many ring changes for one switch process; restart it",
+				 path);
+	next = malloc(sizeof(*next));
+	if (!next)
+		return ctl_error("%s: out of memory", path);
+	if (cfg_load(path, next, err, sizeof(err)) != 0 ||
+	    validate(sw, next, path, err, sizeof(err)) != 0) {
+		free(next);
+		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	if (cfg_build_ring(next, &ring) != 0 || rch_build(&change, &m->next, &ring) != 0) {
+		ring_free(&ring);
+		free(next);
+		return ctl_error("%s: nodes: no ring can be built of them (every weight 0?)", path);
+	}
+	if (add_nodes(sw, next) != 0) {
+		rch_free(&change);
+		ring_free(&ring);
+		free(next);
+		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables",
+				 path);
+	}
+	m->cfgs[m->ncfgs++] = next;
+	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	/* The running ring becomes the previous one. */
+	ring_free(&m->prev);
+	m->prev = m->next;
+	m->next = ring;
+	begin(sw, &change);
+	log_info("ring apply %s: version %lu -> %lu, %u arcs move (%.1f%% of the keyspace), ramp "
+		 "%u ms",
+		 path, (unsigned long)m->prev.version, (unsigned long)m->next.version,
+		 m->change.narcs, 100 * rch_moved_share(&m->change), next->ramp_ms);
+	return show(sw);
+}
+
+/* `ring show`: the running ring, the change in progress, each node's answer. */
+static json_t *show(struct sw *sw)
+{
+	struct members *m = sw->members;
+	json_t *nodes = json_array();
+	uint32_t announced = rch_epoch_active(m->epoch), done = 0;
+	const char *state = !m->changing		  ? "stable"
+			    : announced == RCH_COMPLETE	  ? "completing"
+			    : announced < m->change.narcs ? "ramp"
+							  : "warmup";
+
+	for (uint32_t a = 0; m->changing && a < m->change.narcs; a++)
+		done += m->warm[m->change.arcs[a].from];
+	if (!m->changing)
+		done = m->change.narcs;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		const struct cfg_node *n = &sw->cfg->nodes[i];
+
+		json_array_append_new(
+		    nodes, json_pack("{s:s, s:i, s:I, s:i, s:i, s:b}", "name", n->name, "weight",
+				     (int)n->weight, "epoch", (json_int_t)m->acked[n->id],
+				     "arcs_out", (int)m->outgoing[n->id], "arcs_in",
+				     (int)m->incoming[n->id], "warm_done", m->warm[n->id]));
+	}
+	return json_pack("{s:b, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:I, s:o}",
+			 "ok", 1, "state", state, "version", (json_int_t)m->next.version,
+			 "previous_version", (json_int_t)(m->changes ? m->prev.version : 0),
+			 "epoch", (json_int_t)m->epoch, "arcs", (int)m->change.narcs, "active",
+			 (int)(announced == RCH_COMPLETE ? m->change.narcs : announced),
+			 "arcs_done", (int)done, "moved_share", rch_moved_share(&m->change),
+			 "ring_sent", (json_int_t)m->ring_sent, "ring_acks",
+			 (json_int_t)m->ring_acks, "ring_refused", (json_int_t)m->ring_refused,
+			 "rehomed", (json_int_t)m->rehomed, "nodes", nodes);
+}
+
+static json_t *cmd_ring(struct sw *sw, int argc, char **argv, void *aux)
+{
+	uint8_t path[CFG_MAX_PATH];
+	size_t len;
+
+	(void)aux;
+	if (argc == 0 || !strcmp(argv[0], "show"))
+		return show(sw);
+	if ((!strcmp(argv[0], "apply") || !strcmp(argv[0], "resume")) && argc == 2) {
+		/* The path comes hex-encoded (cdtctl), so that any byte may be in it. */
+		if (cfg_parse_hex(argv[1], path, sizeof(path) - 1, &len) != 0)
+			return ctl_error("ring apply: expected a hex-encoded path, got \"%s\"",
+					 argv[1]);
+		path[len] = '\0';
+		return argv[0][0] == 'a' ? apply(sw, (const char *)path)
+					 : resume(sw, (const char *)path);
+	}
+	return ctl_error("ring: expected show, apply FILE or resume PREV_FILE, got \"%s\"",
+			 argv[0]);
+}
+
+static void register_commands(struct sw *sw)
+{
+	ctl_register(sw, "ring", cmd_ring, NULL);
+}

@@ -1,0 +1,32 @@
+/*
+ * members.h - ring changes at the switch (docs/design.md section 12): the
+ * operator's `ring apply FILE` and `ring show`, and the change it drives.
+ *
+ * A stage of the control round after reconcile (order 6 in docs/design.md
+ * section 11): members_run() announces each step's ring epoch to the nodes
+ * with RING (egress), waits for every node's answer (intake hands them in,
+ * members_take_reply()), removes the directory entries whose home moves
+ * before a step and installs them again after it (reconcile), and publishes
+ * the step's effective ring to the workers (sw->ring, RCU).
+ */
+#ifndef SKL_SW_MEMBERS_H
+#define SKL_SW_MEMBERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sw;
+struct wire_msg;
+
+#define MEMBERS_RESEND_MS 100 /* RING again to a node that has not answered the epoch */
+#define MEMBERS_POLL_MS	  500 /* RING again to a previous home whose warm-up runs */
+#define MEMBERS_STEP_MS	  100 /* a ramp's steps at most this often: each one is a RING round */
+
+int members_init(struct sw *sw, char *err, size_t errlen);
+void members_fini(struct sw *sw);
+/* One round of the change in progress, if any. */
+void members_run(struct sw *sw, uint64_t now_us);
+/* A node's RING reply (intake.c). */
+void members_take_reply(struct sw *sw, const struct wire_msg *msg);
+
+#endif

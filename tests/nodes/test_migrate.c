@@ -1,0 +1,428 @@
+/*
+ * test_migrate.c - the migration state machine of nodes/migrate.c over real
+ * RocksDB stores: three nodes in one process, their FETCH and MIGRATE
+ * delivered by direct calls (or lost, for a node that is down). Adding a
+ * node: lazy read-through keeps versions, writes at the new home go above
+ * them, the previous home refuses, the warm-up moves everything and deletes
+ * what was acknowledged; the new home crashes in the middle of the warm-up
+ * and restarts, the old home restarts too; then the node is removed again.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyhash.h"
+#include "migrate.h"
+#include "rchange.h"
+#include "store.h"
+
+#define NODES 3
+#define NKEYS 3000
+
+struct host {
+	char dir[256];
+	struct store *st;
+	struct mig mig;
+	bool up;
+};
+
+static struct host hosts[NODES + 1];
+static struct ring r2, r3, r2b; /* n1 n2 (v1); + n3 (v2); n3 removed again (v3) */
+
+struct expect {
+	uint64_t version;
+	bool deleted;
+	char value[32];
+};
+static struct expect want[NKEYS];
+
+static int t_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, const void *key,
+		   size_t klen, struct mig_record *rec, void *buf, size_t cap)
+{
+	(void)arg;
+	if (from > NODES || !hosts[from].up)
+		return -ETIMEDOUT;
+	return mig_serve_fetch(&hosts[from].mig, epoch, hash, key, klen, rec, buf, cap,
+			       store_now_ms());
+}
+
+static int t_push(void *arg, uint16_t to, uint64_t epoch, uint64_t hash, const void *key,
+		  size_t klen, const struct mig_record *rec)
+{
+	(void)arg;
+	if (to > NODES || !hosts[to].up)
+		return -ETIMEDOUT;
+	return mig_serve_push(&hosts[to].mig, epoch, hash, key, klen, rec, store_now_ms());
+}
+
+static const struct mig_transport transport = {.fetch = t_fetch, .push = t_push};
+
+static void make_ring(struct ring *r, const int *ids, int n, uint64_t version)
+{
+	struct ring_node nodes[NODES];
+
+	for (int i = 0; i < n; i++) {
+		nodes[i].id = (uint16_t)ids[i];
+		nodes[i].weight = 1;
+		snprintf(nodes[i].name, sizeof(nodes[i].name), "n%d", ids[i]);
+	}
+	ck_assert_int_eq(ring_build(r, nodes, (size_t)n, version), 0);
+}
+
+/* Start (or restart) node id over its data directory. */
+static void boot(int id, const struct ring *cfg_ring, bool join)
+{
+	struct store_options o = {.block_cache_mb = 8};
+	char err[512] = "";
+	struct host *h = &hosts[id];
+
+	h->st = store_open(h->dir, &o, err, sizeof(err));
+	ck_assert_msg(h->st != NULL, "%s", err);
+	ck_assert_int_eq(mig_init(&h->mig, h->st, (uint16_t)id, &transport, NULL), 0);
+	ck_assert_int_eq(mig_restore(&h->mig, cfg_ring, join), 0);
+	h->up = true;
+}
+
+/* A crash: the process is gone, what RocksDB holds stays. */
+static void crash(int id)
+{
+	struct host *h = &hosts[id];
+
+	h->up = false;
+	mig_fini(&h->mig);
+	store_close(h->st);
+	h->st = NULL;
+}
+
+static void key_of(uint32_t i, char *buf, size_t cap, size_t *len)
+{
+	*len = (size_t)snprintf(buf, cap, "user:%u", i);
+}
+
+static void setup(void)
+{
+	int ids2[] = {1, 2}, ids3[] = {1, 2, 3};
+
+	for (int id = 1; id <= NODES; id++) {
+		snprintf(hosts[id].dir, sizeof(hosts[id].dir), "/tmp/skl-test-mig%d-XXXXXX", id);
+		ck_assert_ptr_nonnull(mkdtemp(hosts[id].dir));
+	}
+	make_ring(&r2, ids2, 2, 1);
+	make_ring(&r3, ids3, 3, 2);
+	make_ring(&r2b, ids2, 2, 3);
+}
+
+static void teardown(void)
+{
+	char cmd[600];
+
+	for (int id = 1; id <= NODES; id++) {
+		if (hosts[id].up)
+			crash(id);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", hosts[id].dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cannot remove %s\n", hosts[id].dir);
+	}
+	ring_free(&r2);
+	ring_free(&r3);
+	ring_free(&r2b);
+}
+
+/* A client write at the key's home as a node does it: hand-over lock, read-through, write. */
+static int write_at_home(uint32_t i, bool del)
+{
+	char key[32];
+	size_t klen;
+	uint64_t hash, v = 0;
+	int home, rc;
+
+	key_of(i, key, sizeof(key), &klen);
+	hash = keyhash(key, klen);
+	home = mig_home(&hosts[1].mig, hash);
+	ck_assert_int_eq(mig_home(&hosts[2].mig, hash), home); /* nodes agree */
+	mig_lock(&hosts[home].mig, hash);
+	ck_assert_uint_eq(mig_home(&hosts[home].mig, hash), home);
+	rc = mig_ensure(&hosts[home].mig, hash, key, klen, store_now_ms());
+	if (rc == 0) {
+		if (del) {
+			rc = store_del(hosts[home].st, hash, key, klen, store_now_ms(), &v);
+			ck_assert_int_eq(rc, 1);
+			rc = 0;
+			want[i].deleted = true;
+		} else {
+			snprintf(want[i].value, sizeof(want[i].value), "v%u-%lu", i,
+				 (unsigned long)want[i].version);
+			rc = store_put(hosts[home].st, hash, key, klen, want[i].value,
+				       strlen(want[i].value), 0, store_now_ms(), &v);
+			ck_assert_int_eq(rc, 0);
+			want[i].deleted = false;
+		}
+		ck_assert_uint_gt(v, want[i].version); /* never below what existed */
+		want[i].version = v;
+	}
+	mig_unlock(&hosts[home].mig, hash);
+	return rc;
+}
+
+/* A read at the key's home: 1 value, 0 not found (tombstone or nothing). */
+static int read_at_home(uint32_t i, uint64_t *version, char *val, size_t cap)
+{
+	char key[32];
+	size_t klen;
+	uint64_t hash;
+	struct store_record rec;
+	int home, rc;
+
+	key_of(i, key, sizeof(key), &klen);
+	hash = keyhash(key, klen);
+	home = mig_home(hosts[3].up ? &hosts[3].mig : &hosts[1].mig, hash);
+	mig_lock(&hosts[home].mig, hash);
+	rc = mig_ensure(&hosts[home].mig, hash, key, klen, store_now_ms());
+	mig_unlock(&hosts[home].mig, hash);
+	ck_assert_int_eq(rc, 0);
+	memset(val, 0, cap);
+	rc = store_get(hosts[home].st, STORE_OWNED, key, klen, &rec, val, cap - 1);
+	ck_assert_int_ge(rc, 0);
+	*version = rc ? rec.version : 0;
+	return rc && rec.kind == STORE_VALUE;
+}
+
+static void check_all(void)
+{
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		uint64_t v;
+		char val[64];
+		int found = read_at_home(i, &v, val, sizeof(val));
+
+		ck_assert_msg(v == want[i].version, "key %u: version %lu, want %lu", i,
+			      (unsigned long)v, (unsigned long)want[i].version);
+		ck_assert_int_eq(found, !want[i].deleted);
+		if (found)
+			ck_assert_str_eq(val, want[i].value);
+	}
+}
+
+/* Owned records of keys whose home is not id: 0 once a warm-up has finished. */
+static uint32_t foreign_records(int id)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		char key[32];
+		size_t klen;
+		struct store_record rec;
+
+		key_of(i, key, sizeof(key), &klen);
+		if (mig_home(&hosts[id].mig, keyhash(key, klen)) != id &&
+		    store_get(hosts[id].st, STORE_OWNED, key, klen, &rec, NULL, 0) > 0)
+			n++;
+	}
+	return n;
+}
+
+static void warm_until_done(int id, uint32_t budget)
+{
+	bool done = false;
+
+	for (int step = 0; step < 10000 && !done; step++)
+		ck_assert_int_ge(mig_warmup_step(&hosts[id].mig, budget, store_now_ms(), &done), 0);
+	ck_assert(done);
+	ck_assert_uint_eq(foreign_records(id), 0);
+}
+
+static uint32_t all_active(void)
+{
+	struct rchange c;
+	uint32_t n;
+
+	ck_assert_int_eq(rch_build(&c, &r2, &r3), 0);
+	n = c.narcs;
+	rch_free(&c);
+	return n;
+}
+
+static int count_one(void *arg, const void *key, size_t klen, const struct store_record *rec)
+{
+	(void)arg, (void)key, (void)klen, (void)rec;
+	return 0;
+}
+
+START_TEST(add_then_remove_a_node)
+{
+	uint32_t narcs = all_active(), moved = 0;
+	char key[32];
+	size_t klen;
+
+	boot(1, &r2, false);
+	boot(2, &r2, false);
+	boot(3, &r3, true); /* joining: the home of nothing until told */
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		ck_assert_int_eq(write_at_home(i, false), 0);
+		if (i % 3 == 0)
+			ck_assert_int_eq(write_at_home(i, false), 0);
+		if (i % 29 == 0)
+			ck_assert_int_eq(write_at_home(i, true), 0);
+	}
+	key_of(7, key, sizeof(key), &klen);
+	ck_assert_uint_eq(mig_home(&hosts[3].mig, keyhash(key, klen)), 0);
+
+	/* RING(v2, 0 arcs) to everyone: nothing moves yet. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(mig_begin(&hosts[id].mig, &r2, &r3, 0), 0);
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		key_of(i, key, sizeof(key), &klen);
+		ck_assert_uint_eq(mig_home(&hosts[3].mig, keyhash(key, klen)),
+				  ring_home(&r2, keyhash(key, klen)));
+	}
+	check_all();
+
+	/* Every arc active at the new home only: the first FETCH brings the old home along. */
+	ck_assert_int_eq(mig_advance(&hosts[3].mig, rch_epoch(2, narcs)), 1);
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		uint64_t hash;
+
+		key_of(i, key, sizeof(key), &klen);
+		hash = keyhash(key, klen);
+		if (ring_home(&r3, hash) != 3)
+			continue;
+		moved++;
+		if (moved == 1) {
+			int old = ring_home(&r2, hash);
+			struct mig_record rec;
+			uint8_t buf[256];
+
+			ck_assert_uint_eq(mig_home(&hosts[old].mig, hash), old);
+			ck_assert_int_ge(mig_serve_fetch(&hosts[old].mig, mig_epoch(&hosts[3].mig),
+							 hash, key, klen, &rec, buf, sizeof(buf),
+							 store_now_ms()),
+					 0);
+			/* From now on the old home refuses the key: MOVED to n3. */
+			ck_assert_uint_eq(mig_home(&hosts[old].mig, hash), 3);
+		}
+	}
+	ck_assert_uint_gt(moved, NKEYS / 6);
+	/* The FETCH made one old home adopt the epoch already; the switch's RING does the rest. */
+	ck_assert_int_ge(mig_advance(&hosts[1].mig, rch_epoch(2, narcs)), 0);
+	ck_assert_int_ge(mig_advance(&hosts[2].mig, rch_epoch(2, narcs)), 0);
+	ck_assert_int_eq(mig_advance(&hosts[2].mig, rch_epoch(2, narcs)), 0); /* not newer */
+	for (int id = 1; id <= 3; id++)
+		ck_assert_uint_eq(mig_epoch(&hosts[id].mig), rch_epoch(2, narcs));
+
+	/* Lazy: reads at the new home read through with their versions. */
+	check_all();
+	ck_assert_uint_gt(atomic_load(&hosts[3].mig.ctr[MIG_CTR_read_through]), moved / 2);
+	/* Writes at the new home go above every version the old home gave. */
+	for (uint32_t i = 0; i < NKEYS; i += 5)
+		ck_assert_int_eq(write_at_home(i, false), 0);
+
+	/* Warm-up: n1 pushes part of its keys, then the new home crashes. */
+	bool done = false;
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), 0);
+	crash(3);
+	ck_assert_int_eq(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), -EAGAIN);
+	ck_assert(!done);
+	ck_assert_uint_gt(atomic_load(&hosts[1].mig.ctr[MIG_CTR_push_failed]), 0);
+	/* Nothing unacknowledged was deleted at n1, and reads of its keys fail, not lie. */
+	ck_assert_uint_gt(foreign_records(1), 0);
+	/* n2 restarts as well, in the middle of nothing. */
+	crash(2);
+	boot(2, &r3, false);
+	ck_assert_uint_eq(mig_epoch(&hosts[2].mig), rch_epoch(2, narcs));
+
+	/* The new home restarts: the change resumes from its meta family. */
+	boot(3, &r3, false);
+	ck_assert_uint_eq(mig_epoch(&hosts[3].mig), rch_epoch(2, narcs));
+	check_all();
+	/* n1 restarts in the middle of its warm-up and resumes from its cursor. */
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 600, store_now_ms(), &done), 0);
+	crash(1);
+	boot(1, &r3, false);
+	warm_until_done(1, 256);
+	warm_until_done(2, 256);
+	check_all();
+	ck_assert_uint_eq(foreign_records(3), 0);
+
+	/* Complete: no more read-through, and a new change is accepted. */
+	for (int id = 1; id <= 3; id++) {
+		ck_assert_int_eq(mig_advance(&hosts[id].mig, rch_epoch(2, RCH_COMPLETE)), 1);
+		key_of(1, key, sizeof(key), &klen);
+		ck_assert_uint_eq(mig_prev_home(&hosts[id].mig, keyhash(key, klen)), 0);
+	}
+
+	/* Remove n3 (version 3): its arcs drain back, its keys readable throughout. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(mig_begin(&hosts[id].mig, &r3, &r2b, 0), 0);
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(mig_advance(&hosts[id].mig, rch_epoch(3, narcs)), 1);
+	for (uint32_t i = 1; i < NKEYS; i += 7)
+		ck_assert_int_eq(write_at_home(i, false), 0);
+	check_all();
+	warm_until_done(3, 100);
+	ck_assert_uint_gt(atomic_load(&hosts[3].mig.ctr[MIG_CTR_handed_over]), 0);
+	warm_until_done(1, 1000);
+	warm_until_done(2, 1000);
+	check_all();
+	/* n3 holds nothing any more: it may leave. */
+	bool end = false;
+	ck_assert_int_eq(store_scan_owned(hosts[3].st, NULL, 0, 10, count_one, NULL, &end), 0);
+	ck_assert(end);
+}
+END_TEST
+
+START_TEST(one_change_at_a_time)
+{
+	uint32_t narcs = all_active();
+
+	boot(1, &r2, false);
+	boot(2, &r2, false);
+	ck_assert_int_eq(mig_begin(&hosts[1].mig, &r2, &r3, 0), 0);
+	/* Another change while this one runs: refused; an older one: refused. */
+	ck_assert_int_eq(mig_begin(&hosts[1].mig, &r3, &r2b, 0), -EBUSY);
+	ck_assert_int_eq(mig_begin(&hosts[2].mig, &r2b, &r3, 0), -ESTALE);
+	/* A FETCH of another version is refused (ask again once told). */
+	struct mig_record rec;
+	uint8_t buf[64];
+	ck_assert_int_eq(
+	    mig_serve_fetch(&hosts[2].mig, rch_epoch(2, 5), 1, "k", 1, &rec, buf, sizeof(buf), 0),
+	    -EAGAIN);
+	/* Epochs only grow. */
+	ck_assert_int_eq(mig_advance(&hosts[1].mig, rch_epoch(2, narcs)), 1);
+	ck_assert_int_eq(mig_advance(&hosts[1].mig, rch_epoch(2, 1)), 0);
+	ck_assert_uint_eq(mig_epoch(&hosts[1].mig), rch_epoch(2, narcs));
+	ck_assert_int_eq(mig_advance(&hosts[1].mig, rch_epoch(1, narcs)), -ESTALE);
+	/* The warm-up of a node with nothing to push finishes at once. */
+	bool done = false;
+	ck_assert_int_eq(mig_warmup_step(&hosts[1].mig, 10, 0, &done), 0);
+	ck_assert(done);
+	/* A data directory from a newer ring than the config is an error. */
+	crash(1);
+	struct store_options o = {.block_cache_mb = 8};
+	char err[256];
+	hosts[1].st = store_open(hosts[1].dir, &o, err, sizeof(err));
+	ck_assert_ptr_nonnull(hosts[1].st);
+	mig_init(&hosts[1].mig, hosts[1].st, 1, &transport, NULL);
+	ck_assert_int_eq(mig_restore(&hosts[1].mig, &r2, false), -ESTALE);
+	hosts[1].up = true;
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("migrate");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, add_then_remove_a_node);
+	tcase_add_test(tc, one_change_at_a_time);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
