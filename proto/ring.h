@@ -88,6 +88,16 @@ static inline uint16_t ring_lookup_fast(const struct ring *r, uint32_t point)
 	return r->points[i == r->npoints ? 0 : i].node_id;
 }
 
+/*
+ * Prefetch the O(1) table's entry ring_home() will read for keyhash: the
+ * table is 128 KiB, out of L1, so a burst's lookups should not wait on it one
+ * by one.
+ */
+static inline void ring_home_prefetch(const struct ring *r, uint64_t keyhash)
+{
+	__builtin_prefetch(&r->bucket_node[keyhash_point(keyhash) >> (32 - RING_TABLE_BITS)]);
+}
+
 /* Home node id of a key with this keyhash (upper 32 bits are its point). */
 static inline uint16_t ring_home(const struct ring *r, uint64_t keyhash)
 {

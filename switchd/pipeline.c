@@ -1,16 +1,16 @@
 /*
  * pipeline.c - the fast path: what a worker lcore does with each burst.
  *
- * Read top to bottom: pipeline_main() polls; process_burst() runs two passes
- * over a burst of up to 32 frames:
- *   1. classify(): Ethernet, ARP (answered for the VIP), L2 forwarding of
- *      everything that is not service traffic (inline mode), IPv4/UDP
+ * Read top to bottom: pipeline_main() polls; process_burst() runs three
+ * stages over a burst of up to 32 frames, each prefetching for the next:
+ *   1. parse: classify(): Ethernet, ARP (answered for the VIP), L2 forwarding
+ *      of everything that is not service traffic (inline mode), IPv4/UDP
  *      validation, wire_decode(). Frames that end here are sent or dropped
  *      (counted by reason); the rest are service datagrams with a key.
- *   2. one bulk lookup of all their keyhashes in the CDT
+ *   2. look up: one bulk lookup of all their keyhashes in the CDT
  *      (rte_hash_lookup_with_hash_bulk_data(): rte_hash_lookup_bulk_data() with
- *      the signatures computed here, see cdt_sig()), then
- *      per datagram: do_request() (route and rewrite towards a node),
+ *      the signatures computed here, see cdt_sig()).
+ *   3. handle, per datagram: do_request() (route and rewrite towards a node),
  *      do_reply() (learn, update the directory, rewrite towards the client),
  *      do_rc_ack(), do_hint().
  * Directory updates are published (release CAS in cdt_apply) before the
@@ -243,7 +243,7 @@ static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t
 	tx(w, in_port, p->m);
 }
 
-/* ---- Pass 1: classification. --------------------------------------------------------- */
+/* ---- Stage 1: parse. ---------------------------------------------------------------- */
 
 /* Flood to every port but in_port (refcount, no copies) or forward to the learnt port. */
 static void l2_forward(struct sw_worker *w, struct rte_mbuf *m, struct rte_ether_hdr *eth,
@@ -357,7 +357,7 @@ static bool authentic(struct sw_worker *w, struct pkt *p)
 	}
 }
 
-/* Which pass-2 handler a decoded datagram needs; K_DONE when it was consumed here. */
+/* Which stage-3 handler a decoded datagram needs; K_DONE when it was consumed here. */
 static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
 {
 	struct sw *sw = w->sw;
@@ -549,7 +549,7 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	return service_kind(w, p, in_port, now_s);
 }
 
-/* ---- Pass 2: the service datagrams, after the bulk CDT lookup. ------------------------ */
+/* ---- Stage 3: the service datagrams, after the bulk CDT lookup. ------------------------ */
 
 /* The entry if it is really this key's (fingerprint of the key bytes), else NULL. */
 static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry *e,
@@ -975,10 +975,19 @@ static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uin
 	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
 }
 
+/*
+ * A burst in stages, each prefetching for the next (as DPDK's l3fwd_em_hlm.h):
+ *   parse    classify() every frame; prefetch the frame 4 ahead (its mbuf 8
+ *            ahead) and, for each service datagram, its ring-table entry;
+ *   look up  every keyhash in the CDT at once; prefetch the entries found;
+ *   handle   each datagram in order; prefetch the next one's replica set.
+ */
 static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf **mbufs,
 			  uint16_t n, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
+	/* For the prefetch only: the handlers load it again (a ring change mid-burst is fine). */
+	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST];
 	const void *keys[SW_BURST];
@@ -987,12 +996,17 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	uint64_t hits = 0;
 	unsigned nk = 0;
 
+	/* Parse. */
 	memset(&w->burst_src, 0, sizeof(w->burst_src));
+	for (uint16_t i = 0; i < n && i < 8; i++)
+		rte_prefetch0(mbufs[i]);
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
 	for (uint16_t i = 0; i < n; i++) {
 		struct pkt *p = &pkts[nk];
 
+		if (i + 8 < n)
+			rte_prefetch0(mbufs[i + 8]);
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 4], void *));
 		p->m = mbufs[i];
@@ -1001,15 +1015,30 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 			continue;
 		keys[nk] = &p->msg.keyhash;
 		sigs[nk] = cdt_sig(p->msg.keyhash);
+		/* Read in stage 3 by every key the directory does not hold. */
+		ring_home_prefetch(ring, p->msg.keyhash);
 		nk++;
 	}
 	if (nk == 0)
 		return;
+
+	/* Look up. */
 	rte_hash_lookup_with_hash_bulk_data(sw->cdt->hash, keys, sigs, nk, &hits, data);
+	for (uint64_t h = hits; h; h &= h - 1)
+		rte_prefetch0(data[__builtin_ctzll(h)]);
+
+	/* Handle. */
 	for (unsigned k = 0; k < nk; k++) {
 		struct pkt *p = &pkts[k];
 		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;
 
+		/*
+		 * The next datagram's replica set, when it is a hit: only a hint
+		 * (a prefetch never faults), under this burst's RCU read side.
+		 */
+		if ((hits >> (k + 1)) & 1)
+			rte_prefetch0(__atomic_load_n(&((struct cdt_entry *)data[k + 1])->state,
+						      __ATOMIC_RELAXED));
 		if (likely(p->kind == K_REQUEST)) {
 			do_request(w, p, e, in_port, now_s, now_tsc);
 			continue;
