@@ -155,6 +155,7 @@ static void fuzz_chunk(const struct wire_msg *m)
 	    wire_chunk_set_done(&set) != (c.count == 1))
 		abort();
 	wire_chunk_set_free(&set);
+}
 
 static void fuzz_ring(const struct wire_msg *m)
 {
