@@ -50,6 +50,20 @@ static void build_table(struct ring *r)
 	}
 }
 
+/* An empty ring with room for npoints points and the lookup table; 0 or -ENOMEM. */
+static int ring_alloc(struct ring *r, uint32_t npoints)
+{
+	memset(r, 0, sizeof(*r));
+	r->points = calloc(npoints, sizeof(*r->points));
+	r->bucket_node = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_node));
+	r->bucket_first = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_first));
+	if (!r->points || !r->bucket_node || !r->bucket_first) {
+		ring_free(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t version)
 {
 	uint32_t total_weight = 0, npoints = 0;
@@ -66,14 +80,8 @@ int ring_build(struct ring *r, const struct ring_node *nodes, size_t n, uint64_t
 	if (npoints == 0)
 		return -EINVAL;
 
-	memset(r, 0, sizeof(*r));
-	r->points = calloc(npoints, sizeof(*r->points));
-	r->bucket_node = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_node));
-	r->bucket_first = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_first));
-	if (!r->points || !r->bucket_node || !r->bucket_first) {
-		ring_free(r);
+	if (ring_alloc(r, npoints) != 0)
 		return -ENOMEM;
-	}
 
 	uint32_t at = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -112,14 +120,8 @@ int ring_build_points(struct ring *r, const struct ring_point *points, uint32_t 
 {
 	if (npoints == 0 || n > RING_MAX_NODES)
 		return -EINVAL;
-	memset(r, 0, sizeof(*r));
-	r->points = calloc(npoints, sizeof(*r->points));
-	r->bucket_node = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_node));
-	r->bucket_first = calloc(1u << RING_TABLE_BITS, sizeof(*r->bucket_first));
-	if (!r->points || !r->bucket_node || !r->bucket_first) {
-		ring_free(r);
+	if (ring_alloc(r, npoints) != 0)
 		return -ENOMEM;
-	}
 	memcpy(r->points, points, npoints * sizeof(*points));
 	r->npoints = npoints;
 	qsort(r->points, npoints, sizeof(*r->points), point_cmp);
