@@ -174,18 +174,21 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
 
 /*
  * Decoding is inline: the switch decodes every datagram it forwards, and a
- * call per field check costs it more than the checks do.
+ * call per field check costs it more than the checks do. It comes in parts:
+ *   wire_decode_fixed()  the fixed checks (length, magic, version, op) and the
+ *                        fields routing reads: op, flags, status, keyhash,
+ *                        key_len, val_len;
+ *   wire_decode_rest()   the other header fields: req_id, version, node, load,
+ *                        ret_ip, ret_port;
+ *   wire_check_body()    flags, status, key length, body length; key, value.
+ * wire_decode() is all three; wire_decode_header() the first two;
+ * wire_decode_route() the first and the last, which is all the switch needs
+ * to forward a client's request (it reads the rest only for other datagrams).
  */
 
-/*
- * Check only the fixed header (magic, version, op) of buf. A datagram whose
- * header is readable but whose body is bad can still be answered BAD_REQUEST.
- */
-static inline enum wire_error wire_decode_header(const void *buf, size_t len,
-						 struct wire_msg *msg)
+static inline enum wire_error wire_decode_fixed(const uint8_t *p, size_t len,
+						struct wire_msg *msg)
 {
-	const uint8_t *p = buf;
-
 	if (len < WIRE_HDR_LEN)
 		return WIRE_ERR_SHORT;
 	if (wire_get16(p + WIRE_OFF_MAGIC) != WIRE_MAGIC)
@@ -197,29 +200,31 @@ static inline enum wire_error wire_decode_header(const void *buf, size_t len,
 		return WIRE_ERR_OP;
 	msg->flags = wire_get16(p + WIRE_OFF_FLAGS);
 	msg->status = p[WIRE_OFF_STATUS];
-	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
 	msg->keyhash = wire_get64(p + WIRE_OFF_KEYHASH);
+	msg->key_len = wire_get16(p + WIRE_OFF_KEY_LEN);
+	msg->val_len = wire_get32(p + WIRE_OFF_VAL_LEN);
+	return WIRE_OK;
+}
+
+/* The header fields wire_decode_fixed() leaves, from a header it accepted. */
+static inline void wire_decode_rest(const void *buf, struct wire_msg *msg)
+{
+	const uint8_t *p = buf;
+
+	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
 	msg->version = wire_get64(p + WIRE_OFF_VERSION);
 	msg->node = wire_get16(p + WIRE_OFF_NODE);
 	msg->load = wire_get16(p + WIRE_OFF_LOAD);
 	msg->ret_ip = wire_get32(p + WIRE_OFF_RET_IP);
 	msg->ret_port = wire_get16(p + WIRE_OFF_RET_PORT);
-	msg->key_len = wire_get16(p + WIRE_OFF_KEY_LEN);
-	msg->val_len = wire_get32(p + WIRE_OFF_VAL_LEN);
-	msg->key = NULL;
-	msg->value = NULL;
-	return WIRE_OK;
 }
 
-/* Validate buf[0..len) and fill *msg. Returns WIRE_OK or the reason it failed. */
-static inline enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg)
+/* Validate the body of buf[0..len), whose fixed header *msg holds; set key and value. */
+static inline enum wire_error wire_check_body(const uint8_t *p, size_t len,
+					      struct wire_msg *msg)
 {
-	const uint8_t *p = buf;
-	enum wire_error err = wire_decode_header(buf, len, msg);
 	uint64_t body;
 
-	if (err != WIRE_OK)
-		return err;
 	if (msg->flags & ~WIRE_F_ALL)
 		return WIRE_ERR_FLAGS;
 	if ((msg->op & WIRE_REPLY) && msg->status >= WIRE_ST_COUNT)
@@ -235,6 +240,50 @@ static inline enum wire_error wire_decode(const void *buf, size_t len, struct wi
 	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
 	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
 	return WIRE_OK;
+}
+
+/*
+ * Check only the fixed header (magic, version, op) of buf and fill every
+ * header field (key and value NULL). A datagram whose header is readable but
+ * whose body is bad can still be answered BAD_REQUEST.
+ */
+static inline enum wire_error wire_decode_header(const void *buf, size_t len,
+						 struct wire_msg *msg)
+{
+	enum wire_error err = wire_decode_fixed(buf, len, msg);
+
+	if (err != WIRE_OK)
+		return err;
+	wire_decode_rest(buf, msg);
+	msg->key = NULL;
+	msg->value = NULL;
+	return WIRE_OK;
+}
+
+/* Validate buf[0..len) and fill *msg. Returns WIRE_OK or the reason it failed. */
+static inline enum wire_error wire_decode(const void *buf, size_t len, struct wire_msg *msg)
+{
+	enum wire_error err = wire_decode_header(buf, len, msg);
+
+	if (err != WIRE_OK)
+		return err;
+	return wire_check_body(buf, len, msg);
+}
+
+/*
+ * wire_decode()'s checks, the same verdict, but only the fields of
+ * wire_decode_fixed() and key and value: req_id, version, node, load,
+ * ret_ip and ret_port are left as they were (wire_decode_rest() reads them).
+ * On an error, key and value are left too.
+ */
+static inline enum wire_error wire_decode_route(const void *buf, size_t len,
+						struct wire_msg *msg)
+{
+	enum wire_error err = wire_decode_fixed(buf, len, msg);
+
+	if (err != WIRE_OK)
+		return err;
+	return wire_check_body(buf, len, msg);
 }
 
 #endif

@@ -111,6 +111,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->vip = self->vip;
 	memcpy(sw->mac.addr_bytes, self->mac, 6);
 	sw->svc_port = cfg->service.port;
+	sw->vip_be = rte_cpu_to_be_32(sw->vip);
+	sw->svc_port_be = rte_cpu_to_be_16(sw->svc_port);
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;
 	sw->close_ports = opts && opts->close_ports;
 	sw->idle_sleep_us =

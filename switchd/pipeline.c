@@ -134,33 +134,34 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
  * Rewrite a service datagram in place, from the VIP and the service port:
  * Ethernet to (src_mac = VIP MAC, dst_mac), IPv4 src/dst, UDP ports, and the
  * wire header's flags, node and return address. Addresses and ports come in
- * network byte order, flags and node in host order. IPv4 checksum updated
- * incrementally; the UDP checksum too (RFC 1624) unless it is 0 (none,
- * allowed in IPv4), and never left as 0.
+ * network byte order, flags and node in host order; body_acc is the sum of
+ * changes already made to the datagram (stamp_version()), 0 for none. IPv4
+ * checksum updated incrementally; the UDP checksum too (RFC 1624) unless it
+ * is 0 (none, allowed in IPv4), and never left as 0.
  */
 static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6],
 					    rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
-					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
+					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port,
+					    uint64_t body_acc)
 {
 	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
 	struct rte_ether_hdr *eth = p->eth;
 	struct rte_ipv4_hdr *ip = p->ip;
 	struct rte_udp_hdr *udp = p->udp;
 	uint8_t *h = p->hdr;
-	rte_be32_t src_ip = rte_cpu_to_be_32(sw->vip);
-	rte_be16_t ports[2] = {rte_cpu_to_be_16(sw->svc_port), dport}; /* source, destination */
+	rte_be16_t ports[2] = {sw->svc_port_be, dport}; /* source, destination */
 	uint64_t ip_acc = 0, udp_acc;
 	uint32_t ports_word;
 
 	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
 	eth->src_addr = sw->mac;
 
-	patch32(&ip_acc, &ip->src_addr, src_ip);
+	patch32(&ip_acc, &ip->src_addr, sw->vip_be);
 	patch32(&ip_acc, &ip->dst_addr, dst_ip);
 	ip->hdr_checksum = csum_apply(ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
-	udp_acc = ip_acc;
+	udp_acc = ip_acc + body_acc;
 	memcpy(&ports_word, ports, sizeof(ports_word));
 	patch32(&udp_acc, &udp->src_port, ports_word); /* both ports, adjacent */
 	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
@@ -177,9 +178,10 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 /*
  * Stamp a read of a directory key with the version the directory has seen
  * complete: the node serves exactly that version (docs/design.md section 5,
- * "Write-through"). The UDP checksum is updated for the change, as rewrite() does.
+ * "Write-through"). Returns the change to the UDP checksum's sum, for
+ * rewrite() to apply with its own; the datagram is sent by no other way.
  */
-static __rte_always_inline void stamp_version(struct pkt *p, uint64_t version)
+static __rte_always_inline uint64_t stamp_version(struct pkt *p, uint64_t version)
 {
 	uint8_t *h = p->hdr;
 	uint8_t be[8];
@@ -191,11 +193,7 @@ static __rte_always_inline void stamp_version(struct pkt *p, uint64_t version)
 	memcpy(&lo, be + 4, 4);
 	patch32(&acc, h + WIRE_OFF_VERSION, hi);
 	patch32(&acc, h + WIRE_OFF_VERSION + 4, lo);
-	if (p->udp->dgram_cksum != 0) {
-		uint16_t c = csum_apply(p->udp->dgram_cksum, acc);
-
-		p->udp->dgram_cksum = c ? c : 0xffff;
-	}
+	return acc;
 }
 
 /*
@@ -228,13 +226,13 @@ static void answer(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint8_t
 	p->eth->dst_addr = peer;
 	p->eth->src_addr = sw->mac;
 	ip->dst_addr = ip->src_addr;
-	ip->src_addr = rte_cpu_to_be_32(sw->vip);
+	ip->src_addr = sw->vip_be;
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(ihl + 8 + wire_len));
 	ip->time_to_live = 64;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	udp->dst_port = udp->src_port;
-	udp->src_port = rte_cpu_to_be_16(sw->svc_port);
+	udp->src_port = sw->svc_port_be;
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + wire_len));
 	rte_pktmbuf_trim(p->m,
 			 (uint16_t)(p->m->pkt_len - (RTE_ETHER_HDR_LEN + ihl + 8 + wire_len)));
@@ -357,8 +355,12 @@ static bool authentic(struct sw_worker *w, struct pkt *p)
 	}
 }
 
-/* Which stage-3 handler a decoded datagram needs; K_DONE when it was consumed here. */
-static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+/*
+ * service_kind() for everything but a request: replies, RC_ACK, HINT and the
+ * control thread's datagrams. Out of line: the request path stays small.
+ */
+static __rte_noinline uint8_t other_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+					 uint32_t now_s)
 {
 	struct sw *sw = w->sw;
 	uint8_t op = p->msg.op;
@@ -366,7 +368,7 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 	/*
 	 * The cases are the op table's sets (proto/ops.h), checked here at
 	 * compile time: an op given a switch role there and no case here fails
-	 * the build. Data ops are the range GET..DEL, tested first.
+	 * the build. Data ops are the range GET..DEL, which service_kind() takes first.
 	 */
 	_Static_assert(WIRE_OPS_SW_ROUTE == WIRE_OPS_RANGE(WIRE_OP_GET, WIRE_OP_DEL),
 		       "routed requests are ops GET..DEL");
@@ -381,8 +383,7 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
 		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
 		       "of RING (the control thread's)");
-	if (likely((unsigned)(op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
-		return K_REQUEST; /* most datagrams */
+	wire_decode_rest(p->hdr, &p->msg);
 	switch (op) {
 	case WIRE_OP_HINT:
 		return K_HINT;
@@ -449,6 +450,16 @@ static uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port
 		drop(w, p->m, SW_CNT_DROP_UNEXPECTED_OP);
 		return K_DONE;
 	}
+}
+
+/* Which stage-3 handler a decoded datagram needs; K_DONE when it was consumed here. */
+static inline uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+				   uint32_t now_s)
+{
+	/* Most datagrams: routed from the fields decoded so far. */
+	if (likely((unsigned)(p->msg.op - WIRE_OP_GET) <= WIRE_OP_DEL - WIRE_OP_GET))
+		return K_REQUEST;
+	return other_kind(w, p, in_port, now_s);
 }
 
 /*
@@ -529,15 +540,15 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 		drop(w, m, SW_CNT_DROP_UDP_LEN);
 		return K_DONE;
 	}
-	if (ip->dst_addr != rte_cpu_to_be_32(sw->vip) ||
-	    udp->dst_port != rte_cpu_to_be_16(sw->svc_port)) {
+	if (ip->dst_addr != sw->vip_be || udp->dst_port != sw->svc_port_be) {
 		drop(w, m, SW_CNT_DROP_NOT_SERVICE);
 		return K_DONE;
 	}
 	p->ip = ip;
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
-	err = wire_decode(p->hdr, udp_len - sizeof(*udp), &p->msg);
+	/* The routing fields only: service_kind() reads the rest for what is not a request. */
+	err = wire_decode_route(p->hdr, udp_len - sizeof(*udp), &p->msg);
 	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
 	 * without it here, checked by its handler once its source is. */
 	if (unlikely(err != WIRE_OK) &&
@@ -582,7 +593,7 @@ static inline uint16_t read_target(struct sw_worker *w, const struct cdt_state *
 }
 
 /* Decision log: what the choice among st's replicas saw (or only the chosen node). */
-static void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
+static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
 			 bool in_dir, const struct cdt_state *st)
 {
 	struct sw_decision d;
@@ -642,7 +653,7 @@ static inline bool may_spread(const struct sw *sw, const struct cdt_entry *e, ui
  * A request for a key a peer switch owns: to that peer's VIP, return address
  * stamped with the client's; the owner routes it and answers the client.
  */
-static void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_t now_s)
+static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_t now_s)
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
@@ -653,9 +664,9 @@ static void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	rewrite(sw, p, mac, rte_cpu_to_be_32(peer->vip), rte_cpu_to_be_16(sw->svc_port),
+	rewrite(sw, p, mac, rte_cpu_to_be_32(peer->vip), sw->svc_port_be,
 		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
-		p->ip->src_addr, p->udp->src_port);
+		p->ip->src_addr, p->udp->src_port, 0);
 	CNT(w, SW_CNT_PEER_FORWARDED);
 	tx(w, out, p->m);
 }
@@ -685,13 +696,17 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
 	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
-	rte_be32_t ret_ip = from_peer ? rte_cpu_to_be_32(msg->ret_ip) : p->ip->src_addr;
-	rte_be16_t ret_port = from_peer ? rte_cpu_to_be_16(msg->ret_port) : p->udp->src_port;
+	rte_be32_t ret_ip = p->ip->src_addr;
+	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t mac[6], out;
 	uint16_t target, flags, owner;
+	uint64_t body_acc = 0; /* the version stamp's change to the UDP checksum's sum */
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
+		/* As the peer stamped them, in network order (not decoded for requests). */
+		memcpy(&ret_ip, p->hdr + WIRE_OFF_RET_IP, sizeof(ret_ip));
+		memcpy(&ret_port, p->hdr + WIRE_OFF_RET_PORT, sizeof(ret_port));
 		CNT(w, SW_CNT_FROM_PEER);
 		if (ret_ip == 0 || ret_port == 0) {
 			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
@@ -732,7 +747,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
 
 		if (now_st)
-			stamp_version(p, now_st->completed);
+			body_acc = stamp_version(p, now_st->completed);
 	}
 	if (debug)
 		log_decision(w, p, target, home, e != NULL, st);
@@ -753,7 +768,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
 	rewrite(sw, p, mac, sw->node_ip_be[target], sw->node_port_be[target], flags, target,
-		ret_ip, ret_port);
+		ret_ip, ret_port, body_acc);
 	if (!later_chunk(msg))
 		scores_inflight_inc(&sw->scores, w->index, target);
 	if (e) {
@@ -881,7 +896,7 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 }
 
 /* A node's reply: update load and directory, then send it to the client's return address. */
-static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
 		     uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
@@ -921,13 +936,13 @@ static void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, ui
 	/* To the return address, which the header keeps. */
 	ret_ip = rte_cpu_to_be_32(msg->ret_ip);
 	ret_port = rte_cpu_to_be_16(msg->ret_port);
-	rewrite(sw, p, mac, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port);
+	rewrite(sw, p, mac, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port, 0);
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }
 
 /* RC_ACK(v) from a replica: it holds v; join the set when v is the completed version. */
-static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
 		      uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
@@ -954,7 +969,7 @@ static void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, u
 }
 
 /* HINT: which node would a read of this key go to now (docs/protocol.md). */
-static void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
 		    uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;

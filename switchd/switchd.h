@@ -146,6 +146,8 @@ struct sw {
 	struct ring *ring;
 	uint32_t vip;		   /* host order */
 	uint16_t svc_port;	   /* host order */
+	rte_be32_t vip_be;	   /* the same two in network order, as the fast path compares */
+	rte_be16_t svc_port_be;	   /* and writes them */
 	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
 	bool inline_mode;
 	bool close_ports;

@@ -213,6 +213,61 @@ START_TEST(keyless_ops_and_names)
 }
 END_TEST
 
+/*
+ * The switch's partial decode: the same verdict as wire_decode() on mutated
+ * datagrams of every op, the same routing fields when accepted, and the
+ * other header fields left as they were.
+ */
+START_TEST(route_decode_agrees_with_full_decode)
+{
+	uint8_t good[256], buf[256];
+	unsigned seed = 2026;
+	int ok = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		uint8_t op = all_ops[(size_t)rand_r(&seed) % sizeof(all_ops)];
+		struct wire_msg in = sample(op | (rand_r(&seed) & 1 ? WIRE_REPLY : 0)), full, route;
+		int len;
+		size_t cut;
+
+		in.key_len = (uint16_t)(rand_r(&seed) % 8);
+		in.val_len = (uint32_t)(rand_r(&seed) % 13);
+		len = wire_encode(&in, good, sizeof(good));
+		if (len < 0) /* a key length the op does not take */
+			continue;
+		memcpy(buf, good, sizeof(buf));
+		/* Up to three random bytes in the header or body, and a random length. */
+		for (int k = rand_r(&seed) % 4; k > 0; k--)
+			buf[(size_t)rand_r(&seed) % (size_t)(len + 2)] = (uint8_t)rand_r(&seed);
+		cut = (size_t)len + (size_t)(rand_r(&seed) % 5) - 2;
+		memset(&route, 0xa5, sizeof(route));
+		enum wire_error err = wire_decode(buf, cut, &full);
+
+		ck_assert_int_eq(wire_decode_route(buf, cut, &route), err);
+		if (err != WIRE_OK)
+			continue;
+		ok++;
+		ck_assert_uint_eq(route.op, full.op);
+		ck_assert_uint_eq(route.flags, full.flags);
+		ck_assert_uint_eq(route.status, full.status);
+		ck_assert_uint_eq(route.keyhash, full.keyhash);
+		ck_assert_uint_eq(route.key_len, full.key_len);
+		ck_assert_uint_eq(route.val_len, full.val_len);
+		ck_assert_ptr_eq(route.key, full.key);
+		ck_assert_ptr_eq(route.value, full.value);
+		ck_assert_uint_eq(route.version, 0xa5a5a5a5a5a5a5a5ull); /* untouched */
+		wire_decode_rest(buf, &route);
+		ck_assert_uint_eq(route.req_id, full.req_id);
+		ck_assert_uint_eq(route.version, full.version);
+		ck_assert_uint_eq(route.node, full.node);
+		ck_assert_uint_eq(route.load, full.load);
+		ck_assert_uint_eq(route.ret_ip, full.ret_ip);
+		ck_assert_uint_eq(route.ret_port, full.ret_port);
+	}
+	ck_assert_int_gt(ok, 10000); /* the mutations leave enough datagrams valid */
+}
+END_TEST
+
 START_TEST(random_bytes_never_crash)
 {
 	uint8_t buf[512];
@@ -250,6 +305,7 @@ int main(void)
 	tcase_add_test(tc, lengths_that_overflow);
 	tcase_add_test(tc, keyless_ops_and_names);
 	tcase_add_test(tc, random_bytes_never_crash);
+	tcase_add_test(tc, route_decode_agrees_with_full_decode);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
