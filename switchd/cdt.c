@@ -97,11 +97,18 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	c->counters = rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * nworkers,
 				  RTE_CACHE_LINE_SIZE);
 	p->limbo = rte_zmalloc("cdt_limbo", sizeof(*p->limbo) * nworkers, RTE_CACHE_LINE_SIZE);
+	/*
+	 * 16 filter slots per entry: with the directory full, a key not in it
+	 * still finds a count (and is looked up) 1 time in 16 at most; 16 KiB
+	 * for the default 1024 entries, in L1 beside the tables a burst reads.
+	 */
+	c->filter_mask = (uint32_t)rte_align32pow2(max_entries * 16) - 1;
+	c->filter = rte_zmalloc("cdt_filter", (size_t)c->filter_mask + 1, RTE_CACHE_LINE_SIZE);
 	c->key_len = calloc(max_entries, sizeof(*c->key_len));
 	c->keys = calloc(max_entries, sizeof(*c->keys));
 	c->free_idx = calloc(max_entries, sizeof(*c->free_idx));
-	if (!c->hash || !c->states || !c->entries || !c->counters || !p->limbo || !c->key_len ||
-	    !c->keys || !c->free_idx) {
+	if (!c->hash || !c->states || !c->entries || !c->counters || !p->limbo || !c->filter ||
+	    !c->key_len || !c->keys || !c->free_idx) {
 		int err = rte_errno ? rte_errno : ENOMEM;
 
 		cdt_free(c);
@@ -126,6 +133,7 @@ void cdt_free(struct cdt *c)
 	rte_free(c->entries);
 	rte_free(c->counters);
 	rte_free(p->limbo);
+	rte_free(c->filter);
 	free(c->key_len);
 	free(c->keys);
 	free(c->free_idx);
@@ -226,6 +234,16 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 
 /* ---- Control thread: management. ------------------------------------------------------ */
 
+/* Count keyhash in the filter (delta +1, before it is added) or not (-1, after it is deleted). */
+static void filter_count(struct cdt *c, uint64_t keyhash, int delta)
+{
+	uint8_t *slot = &c->filter[cdt_filter_slot(c, keyhash)];
+
+	if (*slot == UINT8_MAX) /* saturated: stays */
+		return;
+	__atomic_store_n(slot, (uint8_t)(*slot + delta), __ATOMIC_RELEASE);
+}
+
 struct cdt_entry *cdt_find(const struct cdt *c, uint64_t keyhash)
 {
 	void *data = NULL;
@@ -316,8 +334,11 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	/*
 	 * rte_hash_add_key_data publishes the data pointer with release ordering
 	 * (LF mode), so a reader that finds the key sees the fields written above.
+	 * The filter counts the key first: workers look up only what it counts.
 	 */
+	filter_count(c, keyhash, +1);
 	if (rte_hash_add_key_data(c->hash, &keyhash, e) < 0) {
+		filter_count(c, keyhash, -1);
 		rte_mempool_put(c->states, e->state);
 		e->state = NULL;
 		errno = ENOSPC;
@@ -355,6 +376,7 @@ int cdt_remove(struct cdt *c, uint64_t keyhash)
 	pos = rte_hash_del_key(c->hash, &keyhash);
 	if (pos < 0)
 		return -ENOENT;
+	filter_count(c, keyhash, -1); /* after the delete: no reader can miss it before */
 	/* No reader can find the key now; wait until none still holds e or its state. */
 	rte_rcu_qsbr_synchronize(c->qsbr, c->ctl_thread);
 	rte_hash_free_key_with_position(c->hash, pos);

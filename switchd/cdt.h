@@ -20,6 +20,14 @@
  * Only the control thread adds or deletes hash keys (one writer for the hash),
  * and it frees an entry's slot only after a grace period (rte_rcu_qsbr_synchronize).
  *
+ * In front of the hash, a counting filter says which keyhashes may be in it
+ * (cdt_may_hold()): the directory holds the hot keys, a small part of the
+ * traffic's, and the fast path looks up in rte_hash only the datagrams whose
+ * filter count is not 0. The control thread keeps it (the hash's one writer):
+ * a key counts from before it is added to the hash until after it is
+ * deleted, so a worker that reads 0 for a key being added looked up just
+ * before the add, which it may do anyway, and never misses an installed key.
+ *
  * A request carries the key bytes; an entry keeps a fingerprint of them (a
  * second, independent hash) so that another key colliding on keyhash is
  * routed to its own home, never to this key's replicas.
@@ -86,6 +94,11 @@ struct cdt_limbo {
 
 struct cdt {
 	struct rte_hash *hash;
+	/* The filter: keys installed per slot (cdt_filter_slot()); control thread
+	 * writes (relaxed, see above), workers read. A count that reaches 255
+	 * stays there: a permanent false positive, never a false negative. */
+	uint8_t *filter;
+	uint32_t filter_mask;
 	struct rte_mempool *states;
 	struct rte_rcu_qsbr *qsbr;
 	uint32_t max_entries;
@@ -109,6 +122,18 @@ struct cdt {
 static inline uint32_t cdt_sig(uint64_t keyhash)
 {
 	return (uint32_t)(keyhash ^ (keyhash >> 29));
+}
+
+/* The filter slot of a keyhash (its bits 40 and up). */
+static inline uint32_t cdt_filter_slot(const struct cdt *c, uint64_t keyhash)
+{
+	return (uint32_t)(keyhash >> 40) & c->filter_mask;
+}
+
+/* Whether keyhash may be in the directory: false only when it is not (a relaxed load). */
+static inline bool cdt_may_hold(const struct cdt *c, uint64_t keyhash)
+{
+	return __atomic_load_n(&c->filter[cdt_filter_slot(c, keyhash)], __ATOMIC_RELAXED) != 0;
 }
 
 /* Fingerprint of the key bytes, independent of the keyhash. Inline XXH3:

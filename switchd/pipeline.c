@@ -46,6 +46,7 @@ struct pkt {
 	struct rte_udp_hdr *udp;
 	uint8_t *hdr; /* the 48-byte wire header */
 	struct wire_msg msg;
+	struct cdt_entry *e; /* what the CDT lookup found for msg.keyhash, or NULL */
 	uint8_t kind;
 };
 
@@ -994,13 +995,15 @@ static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cd
  * A burst in stages, each prefetching for the next (as DPDK's l3fwd_em_hlm.h):
  *   parse    classify() every frame; prefetch the frame 4 ahead (its mbuf 8
  *            ahead) and, for each service datagram, its ring-table entry;
- *   look up  every keyhash in the CDT at once; prefetch the entries found;
+ *   look up  in the CDT, at once, the keyhashes its filter may hold (most
+ *            keys are not in the directory); prefetch the entries found;
  *   handle   each datagram in order; prefetch the next one's replica set.
  */
 static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf **mbufs,
 			  uint16_t n, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
+	const struct cdt *cdt = sw->cdt;
 	/* For the prefetch only: the handlers load it again (a ring change mid-burst is fine). */
 	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
@@ -1008,8 +1011,9 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	const void *keys[SW_BURST];
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
+	uint8_t looked_up[SW_BURST]; /* keys[j] is pkts[looked_up[j]]'s */
 	uint64_t hits = 0;
-	unsigned nk = 0;
+	unsigned nk = 0, nl = 0;
 
 	/* Parse. */
 	memset(&w->burst_src, 0, sizeof(w->burst_src));
@@ -1028,8 +1032,12 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		p->kind = classify(w, p, in_port, now_s);
 		if (p->kind == K_DONE)
 			continue;
-		keys[nk] = &p->msg.keyhash;
-		sigs[nk] = cdt_sig(p->msg.keyhash);
+		p->e = NULL;
+		if (cdt_may_hold(cdt, p->msg.keyhash)) {
+			keys[nl] = &p->msg.keyhash;
+			sigs[nl] = cdt_sig(p->msg.keyhash);
+			looked_up[nl++] = (uint8_t)nk;
+		}
 		/* Read in stage 3 by every key the directory does not hold. */
 		ring_home_prefetch(ring, p->msg.keyhash);
 		nk++;
@@ -1038,36 +1046,40 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		return;
 
 	/* Look up. */
-	rte_hash_lookup_with_hash_bulk_data(sw->cdt->hash, keys, sigs, nk, &hits, data);
-	for (uint64_t h = hits; h; h &= h - 1)
-		rte_prefetch0(data[__builtin_ctzll(h)]);
+	if (nl) {
+		rte_hash_lookup_with_hash_bulk_data(cdt->hash, keys, sigs, nl, &hits, data);
+		for (uint64_t h = hits; h; h &= h - 1) {
+			unsigned j = (unsigned)__builtin_ctzll(h);
+
+			pkts[looked_up[j]].e = data[j];
+			rte_prefetch0(data[j]);
+		}
+	}
 
 	/* Handle. */
 	for (unsigned k = 0; k < nk; k++) {
 		struct pkt *p = &pkts[k];
-		struct cdt_entry *e = (hits >> k) & 1 ? data[k] : NULL;
 
 		/*
 		 * The next datagram's replica set, when it is a hit: only a hint
 		 * (a prefetch never faults), under this burst's RCU read side.
 		 */
-		if ((hits >> (k + 1)) & 1)
-			rte_prefetch0(__atomic_load_n(&((struct cdt_entry *)data[k + 1])->state,
-						      __ATOMIC_RELAXED));
+		if (k + 1 < nk && p[1].e)
+			rte_prefetch0(__atomic_load_n(&p[1].e->state, __ATOMIC_RELAXED));
 		if (likely(p->kind == K_REQUEST)) {
-			do_request(w, p, e, in_port, now_s, now_tsc);
+			do_request(w, p, p->e, in_port, now_s, now_tsc);
 			continue;
 		}
 		switch (p->kind) {
 		case K_REPLY:
 		case K_CTL_REPLY:
-			do_reply(w, p, e, in_port, now_s, now_tsc);
+			do_reply(w, p, p->e, in_port, now_s, now_tsc);
 			break;
 		case K_RC_ACK:
-			do_rc_ack(w, p, e, in_port, now_s, now_tsc);
+			do_rc_ack(w, p, p->e, in_port, now_s, now_tsc);
 			break;
 		case K_HINT:
-			do_hint(w, p, e, in_port, now_tsc);
+			do_hint(w, p, p->e, in_port, now_tsc);
 			break;
 		}
 	}

@@ -1554,6 +1554,45 @@ START_TEST(keyhash_collision_goes_home)
 }
 END_TEST
 
+/*
+ * The CDT's filter (cdt_may_hold()): an installed key always counts (the
+ * fast path never skips its lookup), a slot two keys share counts until both
+ * are removed, and a slot that saturates stays counted.
+ */
+START_TEST(cdt_filter_counts_installed_keys)
+{
+	struct cdt *c = sw.cdt;
+	const uint16_t reps[2] = {1, 2};
+	const uint64_t slot = 1ull << 40; /* keyhashes k * slot + i share slot k */
+	const uint64_t a = 5 * slot + 1, b = 5 * slot + 2;
+	char key[16];
+
+	ck_assert_uint_ge(c->max_entries, 300);
+	ck_assert(!cdt_may_hold(c, a));
+	ck_assert_ptr_nonnull(cdt_install(c, a, "ka", 2, 1, reps, 2, 0));
+	ck_assert_ptr_nonnull(cdt_install(c, b, "kb", 2, 1, reps, 2, 0));
+	ck_assert(cdt_may_hold(c, a) && cdt_may_hold(c, b));
+	ck_assert(cdt_may_hold(c, 5 * slot + 3)); /* not installed: a false positive */
+	ck_assert(!cdt_may_hold(c, 6 * slot + 1));
+	ck_assert_int_eq(cdt_remove(c, a), 0);
+	ck_assert(cdt_may_hold(c, b));
+	ck_assert_int_eq(cdt_remove(c, b), 0);
+	ck_assert(!cdt_may_hold(c, b));
+	/* A failed install leaves no count behind. */
+	ck_assert_ptr_null(cdt_install(c, b, "kb", 2, 0, reps, 2, 0));
+	ck_assert(!cdt_may_hold(c, b));
+
+	for (unsigned i = 1; i <= 300; i++) {
+		snprintf(key, sizeof(key), "k%u", i);
+		ck_assert_ptr_nonnull(cdt_install(c, 7 * slot + i, key, strlen(key), 1, reps, 2, 0));
+	}
+	for (unsigned i = 1; i <= 300; i++)
+		ck_assert_int_eq(cdt_remove(c, 7 * slot + i), 0);
+	ck_assert(cdt_may_hold(c, 7 * slot + 1)); /* saturated at 255: stays */
+	ck_assert_uint_eq(c->nentries, 0);
+}
+END_TEST
+
 static json_t *frob(struct sw *s, int argc, char **argv, void *aux)
 {
 	ck_assert_ptr_eq(s, &sw);
@@ -1899,6 +1938,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, metrics_from_the_same_formatters);
 	tcase_add_test(tc, commands_come_from_the_registry);
 	tcase_add_test(tc, keyhash_collision_goes_home);
+	tcase_add_test(tc, cdt_filter_counts_installed_keys);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
