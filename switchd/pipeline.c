@@ -139,6 +139,11 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
  * changes already made to the datagram (stamp_version()), 0 for none. IPv4
  * checksum updated incrementally; the UDP checksum too (RFC 1624) unless it
  * is 0 (none, allowed in IPv4), and never left as 0.
+ *
+ * Every datagram that gets here was sent to the VIP and the service port
+ * (classify() drops the rest), which become its source: in both checksums
+ * that pair cancels out, so only the old source and the new destination are
+ * summed.
  */
 static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6],
 					    rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
@@ -150,21 +155,20 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	struct rte_ipv4_hdr *ip = p->ip;
 	struct rte_udp_hdr *udp = p->udp;
 	uint8_t *h = p->hdr;
-	rte_be16_t ports[2] = {sw->svc_port_be, dport}; /* source, destination */
-	uint64_t ip_acc = 0, udp_acc;
-	uint32_t ports_word;
+	uint64_t ip_acc, udp_acc;
 
 	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
 	eth->src_addr = sw->mac;
 
-	patch32(&ip_acc, &ip->src_addr, sw->vip_be);
-	patch32(&ip_acc, &ip->dst_addr, dst_ip);
+	ip_acc = (uint32_t)~ip->src_addr + (uint64_t)dst_ip;
+	ip->src_addr = sw->vip_be;
+	ip->dst_addr = dst_ip;
 	ip->hdr_checksum = csum_apply(ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
-	udp_acc = ip_acc + body_acc;
-	memcpy(&ports_word, ports, sizeof(ports_word));
-	patch32(&udp_acc, &udp->src_port, ports_word); /* both ports, adjacent */
+	udp_acc = ip_acc + body_acc + (uint16_t)~udp->src_port + dport;
+	udp->src_port = sw->svc_port_be;
+	udp->dst_port = dport;
 	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
 	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
 	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);

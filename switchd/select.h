@@ -52,30 +52,34 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 /*
  * Least expected delay among cand[0..n) that are alive; SEL_NONE when none is.
  * Every read of a directory key runs this, so it is inline and has no
- * data-dependent branch: each candidate's cost is shifted up by 8 bits and
- * given 8 random low bits, so the minimum is taken with conditional moves and
- * equal costs are won at random (a tie of the random bits too goes to the
- * earlier candidate, at most 1/256 of ties). A node that is down costs the
- * maximum, which never wins.
+ * data-dependent branch: each candidate's cost is its delay less 1, shifted
+ * up by 8 bits and given 8 random low bits, so the minimum is taken with
+ * conditional moves and equal costs are won at random (a tie of the random
+ * bits too goes to the earlier candidate, at most 1/256 of ties). A node
+ * that is down (delay 0) wraps to a cost of at least SEL_DOWN_COST, above
+ * every alive one: it wins only when all are down, and then none is chosen.
  */
+#define SEL_DOWN_COST (UINT64_MAX << 8)
+
 static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
 				uint64_t *rng)
 {
-	uint64_t best_cost = UINT64_MAX, jitter = sel_rand(rng);
+	uint64_t best_cost = UINT64_MAX, jitter = 0;
 	uint16_t best = SEL_NONE;
 
 	for (unsigned i = 0; i < n; i++) {
 		uint16_t id = cand[i];
-		uint64_t delay = sel_cost(s, id);
-		uint64_t cost = delay << 8 | (jitter & 0xff);
+		uint64_t cost = (sel_cost(s, id) - 1) << 8;
 
-		cost |= -(uint64_t)(delay == 0); /* down */
 		/* A fresh word for every 8: a byte reused would lose every tie to its first user. */
-		jitter = i % 8 == 7 ? sel_rand(rng) : jitter >> 8;
+		if (i % 8 == 0)
+			jitter = sel_rand(rng);
+		cost |= jitter & 0xff;
+		jitter >>= 8;
 		best = cost < best_cost ? id : best;
 		best_cost = cost < best_cost ? cost : best_cost;
 	}
-	return best;
+	return best_cost < SEL_DOWN_COST ? best : SEL_NONE;
 }
 
 /* Record what sel_pick() weighs for cand[0..n) (up to 16), for a decision log. */
