@@ -295,7 +295,7 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	fp = cdt_fingerprint(key, key_len);
 	e = cdt_find(c, keyhash);
 	if (e) {
-		if (e->fingerprint != fp) {
+		if (!cdt_entry_is(e, key, key_len)) {
 			errno = EEXIST;
 			return NULL;
 		}
@@ -319,6 +319,9 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	}
 	e->keyhash = keyhash;
 	e->fingerprint = fp;
+	e->key_len = (uint16_t)key_len;
+	if (key_len <= sizeof(e->key_words))
+		cdt_key_words(key, key_len, e->key_words);
 	e->home = home;
 	e->index = (uint16_t)idx;
 	e->pinned = 0;

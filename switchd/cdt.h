@@ -28,8 +28,9 @@
  * deleted, so a worker that reads 0 for a key being added looked up just
  * before the add, which it may do anyway, and never misses an installed key.
  *
- * A request carries the key bytes; an entry keeps a fingerprint of them (a
- * second, independent hash) so that another key colliding on keyhash is
+ * A request carries the key bytes; an entry keeps them when they are 16 or
+ * fewer (two words, compared exactly) and a fingerprint of longer ones (a
+ * second, independent hash), so that another key colliding on keyhash is
  * routed to its own home, never to this key's replicas.
  */
 #ifndef SKL_SW_CDT_H
@@ -38,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_hash.h>
 #include <rte_mempool.h>
@@ -62,8 +64,10 @@ struct cdt_entry_counters {
 };
 
 struct cdt_entry {
-	uint64_t keyhash;     /* immutable while installed */
+	uint64_t keyhash;     /* immutable while installed, as are the key's fields */
 	uint64_t fingerprint; /* cdt_fingerprint() of the key bytes */
+	uint64_t key_words[2]; /* cdt_key_words() of a key of up to 16 bytes */
+	uint16_t key_len;
 	uint16_t home;	      /* ring home (immutable while installed) */
 	uint16_t index;	      /* slot in entries[] and the counter arrays */
 	uint8_t pinned;	      /* control thread: manual pin, never retired automatically */
@@ -143,10 +147,44 @@ static inline uint64_t cdt_fingerprint(const void *key, size_t len)
 	return XXH_INLINE_XXH3_64bits_withSeed(key, len, CDT_FP_SEED);
 }
 
-/* Whether installed entry e is this key's, not another key's with the same keyhash. */
+/*
+ * A key of 1 to 16 bytes as two words that hold every one of its bytes,
+ * read without going past them: the first and the last 8 bytes (they
+ * overlap below 16), 4 and 4 below 8, the first, middle and last byte below 4.
+ */
+static inline void cdt_key_words(const uint8_t *key, size_t len, uint64_t words[2])
+{
+	uint32_t a, b;
+
+	if (len >= 8) {
+		memcpy(&words[0], key, 8);
+		memcpy(&words[1], key + len - 8, 8);
+	} else if (len >= 4) {
+		memcpy(&a, key, 4);
+		memcpy(&b, key + len - 4, 4);
+		words[0] = a;
+		words[1] = b;
+	} else {
+		words[0] = len ? key[0] | (uint32_t)key[len / 2] << 8 | (uint32_t)key[len - 1] << 16 : 0;
+		words[1] = 0;
+	}
+}
+
+/*
+ * Whether installed entry e is this key's, not another key's with the same
+ * keyhash: the bytes themselves up to 16 (two compares, the fast path checks
+ * every directory hit), the fingerprint beyond.
+ */
 static inline bool cdt_entry_is(const struct cdt_entry *e, const void *key, size_t len)
 {
-	return e->fingerprint == cdt_fingerprint(key, len);
+	uint64_t words[2];
+
+	if (len != e->key_len)
+		return false;
+	if (len > sizeof(words))
+		return e->fingerprint == cdt_fingerprint(key, len);
+	cdt_key_words((const uint8_t *)key, len, words);
+	return words[0] == e->key_words[0] && words[1] == e->key_words[1];
 }
 
 /*

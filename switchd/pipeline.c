@@ -567,7 +567,7 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 
 /* ---- Stage 3: the service datagrams, after the bulk CDT lookup. ------------------------ */
 
-/* The entry if it is really this key's (fingerprint of the key bytes), else NULL. */
+/* The entry if it is really this key's (cdt_entry_is()), else NULL. */
 static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry *e,
 					  const struct wire_msg *msg)
 {
