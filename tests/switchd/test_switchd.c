@@ -1593,6 +1593,36 @@ START_TEST(cdt_filter_counts_installed_keys)
 }
 END_TEST
 
+/*
+ * cdt_entry_is(): a key of any length from 1 to 40 bytes is told apart from
+ * every key of its length that differs in one byte (kept words up to 16,
+ * the fingerprint beyond) and from its own prefix.
+ */
+START_TEST(cdt_entry_tells_keys_apart)
+{
+	struct cdt *c = sw.cdt;
+	const uint16_t reps[1] = {1};
+	uint8_t key[40], other[40];
+
+	for (unsigned len = 1; len <= sizeof(key); len++) {
+		struct cdt_entry *e;
+
+		for (unsigned i = 0; i < len; i++)
+			key[i] = (uint8_t)('a' + (i * 7 + len) % 26);
+		e = cdt_install(c, 0x1234500 + len, key, len, 1, reps, 1, 0);
+		ck_assert_ptr_nonnull(e);
+		ck_assert(cdt_entry_is(e, key, len));
+		ck_assert(!cdt_entry_is(e, key, len - 1));
+		for (unsigned i = 0; i < len; i++) {
+			memcpy(other, key, len);
+			other[i] ^= 0x20;
+			ck_assert_msg(!cdt_entry_is(e, other, len), "len %u, byte %u", len, i);
+		}
+		ck_assert_int_eq(cdt_remove(c, 0x1234500 + len), 0);
+	}
+}
+END_TEST
+
 static json_t *frob(struct sw *s, int argc, char **argv, void *aux)
 {
 	ck_assert_ptr_eq(s, &sw);
@@ -1939,6 +1969,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, commands_come_from_the_registry);
 	tcase_add_test(tc, keyhash_collision_goes_home);
 	tcase_add_test(tc, cdt_filter_counts_installed_keys);
+	tcase_add_test(tc, cdt_entry_tells_keys_apart);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
