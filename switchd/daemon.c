@@ -90,6 +90,7 @@ static int pick_lcores(struct sw *sw, char *err, size_t errlen)
 		w->index = i;
 		w->lcore = lcore;
 		w->rng = rte_rand() | 1;
+		w->outstanding = scores_row(&sw->scores, i);
 		w->sample_countdown = 1; /* the first request is sampled */
 		sw->workers[i] = w;
 	}

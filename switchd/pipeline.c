@@ -696,7 +696,6 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
 	uint16_t home;
-	bool debug = (__atomic_load_n(&sw->debug, __ATOMIC_RELAXED) | (msg->flags & WIRE_F_DEBUG)) != 0;
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
@@ -754,7 +753,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		if (now_st)
 			body_acc = stamp_version(p, now_st->completed);
 	}
-	if (debug)
+	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
 		log_decision(w, p, target, home, e != NULL, st);
 	if (!scores_alive(&sw->scores, target)) {
 		CNT(w, SW_CNT_UNAVAILABLE);
@@ -775,7 +774,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	rewrite(sw, p, mac, sw->node_ip_be[target], sw->node_port_be[target], flags, target,
 		ret_ip, ret_port, body_acc);
 	if (!later_chunk(msg))
-		scores_inflight_inc(&sw->scores, w->index, target);
+		scores_row_inc(w->outstanding, target);
 	if (e) {
 		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
 
@@ -1011,7 +1010,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	/* For the prefetch only: the handlers load it again (a ring change mid-burst is fine). */
 	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
-	struct pkt pkts[SW_BURST];
+	struct pkt pkts[SW_BURST + 1]; /* and an end with no entry, for stage 3's prefetch */
 	const void *keys[SW_BURST];
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
@@ -1048,6 +1047,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	}
 	if (nk == 0)
 		return;
+	pkts[nk].e = NULL;
 
 	/* Look up. */
 	if (nl) {
@@ -1068,7 +1068,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		 * The next datagram's replica set, when it is a hit: only a hint
 		 * (a prefetch never faults), under this burst's RCU read side.
 		 */
-		if (k + 1 < nk && p[1].e)
+		if (p[1].e)
 			rte_prefetch0(__atomic_load_n(&p[1].e->state, __ATOMIC_RELAXED));
 		if (likely(p->kind == K_REQUEST)) {
 			do_request(w, p, p->e, in_port, now_s, now_tsc);

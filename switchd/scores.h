@@ -81,10 +81,20 @@ static inline bool scores_alive(const struct scores *s, uint16_t id)
 {
 	return scores_delay_unit(s, id) != 0;
 }
+/* Worker w's row of outstanding[], which it alone writes: a worker keeps its address. */
+static inline uint32_t *scores_row(struct scores *s, uint16_t w)
+{
+	return s->outstanding[w];
+}
+/* The worker whose row this is forwarded a request to node id. */
+static inline void scores_row_inc(uint32_t *row, uint16_t id)
+{
+	__atomic_store_n(&row[id], row[id] + 1, __ATOMIC_RELAXED);
+}
 /* Worker w forwarded a request to node id. */
 static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id)
 {
-	__atomic_store_n(&s->outstanding[w][id], s->outstanding[w][id] + 1, __ATOMIC_RELAXED);
+	scores_row_inc(scores_row(s, w), id);
 }
 /* Worker w saw a reply from node id. */
 static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id, uint64_t now_tsc)

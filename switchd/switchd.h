@@ -71,6 +71,7 @@ struct sw_worker {
 	struct rte_eth_dev_tx_buffer *txb[CFG_MAX_PORTS];
 	uint64_t rng;
 	uint64_t last_drain_tsc;
+	uint32_t *outstanding; /* scores_row(&sw->scores, index): requests it forwarded */
 	/*
 	 * Clients this worker learnt recently (direct-mapped by address): a
 	 * request from a client already learnt this second skips learning it
