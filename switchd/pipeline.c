@@ -133,7 +133,8 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
 
 /*
  * Rewrite a service datagram in place, from the VIP and the service port:
- * Ethernet to (src_mac = VIP MAC, dst_mac), IPv4 src/dst, UDP ports, and the
+ * Ethernet source to the VIP's MAC (the caller wrote the destination MAC
+ * straight from the neighbour table), IPv4 src/dst, UDP ports, and the
  * wire header's flags, node and return address. Addresses and ports come in
  * network byte order, flags and node in host order; body_acc is the sum of
  * changes already made to the datagram (stamp_version()), 0 for none. IPv4
@@ -145,8 +146,7 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
  * that pair cancels out, so only the old source and the new destination are
  * summed.
  */
-static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint8_t dst_mac[6],
-					    rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
+static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
 					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port,
 					    uint64_t body_acc)
 {
@@ -157,7 +157,6 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, const uint
 	uint8_t *h = p->hdr;
 	uint64_t ip_acc, udp_acc;
 
-	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
 	eth->src_addr = sw->mac;
 
 	ip_acc = (uint32_t)~ip->src_addr + (uint64_t)dst_ip;
@@ -662,14 +661,15 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
-	uint8_t mac[6], out;
+	uint8_t out;
 
-	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, mac, &out, now_s) || out >= sw->nports) {
+	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, p->eth->dst_addr.addr_bytes, &out, now_s) ||
+	    out >= sw->nports) {
 		want_neighbour(w, peer ? peer->vip : 0);
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	rewrite(sw, p, mac, rte_cpu_to_be_32(peer->vip), sw->svc_port_be,
+	rewrite(sw, p, rte_cpu_to_be_32(peer->vip), sw->svc_port_be,
 		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
 		p->ip->src_addr, p->udp->src_port, 0);
 	CNT(w, SW_CNT_PEER_FORWARDED);
@@ -702,7 +702,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
 	rte_be32_t ret_ip = p->ip->src_addr;
 	rte_be16_t ret_port = p->udp->src_port;
-	uint8_t mac[6], out;
+	uint8_t out;
 	uint16_t target, flags, owner;
 	uint64_t body_acc = 0; /* the version stamp's change to the UDP checksum's sum */
 
@@ -763,7 +763,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 			answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
 		return;
 	}
-	if (!l2_node_nb(sw->l2, target, mac, &out) || out >= sw->nports) {
+	if (!l2_node_nb(sw->l2, target, p->eth->dst_addr.addr_bytes, &out) ||
+	    out >= sw->nports) {
 		want_neighbour(w, rte_be_to_cpu_32(sw->node_ip_be[target]));
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
@@ -771,8 +772,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
 	if (target != home)
 		flags |= WIRE_F_REPLICA_READ;
-	rewrite(sw, p, mac, sw->node_ip_be[target], sw->node_port_be[target], flags, target,
-		ret_ip, ret_port, body_acc);
+	rewrite(sw, p, sw->node_ip_be[target], sw->node_port_be[target], flags, target, ret_ip,
+		ret_port, body_acc);
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (e) {
@@ -905,7 +906,7 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
-	uint8_t mac[6], out;
+	uint8_t out;
 	bool in_dir;
 	uint16_t flags, sender;
 	rte_be32_t ret_ip;
@@ -930,7 +931,8 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 		drop(w, p->m, SW_CNT_DROP_NO_RETURN);
 		return;
 	}
-	if (!l2_nb_lookup(sw->l2, msg->ret_ip, mac, &out, now_s) || out >= sw->nports) {
+	if (!l2_nb_lookup(sw->l2, msg->ret_ip, p->eth->dst_addr.addr_bytes, &out, now_s) ||
+	    out >= sw->nports) {
 		want_neighbour(w, msg->ret_ip);
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
@@ -940,7 +942,7 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	/* To the return address, which the header keeps. */
 	ret_ip = rte_cpu_to_be_32(msg->ret_ip);
 	ret_port = rte_cpu_to_be_16(msg->ret_port);
-	rewrite(sw, p, mac, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port, 0);
+	rewrite(sw, p, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port, 0);
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }
