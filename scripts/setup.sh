@@ -10,6 +10,7 @@ packages=(
 	build-essential meson ninja-build pkg-config	# toolchain
 	libdpdk-dev dpdk-dev libnuma-dev libpcap-dev	# switchd, dpdk-testpmd for bench/
 	dpdk-doc					# l3fwd's source for bench/fastpath.sh
+	valgrind					# bench/fastpath_callgrind.sh
 	librocksdb-dev					# nodes
 	libjansson-dev libxxhash-dev libmd-dev libssl-dev	# conf, proto
 	libmicrohttpd-dev				# /metrics (base/httpd.c)
