@@ -186,8 +186,7 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
  * to forward a client's request (it reads the rest only for other datagrams).
  */
 
-static inline enum wire_error wire_decode_fixed(const uint8_t *p, size_t len,
-						struct wire_msg *msg)
+static inline enum wire_error wire_decode_fixed(const uint8_t *p, size_t len, struct wire_msg *msg)
 {
 	if (len < WIRE_HDR_LEN)
 		return WIRE_ERR_SHORT;
@@ -220,8 +219,7 @@ static inline void wire_decode_rest(const void *buf, struct wire_msg *msg)
 }
 
 /* Validate the body of buf[0..len), whose fixed header *msg holds; set key and value. */
-static inline enum wire_error wire_check_body(const uint8_t *p, size_t len,
-					      struct wire_msg *msg)
+static inline enum wire_error wire_check_body(const uint8_t *p, size_t len, struct wire_msg *msg)
 {
 	uint64_t body;
 
@@ -247,8 +245,7 @@ static inline enum wire_error wire_check_body(const uint8_t *p, size_t len,
  * header field (key and value NULL). A datagram whose header is readable but
  * whose body is bad can still be answered BAD_REQUEST.
  */
-static inline enum wire_error wire_decode_header(const void *buf, size_t len,
-						 struct wire_msg *msg)
+static inline enum wire_error wire_decode_header(const void *buf, size_t len, struct wire_msg *msg)
 {
 	enum wire_error err = wire_decode_fixed(buf, len, msg);
 
@@ -276,8 +273,7 @@ static inline enum wire_error wire_decode(const void *buf, size_t len, struct wi
  * ret_ip and ret_port are left as they were (wire_decode_rest() reads them).
  * On an error, key and value are left too.
  */
-static inline enum wire_error wire_decode_route(const void *buf, size_t len,
-						struct wire_msg *msg)
+static inline enum wire_error wire_decode_route(const void *buf, size_t len, struct wire_msg *msg)
 {
 	enum wire_error err = wire_decode_fixed(buf, len, msg);
 

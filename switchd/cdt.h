@@ -64,13 +64,13 @@ struct cdt_entry_counters {
 };
 
 struct cdt_entry {
-	uint64_t keyhash;     /* immutable while installed, as are the key's fields */
-	uint64_t fingerprint; /* cdt_fingerprint() of the key bytes */
+	uint64_t keyhash;      /* immutable while installed, as are the key's fields */
+	uint64_t fingerprint;  /* cdt_fingerprint() of the key bytes */
 	uint64_t key_words[2]; /* cdt_key_words() of a key of up to 16 bytes */
 	uint16_t key_len;
-	uint16_t home;	      /* ring home (immutable while installed) */
-	uint16_t index;	      /* slot in entries[] and the counter arrays */
-	uint8_t pinned;	      /* control thread: manual pin, never retired automatically */
+	uint16_t home;	/* ring home (immutable while installed) */
+	uint16_t index; /* slot in entries[] and the counter arrays */
+	uint8_t pinned; /* control thread: manual pin, never retired automatically */
 	uint8_t want_replicas;
 	/*
 	 * Peer switches (reconcile.c writes, relaxed; workers read, relaxed):
@@ -165,7 +165,8 @@ static inline void cdt_key_words(const uint8_t *key, size_t len, uint64_t words[
 		words[0] = a;
 		words[1] = b;
 	} else {
-		words[0] = len ? key[0] | (uint32_t)key[len / 2] << 8 | (uint32_t)key[len - 1] << 16 : 0;
+		words[0] =
+		    len ? key[0] | (uint32_t)key[len / 2] << 8 | (uint32_t)key[len - 1] << 16 : 0;
 		words[1] = 0;
 	}
 }

@@ -146,9 +146,9 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
  * that pair cancels out, so only the old source and the new destination are
  * summed.
  */
-static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t dst_ip, rte_be16_t dport, uint16_t flags,
-					    uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port,
-					    uint64_t body_acc)
+static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
+					rte_be16_t dport, uint16_t flags, uint16_t node,
+					rte_be32_t ret_ip, rte_be16_t ret_port, uint64_t body_acc)
 {
 	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
 	struct rte_ether_hdr *eth = p->eth;
@@ -597,8 +597,8 @@ static inline uint16_t read_target(struct sw_worker *w, const struct cdt_state *
 }
 
 /* Decision log: what the choice among st's replicas saw (or only the chosen node). */
-static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen, uint16_t home,
-			 bool in_dir, const struct cdt_state *st)
+static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen,
+					uint16_t home, bool in_dir, const struct cdt_state *st)
 {
 	struct sw_decision d;
 
@@ -657,7 +657,8 @@ static inline bool may_spread(const struct sw *sw, const struct cdt_entry *e, ui
  * A request for a key a peer switch owns: to that peer's VIP, return address
  * stamped with the client's; the owner routes it and answers the client.
  */
-static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner, uint32_t now_s)
+static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t owner,
+				    uint32_t now_s)
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
@@ -763,8 +764,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 			answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
 		return;
 	}
-	if (!l2_node_nb(sw->l2, target, p->eth->dst_addr.addr_bytes, &out) ||
-	    out >= sw->nports) {
+	if (!l2_node_nb(sw->l2, target, p->eth->dst_addr.addr_bytes, &out) || out >= sw->nports) {
 		want_neighbour(w, rte_be_to_cpu_32(sw->node_ip_be[target]));
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
@@ -901,8 +901,8 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 }
 
 /* A node's reply: update load and directory, then send it to the client's return address. */
-static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		     uint32_t now_s, uint64_t now_tsc)
+static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+				    uint16_t in_port, uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
@@ -948,8 +948,8 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 }
 
 /* RC_ACK(v) from a replica: it holds v; join the set when v is the completed version. */
-static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		      uint32_t now_s, uint64_t now_tsc)
+static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+				     uint16_t in_port, uint32_t now_s, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
@@ -975,8 +975,8 @@ static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct 
 }
 
 /* HINT: which node would a read of this key go to now (docs/protocol.md). */
-static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		    uint64_t now_tsc)
+static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+				   uint16_t in_port, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct cdt_state *st = NULL;

@@ -71,7 +71,7 @@ static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, un
 		uint16_t id = cand[i];
 		uint64_t cost = (sel_cost(s, id) - 1) << 8;
 
-		/* A fresh word for every 8: a byte reused would lose every tie to its first user. */
+		/* A fresh word every 8: a byte reused would lose every tie to its first user. */
 		if (i % 8 == 0)
 			jitter = sel_rand(rng);
 		cost |= jitter & 0xff;

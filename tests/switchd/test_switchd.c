@@ -1584,7 +1584,8 @@ START_TEST(cdt_filter_counts_installed_keys)
 
 	for (unsigned i = 1; i <= 300; i++) {
 		snprintf(key, sizeof(key), "k%u", i);
-		ck_assert_ptr_nonnull(cdt_install(c, 7 * slot + i, key, strlen(key), 1, reps, 2, 0));
+		ck_assert_ptr_nonnull(
+		    cdt_install(c, 7 * slot + i, key, strlen(key), 1, reps, 2, 0));
 	}
 	for (unsigned i = 1; i <= 300; i++)
 		ck_assert_int_eq(cdt_remove(c, 7 * slot + i), 0);
