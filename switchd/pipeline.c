@@ -5,11 +5,13 @@
  * stages over a burst of up to 32 frames, each prefetching for the next:
  *   1. parse: classify(): Ethernet, ARP (answered for the VIP), L2 forwarding
  *      of everything that is not service traffic (inline mode), IPv4/UDP
- *      validation, wire_decode(). Frames that end here are sent or dropped
+ *      validation, wire_decode_route() (and the rest of the header for what
+ *      is not a request). Frames that end here are sent or dropped
  *      (counted by reason); the rest are service datagrams with a key.
- *   2. look up: one bulk lookup of all their keyhashes in the CDT
- *      (rte_hash_lookup_with_hash_bulk_data(): rte_hash_lookup_bulk_data() with
- *      the signatures computed here, see cdt_sig()).
+ *   2. look up: one bulk lookup in the CDT of the keyhashes its filter may
+ *      hold (cdt_may_hold(): most keys are not in the directory);
+ *      rte_hash_lookup_with_hash_bulk_data() is rte_hash_lookup_bulk_data()
+ *      with the signatures computed here, see cdt_sig().
  *   3. handle, per datagram: do_request() (route and rewrite towards a node),
  *      do_reply() (learn, update the directory, rewrite towards the client),
  *      do_rc_ack(), do_hint().
