@@ -26,11 +26,12 @@ static void count(struct mig *m, enum mig_counter c)
 	atomic_fetch_add_explicit(&m->ctr[c], 1, memory_order_relaxed);
 }
 
-int mig_init(struct mig *m, struct store *st, uint16_t self, const struct mig_transport *tx,
-	     void *tx_arg)
+int mig_init(struct mig *m, struct store *st, struct dedup *dedup, uint16_t self,
+	     const struct mig_transport *tx, void *tx_arg)
 {
 	memset(m, 0, sizeof(*m));
 	m->st = st;
+	m->dedup = dedup;
 	m->self = self;
 	m->tx = tx;
 	m->tx_arg = tx_arg;
@@ -392,6 +393,20 @@ static struct mig_record moving_form(const struct store_record *r, uint64_t now_
 	return out;
 }
 
+/* The key's at-most-once outcomes, to leave with its record. Under the key's lock. */
+static void writes_out(struct mig *m, uint64_t hash, struct mig_record *out)
+{
+	out->nwrites = m->dedup ? (uint8_t)dedup_of_key(m->dedup, hash, out->writes, MIG_MAX_WRITES)
+				: 0;
+}
+
+/* Outcomes that arrived with a record: a retry of one of them is answered, not applied. */
+static void writes_in(struct mig *m, uint64_t hash, const struct mig_record *in)
+{
+	for (uint8_t i = 0; m->dedup && i < in->nwrites && i < MIG_MAX_WRITES; i++)
+		dedup_remember(m->dedup, hash, &in->writes[i]);
+}
+
 int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint64_t now_ms)
 {
 	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
@@ -418,6 +433,7 @@ int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint6
 
 	if (store_adopt(m->st, hash, key, klen, &rec, now_ms) < 0)
 		return -EIO;
+	writes_in(m, hash, &got);
 	count(m, MIG_CTR_read_through);
 	return 0;
 }
@@ -442,12 +458,16 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 
 	if (rc)
 		return rc;
+	/* Under the lock: every write this node applied to the key is in rec and in its outcomes. */
 	mig_lock(m, hash);
 	rc = store_get(m->st, STORE_OWNED, key, klen, &rec, buf, cap);
+	if (rc > 0) {
+		*out = moving_form(&rec, now_ms);
+		writes_out(m, hash, out);
+	}
 	mig_unlock(m, hash);
 	if (rc <= 0)
 		return rc;
-	*out = moving_form(&rec, now_ms);
 	count(m, MIG_CTR_fetch_served);
 	return 1;
 }
@@ -462,6 +482,8 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 		return rc;
 	mig_lock(m, hash);
 	rc = store_adopt(m->st, hash, key, klen, &rec, now_ms);
+	if (rc >= 0)
+		writes_in(m, hash, in);
 	mig_unlock(m, hash);
 	if (rc < 0)
 		return rc;
@@ -502,11 +524,14 @@ static int warm_one(void *arg, const void *key, size_t klen, const struct store_
 		 * last arc went active is either in this record or was refused. */
 		mig_lock(m, hash);
 		rc = store_get(m->st, STORE_OWNED, key, klen, &rec, c->buf, c->cap);
+		if (rc > 0) {
+			out = moving_form(&rec, c->now_ms);
+			writes_out(m, hash, &out);
+		}
 		mig_unlock(m, hash);
 		if (rc < 0)
 			return -EIO;
 		if (rc > 0) {
-			out = moving_form(&rec, c->now_ms);
 			if (m->tx->push(m->tx_arg, home, c->epoch, hash, key, klen, &out) != 0) {
 				count(m, MIG_CTR_push_failed);
 				return -EAGAIN; /* the cursor stays before this key */

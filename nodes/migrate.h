@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dedup.h"
 #include "rchange.h"
 #include "ring.h"
 #include "store.h"
@@ -47,14 +48,22 @@
 #define MIG_CURSOR_EVERY  256  /* warm-up keys between two persisted cursors */
 #define MIG_MAX_VIEWS	  64   /* changes one process lives through */
 #define MIG_SCAN_PER_PUSH 16   /* warm-up: records visited per push allowed, at most */
+#define MIG_MAX_WRITES	  8    /* at-most-once outcomes moved with a record (WIRE_MIG_MAX_WRITES) */
 
-/* A record as it moves between homes: ttl_ms is what remains of its TTL (0: none). */
+/*
+ * A record as it moves between homes: ttl_ms is what remains of its TTL (0:
+ * none); writes are the at-most-once outcomes the previous home remembers
+ * for the key (dedup.h), highest version first, which the new home takes
+ * over so that a write retried across the cut-over is not applied twice.
+ */
 struct mig_record {
 	uint8_t kind; /* STORE_VALUE or STORE_TOMBSTONE */
 	uint64_t version;
 	uint32_t ttl_ms;
 	const uint8_t *value;
 	uint32_t value_len;
+	uint8_t nwrites;
+	struct dedup_write writes[MIG_MAX_WRITES];
 };
 
 struct mig_transport {
@@ -102,6 +111,7 @@ enum mig_counter {
 
 struct mig {
 	struct store *st;
+	struct dedup *dedup; /* the node's at-most-once table; NULL: none */
 	uint16_t self;
 	const struct mig_transport *tx;
 	void *tx_arg;
@@ -121,9 +131,14 @@ struct mig {
 
 const char *mig_counter_name(enum mig_counter c);
 
-/* Set up m over st for node `self`; no view yet. 0 or -ENOMEM. */
-int mig_init(struct mig *m, struct store *st, uint16_t self, const struct mig_transport *tx,
-	     void *tx_arg);
+/*
+ * Set up m over st for node `self`; no view yet. dedup (may be NULL) is the
+ * node's at-most-once table: a key's outcomes leave with its record (FETCH
+ * served, warm-up push) and arrive with it (read-through, MIGRATE). 0 or
+ * -ENOMEM.
+ */
+int mig_init(struct mig *m, struct store *st, struct dedup *dedup, uint16_t self,
+	     const struct mig_transport *tx, void *tx_arg);
 void mig_fini(struct mig *m);
 
 /*
