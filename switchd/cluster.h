@@ -47,6 +47,7 @@ struct cluster_row {
 	uint32_t owned_keys;  /* cluster hot keys it owns in our view */
 	uint32_t claimed;     /* keys in its last complete owned list */
 	uint64_t owned_version, confirmed;
+	uint64_t ring_version, ring_epoch; /* the ring it routes by (docs/design.md section 12) */
 };
 
 struct cluster {

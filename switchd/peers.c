@@ -132,6 +132,7 @@ static void forget_peer(struct peer_state *ps, struct peer_slot *sl)
 	sl->their_ts_us = 0;
 	sl->lease_echo_us = 0;
 	sl->lease_confirmed = 0;
+	sl->ring_epoch = sl->ring_ready = sl->ring_prev = 0;
 	memset(sl->score_rx_us, 0, sizeof(sl->score_rx_us));
 	memset(sl->sent_any, 0, sizeof(sl->sent_any));
 }
@@ -276,6 +277,13 @@ enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		sl->lease_confirmed = m.confirmed;
 		sl->lag_us = now_us - m.echo_ts_us;
 	}
+	/* Its ring: epochs only grow, so a datagram reordered behind a newer one changes nothing. */
+	if (m.ring_ready >= sl->ring_ready) {
+		sl->ring_ready = m.ring_ready;
+		sl->ring_prev = m.ring_prev;
+	}
+	if (m.ring_epoch > sl->ring_epoch)
+		sl->ring_epoch = m.ring_epoch;
 	switch (m.kind) {
 	case SYNC_K_SCORES:
 		for (unsigned i = 0; i < m.count; i++) {
@@ -296,6 +304,24 @@ enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		break;
 	}
 	return SYNC_OK;
+}
+
+void peer_set_ring(struct peer_state *ps, uint64_t epoch, uint64_t ready, uint64_t prev)
+{
+	ps->slot[0].ring_epoch = epoch;
+	ps->slot[0].ring_ready = ready > epoch ? ready : epoch;
+	ps->slot[0].ring_prev = prev;
+}
+
+bool peer_ring_ready(const struct peer_state *ps, uint64_t epoch, uint64_t now_us,
+		     unsigned *lagging)
+{
+	for (unsigned s = 1; s < ps->nslots; s++)
+		if (peer_live(ps, s, now_us) && ps->slot[s].ring_ready < epoch) {
+			*lagging = s;
+			return false;
+		}
+	return true;
 }
 
 bool peer_live(const struct peer_state *ps, unsigned slot, uint64_t now_us)
@@ -607,6 +633,9 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 	    .ts_us = now_us,
 	    .echo_ts_us = sl->their_ts_us,
 	    .confirmed = sl->applied_version,
+	    .ring_epoch = ps->slot[0].ring_epoch,
+	    .ring_ready = ps->slot[0].ring_ready,
+	    .ring_prev = ps->slot[0].ring_prev,
 	};
 	bool full = h.seq % PEER_FULL_EVERY == 0;
 	const struct peer_window *w = newest(ps, &ps->slot[0]);

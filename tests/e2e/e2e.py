@@ -1171,8 +1171,8 @@ def scenario_spoof(tb):
     completed = entry["completed"]
     dig = struct.pack("!BBHIIQIIIBBBBBBBB", 1, 0, 100, 0xfffffff0, 0x5eed, int(time.time() * 1e6),
                       1000, 10 ** 6, 10 ** 6, 100, 100, 100, 100, 100, 100, 0, 0)
-    sync = struct.pack("!BBHIIIQQQHH", 1, 0, sw2["id"], 0x0badf00d, 1, 0,
-                       int(time.monotonic() * 1e6), 0, 0, 0, 0)
+    sync = struct.pack("!BBHIIIQQQHHQQQ", 2, 0, sw2["id"], 0x0badf00d, 1, 0,
+                       int(time.monotonic() * 1e6), 0, 0, 0, 0, 1 << 20, 1 << 20, 0)
     # (what, forged source, destination, datagram)
     spoofs = [
         ("REPLICATE", sw1["vip"], nodes[home]["ip"],
