@@ -250,10 +250,14 @@ void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 	if (rc < 0)
 		rep->status = WIRE_ST_UNAVAILABLE;
 	rep->version = mig_epoch(&n->mig);
-	if (cap > WIRE_HDR_LEN) {
+	if (cap >= WIRE_HDR_LEN + WIRE_RING_REPLY_LEN) {
+		uint32_t arcs_out, arcs_done;
+
+		mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
 		out[WIRE_HDR_LEN] = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0;
+		wire_put32(out + WIRE_HDR_LEN + 1, arcs_done);
 		rep->value = out + WIRE_HDR_LEN;
-		rep->val_len = 1;
+		rep->val_len = WIRE_RING_REPLY_LEN;
 	}
 }
 

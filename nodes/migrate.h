@@ -13,9 +13,11 @@
  *     under the key's hand-over lock, which every write holds from its
  *     ownership check to its store write;
  *   - warm-up (mig_warmup_step): once every arc is active, the previous home
- *     pushes its moved keys (mig_serve_push at the new home) and deletes each
- *     one the new home acknowledged (store_handover), a cursor persisted as it
- *     goes.
+ *     indexes its moved keys by arc (store.h's arc index), then pushes them
+ *     arc by arc (mig_serve_push at the new home), deleting each one the new
+ *     home acknowledged (store_handover); an arc is done once the push has
+ *     passed it. A cursor is persisted as it goes, so a restart resumes the
+ *     phase and the arc it was in.
  * The state ({version, active arcs, both rings' members}, the warm-up cursor)
  * is persisted in the store's meta family, so a restarted node resumes.
  *
@@ -89,6 +91,9 @@ struct mig_view {
 	struct rchange change;
 };
 
+/* The warm-up's phases: index the moved keys by arc, push them arc by arc, done. */
+enum mig_warm_phase { MIG_WARM_INDEX = 0, MIG_WARM_PUSH = 1, MIG_WARM_DONE = 2 };
+
 /* Counters of the migration, read by the node's counter dump. */
 #define MIG_COUNTERS(X)                                                                            \
 	X(read_through)	       /* records fetched from a previous home and stored */               \
@@ -100,7 +105,9 @@ struct mig_view {
 	X(push_stored)	       /* MIGRATEs this node stored as a new home */                       \
 	X(push_kept)	       /* MIGRATEs older than what this node held: ignored */              \
 	X(handed_over)	       /* records deleted after the new home held them */                  \
-	X(scanned)	       /* warm-up: owned records visited */
+	X(scanned)	       /* warm-up: owned records visited */                                \
+	X(indexed)	       /* warm-up: moved keys put in the arc index */                      \
+	X(arcs_done)	       /* warm-up: arcs whose keys this node has all pushed */
 
 enum mig_counter {
 #define X(name) MIG_CTR_##name,
@@ -117,11 +124,15 @@ struct mig {
 	void *tx_arg;
 	struct mig_view *_Atomic view;
 	pthread_mutex_t locks[MIG_LOCKS];
-	/* The warm-up thread's own. */
-	uint8_t cursor[WIRE_MAX_KEY];
+	/* The warm-up thread's own: the phase, and where it is (an owned key while
+	 * indexing, an arc index position while pushing), the arc it pushes. */
+	uint8_t cursor[STORE_ARC_POS_MAX];
 	uint16_t cursor_len;
-	bool warm_done;
+	_Atomic uint8_t warm_phase;
 	uint32_t since_cursor;
+	uint32_t cursor_arc;
+	/* This node's arcs as a previous home, and those done (stats, RING replies read them). */
+	_Atomic uint32_t arcs_out, arcs_done;
 	/* Views ever published, freed by mig_fini. */
 	struct mig_view *views[MIG_MAX_VIEWS];
 	uint32_t nviews;
@@ -202,14 +213,22 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 
 /*
  * One warm-up step of at most budget pushes (and MIG_SCAN_PER_PUSH times as
- * many records visited): push the owned records whose home moved, delete
- * those acknowledged. Returns the records visited (0 when
- * there is nothing to do: no change, arcs not all active, or done), or a
- * negative errno (a push failed: the cursor stays before that key, the next
- * step retries it). *done is set when this node's warm-up has finished.
+ * many records or index entries visited): while indexing, put the owned
+ * records whose home moved in the arc index; then push them arc by arc and
+ * delete those acknowledged. Returns the entries visited (0 when there is
+ * nothing to do: no change, arcs not all active, or done), or a negative
+ * errno (a push failed: the cursor stays before that key, the next step
+ * retries it). *done is set when this node's warm-up has finished.
  */
 int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done);
 /* Whether this node's warm-up has finished for the running change. */
 bool mig_warm_done(const struct mig *m);
+/*
+ * The warm-up's progress: its phase, this node's arcs as a previous home
+ * (*arcs_out) and those whose keys it has all pushed (*arcs_done), in the
+ * order of the arcs: the first *arcs_done of them. Any thread.
+ */
+enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out,
+				      uint32_t *arcs_done);
 
 #endif

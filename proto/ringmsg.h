@@ -40,6 +40,7 @@
 /* The longest prefix: the 8 bytes and every write. */
 #define WIRE_MIG_PREFIX_MAX (WIRE_MIG_PREFIX_LEN + WIRE_MIG_MAX_WRITES * WIRE_MIG_WRITE_LEN)
 #define WIRE_RING_F_WARM_DONE 0x1
+#define WIRE_RING_REPLY_LEN   5
 
 struct wire_ring_member {
 	uint16_t id;

@@ -68,6 +68,7 @@ struct members {
 	uint64_t epoch;	    /* announced; a step is taken once every node has it */
 	uint64_t acked[CFG_MAX_NODES + 1];
 	bool warm[CFG_MAX_NODES + 1];
+	uint32_t arcs_done[CFG_MAX_NODES + 1]; /* each previous home's arcs done (its RING answers) */
 	bool refused_logged[CFG_MAX_NODES + 1];
 	uint32_t outgoing[CFG_MAX_NODES + 1]; /* arcs each node is the previous home of */
 	uint32_t incoming[CFG_MAX_NODES + 1];
@@ -505,6 +506,15 @@ void members_take_reply(struct sw *sw, const struct wire_msg *msg)
 	if (msg->version >= rch_epoch(m->next.version, m->change.narcs) && msg->val_len >= 1 &&
 	    (msg->value[0] & WIRE_RING_F_WARM_DONE))
 		m->warm[id] = true;
+	/* Its arcs done, in the order of the arcs (a count of its own; never more than it has). */
+	if (rch_epoch_version(msg->version) == m->next.version &&
+	    msg->val_len >= WIRE_RING_REPLY_LEN) {
+		uint32_t done = wire_get32(msg->value + 1);
+
+		m->arcs_done[id] = done < m->outgoing[id] ? done : m->outgoing[id];
+	}
+	if (m->warm[id])
+		m->arcs_done[id] = m->outgoing[id];
 }
 
 /* ---- ring apply: validate, then start the change. ------------------------------------ */
@@ -595,6 +605,7 @@ static void begin(struct sw *sw, const struct rchange *change)
 	m->change.next = &m->next;
 	memset(m->acked, 0, sizeof(m->acked));
 	memset(m->warm, 0, sizeof(m->warm));
+	memset(m->arcs_done, 0, sizeof(m->arcs_done));
 	memset(m->refused_logged, 0, sizeof(m->refused_logged));
 	memset(m->outgoing, 0, sizeof(m->outgoing));
 	memset(m->incoming, 0, sizeof(m->incoming));
@@ -727,18 +738,20 @@ static json_t *show(struct sw *sw)
 			    : announced < m->change.narcs ? "ramp"
 							  : "warmup";
 
-	for (uint32_t a = 0; m->changing && a < m->change.narcs; a++)
-		done += m->warm[m->change.arcs[a].from];
+	for (unsigned id = 1; m->changing && m->driving && id <= CFG_MAX_NODES; id++)
+		done += m->arcs_done[id];
 	if (!m->changing)
 		done = m->change.narcs;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
 
 		json_array_append_new(
-		    nodes, json_pack("{s:s, s:i, s:I, s:i, s:i, s:b}", "name", n->name, "weight",
-				     (int)n->weight, "epoch", (json_int_t)m->acked[n->id],
-				     "arcs_out", (int)m->outgoing[n->id], "arcs_in",
-				     (int)m->incoming[n->id], "warm_done", m->warm[n->id]));
+		    nodes,
+		    json_pack("{s:s, s:i, s:I, s:i, s:i, s:i, s:b}", "name", n->name, "weight",
+			      (int)n->weight, "epoch", (json_int_t)m->acked[n->id], "arcs_out",
+			      (int)m->outgoing[n->id], "arcs_done",
+			      (int)(m->changing ? m->arcs_done[n->id] : m->outgoing[n->id]),
+			      "arcs_in", (int)m->incoming[n->id], "warm_done", m->warm[n->id]));
 	}
 	o = json_pack("{s:b, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:I, s:o}",
 		      "ok", 1, "state", state, "version", (json_int_t)m->next.version,

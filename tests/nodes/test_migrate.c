@@ -225,6 +225,43 @@ static uint32_t foreign_records(int id)
 	return n;
 }
 
+/*
+ * Node id's warm-up progress, checked arc by arc: the first *done of its arcs
+ * (as a previous home, in the order of the arcs) hold none of its records
+ * any more. Returns the phase.
+ */
+static enum mig_warm_phase arcs_checked(int id, uint32_t *out, uint32_t *done)
+{
+	struct mig_view *v = atomic_load(&hosts[id].mig.view);
+	enum mig_warm_phase phase = mig_warm_progress(&hosts[id].mig, out, done);
+	uint32_t seen = 0, last_done = 0;
+	bool any = false;
+
+	ck_assert_uint_le(*done, *out);
+	/* The arc index of the last of id's arcs that is done. */
+	for (uint32_t a = 0; a < v->change.narcs && seen < *done; a++)
+		if (v->change.arcs[a].from == id) {
+			seen++;
+			last_done = a;
+			any = true;
+		}
+	for (uint32_t i = 0; any && i < NKEYS; i++) {
+		char key[32];
+		size_t klen;
+		struct store_record rec;
+		const struct rch_arc *arc;
+
+		key_of(i, key, sizeof(key), &klen);
+		arc = rch_arc_of(&v->change, keyhash_point(keyhash(key, klen)));
+		if (arc && arc->from == id && (uint32_t)(arc - v->change.arcs) <= last_done)
+			ck_assert_msg(store_get(hosts[id].st, STORE_OWNED, key, klen, &rec, NULL,
+						0) == 0,
+				      "key %u is still at n%d, its arc %ld marked done", i, id,
+				      (long)(arc - v->change.arcs));
+	}
+	return phase;
+}
+
 static void warm_until_done(int id, uint32_t budget)
 {
 	bool done = false;
@@ -233,6 +270,9 @@ static void warm_until_done(int id, uint32_t budget)
 		ck_assert_int_ge(mig_warmup_step(&hosts[id].mig, budget, store_now_ms(), &done), 0);
 	ck_assert(done);
 	ck_assert_uint_eq(foreign_records(id), 0);
+	uint32_t out, arcs_done;
+	ck_assert_int_eq(arcs_checked(id, &out, &arcs_done), MIG_WARM_DONE);
+	ck_assert_uint_eq(arcs_done, out);
 }
 
 static uint32_t all_active(void)
@@ -320,9 +360,18 @@ START_TEST(add_then_remove_a_node)
 	for (uint32_t i = 0; i < NKEYS; i += 5)
 		ck_assert_int_eq(write_at_home(i, false), 0);
 
-	/* Warm-up: n1 pushes part of its keys, then the new home crashes. */
+	/* Warm-up: n1 indexes its moved keys by arc and pushes part of them, arc by
+	 * arc; then the new home crashes. */
 	bool done = false;
-	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), 0);
+	uint32_t out, arcs_done, before;
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_INDEX);
+	ck_assert_uint_gt(out, 1);
+	ck_assert_uint_eq(arcs_done, 0);
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 150, store_now_ms(), &done), 0);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_gt(arcs_done, 0); /* some arcs done, not all */
+	ck_assert_uint_lt(arcs_done, out);
+	before = arcs_done;
 	crash(3);
 	ck_assert_int_eq(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), -EAGAIN);
 	ck_assert(!done);
@@ -338,10 +387,17 @@ START_TEST(add_then_remove_a_node)
 	boot(3, &r3, false);
 	ck_assert_uint_eq(mig_epoch(&hosts[3].mig), rch_epoch(2, narcs));
 	check_all();
-	/* n1 restarts in the middle of its warm-up and resumes from its cursor. */
-	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 600, store_now_ms(), &done), 0);
+	/* n1 restarts in the middle of its warm-up and resumes from its cursor, in its arc. */
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_eq(arcs_done, before); /* nothing was pushed while n3 was down */
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 20, store_now_ms(), &done), 0);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	before = arcs_done;
 	crash(1);
 	boot(1, &r3, false);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_gt(arcs_done, 0); /* the progress survived the restart */
+	ck_assert_uint_le(arcs_done, before);
 	warm_until_done(1, 256);
 	warm_until_done(2, 256);
 	check_all();
