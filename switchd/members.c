@@ -218,11 +218,12 @@ static bool peers_ready(struct sw *sw, uint64_t epoch, uint64_t now_us)
 {
 	struct members *m = sw->members;
 	unsigned lagging = 0;
+	bool was_waiting = m->waiting_for != 0;
 
 	m->waiting_for = 0;
 	if (!cluster_on(sw) || peer_ring_ready(&sw->cluster->ps, epoch, now_us, &lagging))
 		return true;
-	if (!m->waiting_for)
+	if (!was_waiting) /* one wait per step: counted when it begins */
 		m->peer_waits++;
 	m->waiting_for = sw->cluster->ps.slot[lagging].id;
 	return false;
