@@ -405,6 +405,20 @@ struct timer_entry {
 	size_t raw_len;
 };
 
+/* The end of a scan: the iterator's error (-EIO) or 0, and the iterator gone. */
+static int iter_finish(rocksdb_iterator_t *it)
+{
+	char *rerr = NULL;
+
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}
+
 /*
  * Copy up to max timer entries of type with due <= until into out (sorted by
  * due time). Returns how many, or -EIO.
@@ -413,7 +427,6 @@ static int timers_scan(struct store *st, uint8_t type, uint64_t until, uint32_t 
 		       struct timer_entry *out)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_TIMERS]);
-	char *rerr = NULL;
 	uint32_t n = 0;
 
 	rocksdb_iter_seek(it, (const char *)&type, 1);
@@ -437,12 +450,8 @@ static int timers_scan(struct store *st, uint8_t type, uint64_t until, uint32_t 
 		n++;
 		rocksdb_iter_next(it);
 	}
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
-	if (rerr) {
-		free(rerr);
+	if (iter_finish(it) != 0)
 		return -EIO;
-	}
 	return (int)n;
 }
 
@@ -777,7 +786,6 @@ int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t 
 		     store_scan_fn fn, void *arg, bool *end)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[STORE_OWNED]);
-	char *rerr = NULL;
 	uint32_t n = 0;
 	int rc = 0;
 
@@ -811,12 +819,8 @@ int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t 
 	}
 	if (!rc && n < max)
 		*end = !rocksdb_iter_valid(it);
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
-	if (rerr) {
-		free(rerr);
+	if (iter_finish(it) != 0)
 		return -EIO;
-	}
 	return rc < 0 ? rc : (int)n;
 }
 
@@ -849,7 +853,6 @@ int store_arc_index_scan(struct store *st, const void *after, size_t alen, uint3
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_META]);
 	uint8_t from[2 + STORE_ARC_POS_MAX] = {'w', ':'};
-	char *rerr = NULL;
 	uint32_t n = 0;
 	int rc = 0;
 	bool more = false;
@@ -889,12 +892,8 @@ int store_arc_index_scan(struct store *st, const void *after, size_t alen, uint3
 		rocksdb_iter_next(it);
 	}
 	*end = !more;
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
-	if (rerr) {
-		free(rerr);
+	if (iter_finish(it) != 0)
 		return -EIO;
-	}
 	return rc < 0 ? rc : (int)n;
 }
 
