@@ -305,6 +305,17 @@ static void format_stats(struct sw *sw, struct fmt *f)
 		  (int64_t)c->st.slowest_round_us);
 }
 
+void cluster_sync_ring(struct sw *sw, uint64_t now_us)
+{
+	struct cluster *c = sw->cluster;
+
+	for (unsigned s = 1; c && s < c->ps.nslots; s++) {
+		struct emit_ctx x = {sw, c->ps.slot[s].id, now_us};
+
+		peer_build_heartbeat(&c->ps, s, now_us, emit, &x);
+	}
+}
+
 void cluster_sync_out(struct sw *sw, uint64_t now_us)
 {
 	struct cluster *c = sw->cluster;

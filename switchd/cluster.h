@@ -89,6 +89,8 @@ const char *cluster_score_source(const struct sw *sw, uint16_t node);
 
 /* Reconcile, on a sync tick: SYNC to every peer (through egress), then the rows for telemetry. */
 void cluster_sync_out(struct sw *sw, uint64_t now_us);
+/* Our ring changed (members.c): a heartbeat to every peer now, carrying it. */
+void cluster_sync_ring(struct sw *sw, uint64_t now_us);
 
 /* The control round took took_us: the slowest is kept, a slow one logged. */
 void cluster_note_round(struct sw *sw, uint64_t took_us);

@@ -203,14 +203,23 @@ static uint64_t published_epoch(const struct members *m)
 	return rch_epoch(m->next.version, m->changing ? m->published : RCH_COMPLETE);
 }
 
-/* What the next SYNC tells the peers of our ring. */
+/*
+ * What every SYNC tells the peers of our ring; when it changed, a heartbeat
+ * carries it at once (a step waits for the peers' answer: not an interval).
+ */
 static void tell_peers(struct sw *sw)
 {
 	struct members *m = sw->members;
+	const struct peer_slot *self;
+	uint64_t epoch = published_epoch(m);
 
-	if (cluster_on(sw))
-		peer_set_ring(&sw->cluster->ps, published_epoch(m), m->ready,
-			      m->changing ? m->prev.version : 0);
+	if (!cluster_on(sw))
+		return;
+	self = &sw->cluster->ps.slot[0];
+	if (self->ring_epoch == epoch && self->ring_ready == (m->ready > epoch ? m->ready : epoch))
+		return;
+	peer_set_ring(&sw->cluster->ps, epoch, m->ready, m->changing ? m->prev.version : 0);
+	cluster_sync_ring(sw, clock_mono_us());
 }
 
 /* Driving: whether every live peer is ready for epoch (no peers: yes). */

@@ -618,14 +618,11 @@ static bool score_moved(const struct peer_state *ps, const struct peer_slot *sl,
 	return diff * 100u > ps->delta_pct * (old ? old : 1u);
 }
 
-void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
-		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
-		void *arg)
+/* The common header of what we send peer slot sl at now_us. */
+static struct sync_msg header_for(const struct peer_state *ps, const struct peer_slot *sl,
+				  uint64_t now_us)
 {
-	struct peer_slot *sl = &ps->slot[slot];
-	uint8_t buf[WIRE_MAX_DATAGRAM];
-	struct sync_enc e;
-	struct sync_msg h = {
+	return (struct sync_msg){
 	    .sender = ps->slot[0].id,
 	    .incarnation = ps->slot[0].incarnation,
 	    .seq = ps->seq ? ps->seq : 1,
@@ -637,6 +634,28 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 	    .ring_ready = ps->slot[0].ring_ready,
 	    .ring_prev = ps->slot[0].ring_prev,
 	};
+}
+
+void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us,
+			  peer_emit_fn emit, void *arg)
+{
+	uint8_t buf[SYNC_HDR_LEN];
+	struct sync_msg h = header_for(ps, &ps->slot[slot], now_us);
+	struct sync_enc e;
+
+	h.kind = SYNC_K_SCORES;
+	if (sync_enc_begin(&e, buf, sizeof(buf), &h) == 0)
+		emit(arg, buf, sync_enc_end(&e));
+}
+
+void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
+		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
+		void *arg)
+{
+	struct peer_slot *sl = &ps->slot[slot];
+	uint8_t buf[WIRE_MAX_DATAGRAM];
+	struct sync_enc e;
+	struct sync_msg h = header_for(ps, sl, now_us);
 	bool full = h.seq % PEER_FULL_EVERY == 0;
 	const struct peer_window *w = newest(ps, &ps->slot[0]);
 

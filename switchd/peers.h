@@ -187,6 +187,13 @@ void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t
  */
 typedef void (*peer_emit_fn)(void *arg, const uint8_t *buf, size_t len);
 typedef void (*peer_score_fn)(void *arg, uint16_t node, struct sync_score *s);
+/*
+ * A heartbeat alone (SCORES, no items) for peer `slot`: between two rounds,
+ * so that a change of our ring (peer_set_ring) reaches it at once rather
+ * than at the next interval. It is a heartbeat like any other.
+ */
+void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us,
+			  peer_emit_fn emit, void *arg);
 void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
 		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
 		void *arg);

@@ -380,6 +380,13 @@ START_TEST(ring_epochs_travel_and_gate_the_steps)
 	peer_set_ring(&a, v2_0, v2_7, 1);
 	ck_assert(!peer_ring_ready(&a, v2_7, T0 + 2 * MS, &lagging));
 	ck_assert_uint_eq(lagging, 1);
+	/* A heartbeat alone carries it at once (members.c sends one when its ring changes). */
+	net.log.n = 0;
+	peer_build_heartbeat(&a, 1, T0 + 150 * MS, emit_fake, &net);
+	ck_assert_uint_eq(net.log.n, 1);
+	ck_assert_uint_eq(net.log.len[0], SYNC_HDR_LEN);
+	ck_assert_int_eq(peer_receive(&b, net.log.buf[0], net.log.len[0], T0 + 151 * MS), SYNC_OK);
+	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
 	exchange(&a, &b, T0 + 200 * MS, 1 * MS);
 	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
 	ck_assert_uint_eq(b.slot[1].ring_epoch, v2_0);
