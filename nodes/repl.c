@@ -154,22 +154,30 @@ static int through_wait_ms(const struct node *n)
 	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
 }
 
+bool repl_through_turn(struct node *n, uint64_t keyhash)
+{
+	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n));
+}
+
+void repl_through_turn_end(struct node *n, uint64_t keyhash)
+{
+	through_turn_give(n->through, keyhash);
+}
+
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
 {
 	static __thread uint8_t val[THROUGH_MAX_VALUE];
 	struct store_record cur = {.kind = STORE_TOMBSTONE}; /* none yet: "not found", version 0 */
 	int rc;
 
-	if (!through_holders(n->through, m->keyhash, holders) ||
-	    !through_push_begin(n->through, m->keyhash, (unsigned)through_wait_ms(n)))
+	if (!through_holders(n->through, m->keyhash, holders))
 		return false;
 	/* The version readers see until the switch has seen this write's reply. */
 	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, val, sizeof(val));
 	if (rc < 0 || cur.value_len > sizeof(val) ||
-	    !through_keep_previous(n->through, m->keyhash, &cur)) {
-		through_push_end(n->through, m->keyhash);
+	    !through_keep_previous(n->through, m->keyhash, &cur))
 		return false;
-	}
+	through_push_begin(n->through, m->keyhash);
 	return true;
 }
 
@@ -313,13 +321,11 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	rep->val_len = 2 * nlist;
 }
 
-void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
-		      const uint8_t *holders, struct wire_msg *rep)
+void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
+		       const uint8_t *holders, struct wire_msg *rep)
 {
 	if (rep->status == WIRE_ST_OK && rep->version)
 		push_and_list(n, m, owner, holders, rep);
-	/* Readers see the new version from here: its reply goes to the switch next. */
-	through_push_end(n->through, m->keyhash);
 }
 
 /* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */

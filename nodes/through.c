@@ -11,9 +11,10 @@
 
 struct through_slot {
 	pthread_mutex_t lock;
-	pthread_cond_t pushed; /* signalled when a push ends */
-	uint64_t keyhash;      /* 0: free */
-	bool pushing;
+	pthread_cond_t turn_given; /* signalled when a writer's turn ends */
+	uint64_t keyhash;	   /* 0: free */
+	bool turn;		   /* a write of the key is between its apply and its reply */
+	bool pushing;		   /* its push is out: readers see the previous version */
 	bool has_holders;
 	uint8_t holders[THROUGH_HOLDERS];
 	bool has_previous;
@@ -42,7 +43,7 @@ struct through *through_create(void)
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_mutex_init(&t->slot[i].lock, NULL);
-		pthread_cond_init(&t->slot[i].pushed, &ca);
+		pthread_cond_init(&t->slot[i].turn_given, &ca);
 		pthread_condattr_destroy(&ca);
 	}
 	return t;
@@ -54,7 +55,7 @@ void through_destroy(struct through *t)
 		return;
 	for (unsigned i = 0; i < THROUGH_SLOTS; i++) {
 		pthread_mutex_destroy(&t->slot[i].lock);
-		pthread_cond_destroy(&t->slot[i].pushed);
+		pthread_cond_destroy(&t->slot[i].turn_given);
 	}
 	free(t->value);
 	free(t);
@@ -67,7 +68,7 @@ static inline unsigned slot_of(uint64_t keyhash)
 
 /*
  * keyhash's slot, locked. When it holds another key: claimed for keyhash (the
- * other key forgotten) if claim is set and no push of that key is out, else NULL.
+ * other key forgotten) if claim is set and no write of that key has its turn, else NULL.
  */
 static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool claim)
 {
@@ -80,8 +81,8 @@ static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool 
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
-	/* A push out for the slot's other key keeps the slot until it ends. */
-	if (s->pushing) {
+	/* A write of the slot's other key keeps the slot until its turn ends. */
+	if (s->turn) {
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
@@ -109,9 +110,9 @@ bool through_keep_previous(struct through *t, uint64_t keyhash, const struct sto
 	return kept;
 }
 
-bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms)
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms)
 {
-	struct through_slot *s = lock_slot(t, keyhash, true);
+	struct through_slot *s = lock_slot(t, keyhash, false);
 	struct timespec until;
 	bool ok = true;
 
@@ -124,24 +125,35 @@ bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (ok && s->pushing && s->keyhash == keyhash)
-		ok = pthread_cond_timedwait(&s->pushed, &s->lock, &until) != ETIMEDOUT;
+	while (ok && s->turn && s->keyhash == keyhash)
+		ok = pthread_cond_timedwait(&s->turn_given, &s->lock, &until) != ETIMEDOUT;
 	/* The slot may have gone to another key meanwhile: this key's state is gone. */
-	ok = ok && !s->pushing && s->keyhash == keyhash;
+	ok = ok && !s->turn && s->keyhash == keyhash;
 	if (ok)
-		s->pushing = true;
+		s->turn = true;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
 
-void through_push_end(struct through *t, uint64_t keyhash)
+void through_turn_give(struct through *t, uint64_t keyhash)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
 
 	if (!s)
 		return;
-	s->pushing = false;
-	pthread_cond_broadcast(&s->pushed);
+	s->turn = false;
+	s->pushing = false; /* the reply has left: readers see the new version */
+	pthread_cond_broadcast(&s->turn_given);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void through_push_begin(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->pushing = true;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -229,7 +241,7 @@ void through_forget(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->has_holders = false;
-	if (!s->pushing) { /* a push out keeps what its readers see until it ends */
+	if (!s->turn) { /* a write with its turn keeps what its readers see until it ends */
 		s->keyhash = 0;
 		s->has_previous = false;
 	}

@@ -10,7 +10,8 @@
  * with it. While the push is out, the home serves any other read the previous
  * version too: the new one is not complete before the switch has seen it, and
  * a read must never see a version that a later read, stamped by the switch,
- * would not. So one write of a key is pushed at a time. The home also keeps
+ * would not. So the writes of a key take turns: one at a time is pushed and
+ * answered. The home also keeps
  * the key's holders: the nodes the switch has copies on now (those REPLICATE
  * pushed to, and those that confirmed the last write), which the next write
  * pushes to.
@@ -50,12 +51,20 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 		     struct store_record *rec, uint8_t *buf, size_t cap);
 
 /*
- * The home's push of a write of keyhash: begin waits (up to wait_ms) for the
- * key's previous push to end, then marks one out; false when it timed out.
- * end marks it done and wakes the next writer.
+ * The writes of keyhash at its home take turns, each from before it applies
+ * until its reply has left (so that the switch learns the key's versions in
+ * order). take waits (up to wait_ms) for the previous write's turn to end and
+ * takes it; false when it timed out or the key has no slot (no holders).
+ * give ends it, and the push with it, and wakes the next writer.
  */
-bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms);
-void through_push_end(struct through *t, uint64_t keyhash);
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms);
+void through_turn_give(struct through *t, uint64_t keyhash);
+/*
+ * Within a turn: the write's push is out from here to the end of the turn;
+ * the home's readers see the previous version (kept first with
+ * through_keep_previous()).
+ */
+void through_push_begin(struct through *t, uint64_t keyhash);
 /*
  * While a push of keyhash is out: 1 with its previous version in *rec (value
  * copied to buf, as through_previous()), which is what the home's readers
