@@ -118,6 +118,20 @@ if [ -z "${SKL_SERVICE_TIME_US:-}" ]; then
 		"request = $((nnodes * workers * 1000000 / SKL_SERVICE_TIME_US)) ops/s, $(python3 -c "print(round(100 * $share))")% of it"
 fi
 export SKL_SERVICE_TIME_US
+# The agent's timeout (nodes read it too: they drop requests queued longer)
+# at least twice the longest queue a ring-only run builds: every request in
+# flight waiting at the hottest node, served by its workers one service time
+# each. On a slow or busy machine the sizing gives longer service times, and
+# a fixed timeout would turn queueing into errors.
+python3 - "$config" "$concurrency" "$workers" "$SKL_SERVICE_TIME_US" <<'PY'
+import json, math, sys
+path, inflight, workers, service_us = sys.argv[1], *map(int, sys.argv[2:])
+c = json.load(open(path))
+queue_ms = inflight / workers * service_us / 1000
+c["agent"]["timeout_ms"] = max(c["agent"]["timeout_ms"], math.ceil(2 * queue_ms))
+json.dump(c, open(path, "w"), indent=1)
+print(f"demo: agent timeout {c['agent']['timeout_ms']} ms (the longest queue: {queue_ms:.0f} ms)")
+PY
 echo "demo: bringing up $config (service time $SKL_SERVICE_TIME_US us per request, run dir $run)"
 scripts/testbed.sh up "$config"
 if [ "${SKL_DEMO_PRELOAD:-1}" = 1 ]; then
