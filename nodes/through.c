@@ -193,6 +193,20 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 	return found;
 }
 
+bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	bool pushing;
+
+	if (!s)
+		return false;
+	pushing = s->pushing && s->nprevious;
+	if (pushing)
+		*version = s->previous[s->newest].version;
+	pthread_mutex_unlock(&s->lock);
+	return pushing;
+}
+
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 		     struct store_record *rec, uint8_t *buf, size_t cap)
 {

@@ -82,6 +82,9 @@ void through_push_begin(struct through *t, uint64_t keyhash);
 int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
 			  uint8_t *buf, size_t cap);
 
+/* While a push of keyhash is out: true with the version its readers see in *version. */
+bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version);
+
 /* Add nodes (a bitmap) to keyhash's holders. */
 void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);
 /* Replace keyhash's holders with the bitmap (all zero: none). */
