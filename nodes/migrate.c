@@ -169,8 +169,9 @@ static void count_arcs(struct mig *m, const struct mig_view *v, uint32_t before_
 			done += a < before_arc;
 		}
 	atomic_store(&m->arcs_out, out);
-	atomic_store(&m->arcs_done,
-		     phase == MIG_WARM_DONE ? out : phase == MIG_WARM_PUSH ? done : 0);
+	atomic_store(&m->arcs_done, phase == MIG_WARM_DONE   ? out
+				    : phase == MIG_WARM_PUSH ? done
+							     : 0);
 }
 
 static void load_warm(struct mig *m, const struct mig_view *v)
@@ -422,8 +423,8 @@ static struct mig_record moving_form(const struct store_record *r, uint64_t now_
 /* The key's at-most-once outcomes, to leave with its record. Under the key's lock. */
 static void writes_out(struct mig *m, uint64_t hash, struct mig_record *out)
 {
-	out->nwrites = m->dedup ? (uint8_t)dedup_of_key(m->dedup, hash, out->writes, MIG_MAX_WRITES)
-				: 0;
+	out->nwrites =
+	    m->dedup ? (uint8_t)dedup_of_key(m->dedup, hash, out->writes, MIG_MAX_WRITES) : 0;
 }
 
 /* Outcomes that arrived with a record: a retry of one of them is answered, not applied. */
@@ -484,7 +485,7 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 
 	if (rc)
 		return rc;
-	/* Under the lock: every write this node applied to the key is in rec and in its outcomes. */
+	/* Under the lock: every write applied here to the key is in rec and in its outcomes. */
 	mig_lock(m, hash);
 	rc = store_get(m->st, STORE_OWNED, key, klen, &rec, buf, cap);
 	if (rc > 0) {
@@ -525,8 +526,7 @@ bool mig_warm_done(const struct mig *m)
 	       atomic_load(&((struct mig *)m)->warm_phase) == MIG_WARM_DONE;
 }
 
-enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out,
-				      uint32_t *arcs_done)
+enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, uint32_t *arcs_done)
 {
 	struct mig *w = (struct mig *)m;
 

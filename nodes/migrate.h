@@ -228,7 +228,6 @@ bool mig_warm_done(const struct mig *m);
  * (*arcs_out) and those whose keys it has all pushed (*arcs_done), in the
  * order of the arcs: the first *arcs_done of them. Any thread.
  */
-enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out,
-				      uint32_t *arcs_done);
+enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, uint32_t *arcs_done);
 
 #endif

@@ -111,11 +111,12 @@ static char *render(void *arg, size_t *len)
 		uint32_t arcs_out, arcs_done;
 		enum mig_warm_phase phase = mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
 
-		prom_add(p, "skewless_node_ring_epoch", "Ring epoch (ring.version << 20 | active arcs)",
-			 PROM_GAUGE, NULL, 0, (double)mig_epoch(&n->mig));
+		prom_add(p, "skewless_node_ring_epoch",
+			 "Ring epoch (ring.version << 20 | active arcs)", PROM_GAUGE, NULL, 0,
+			 (double)mig_epoch(&n->mig));
 		prom_add(p, "skewless_node_warm_phase",
-			 "Ring change warm-up: 0 indexing, 1 pushing arc by arc, 2 done", PROM_GAUGE,
-			 NULL, 0, phase);
+			 "Ring change warm-up: 0 indexing, 1 pushing arc by arc, 2 done",
+			 PROM_GAUGE, NULL, 0, phase);
 		prom_add(p, "skewless_node_warm_arcs",
 			 "Moved arcs this node is the previous home of", PROM_GAUGE, NULL, 0,
 			 arcs_out);

@@ -94,8 +94,7 @@ int wire_mig_prefix_decode(const struct wire_msg *msg, struct wire_mig_prefix *p
 
 		p->writes[i] = (struct wire_mig_write){
 		    .req_id = wire_get64(w), .version = wire_get64(w + 8), .status = w[16]};
-		if (p->writes[i].req_id == 0 ||
-		    (w[16] != WIRE_ST_OK && w[16] != WIRE_ST_NOT_FOUND))
+		if (p->writes[i].req_id == 0 || (w[16] != WIRE_ST_OK && w[16] != WIRE_ST_NOT_FOUND))
 			return -EINVAL;
 	}
 	*value_len = msg->val_len - (uint32_t)plen;

@@ -44,7 +44,7 @@ enum sync_kind { SYNC_K_SCORES = 0, SYNC_K_CANDS = 1, SYNC_K_OWNED = 2, SYNC_K_C
 	X(SYNC_ERR_HEALTH, "sync_bad_health")                                                      \
 	X(SYNC_ERR_FLAGS, "sync_bad_flags")                                                        \
 	X(SYNC_ERR_KEY_LEN, "sync_bad_key_len")                                                    \
-	X(SYNC_ERR_RANGE, "sync_bad_range")                                                      \
+	X(SYNC_ERR_RANGE, "sync_bad_range")                                                        \
 	X(SYNC_ERR_RING, "sync_bad_ring")
 
 enum sync_error {

@@ -52,8 +52,8 @@ struct members {
 	struct cfg *cfgs[MEMBERS_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
 	uint32_t ncfgs;
 	bool changing;
-	bool driving;	     /* this switch applied (or resumed) the change; else it follows */
-	uint64_t ready;	     /* the epoch this switch is ready for (peers.h) */
+	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
+	uint64_t ready;	      /* the epoch this switch is ready for (peers.h) */
 	struct step_arg step; /* the step made ready, for reconcile's installs */
 	struct ring target;   /* following: the ring at `ready` */
 	uint16_t leader;      /* following: the peer whose change this is */
@@ -68,7 +68,8 @@ struct members {
 	uint64_t epoch;	    /* announced; a step is taken once every node has it */
 	uint64_t acked[CFG_MAX_NODES + 1];
 	bool warm[CFG_MAX_NODES + 1];
-	uint32_t arcs_done[CFG_MAX_NODES + 1]; /* each previous home's arcs done (its RING answers) */
+	uint32_t
+	    arcs_done[CFG_MAX_NODES + 1]; /* each previous home's arcs done (its RING answers) */
 	bool refused_logged[CFG_MAX_NODES + 1];
 	uint32_t outgoing[CFG_MAX_NODES + 1]; /* arcs each node is the previous home of */
 	uint32_t incoming[CFG_MAX_NODES + 1];
@@ -365,9 +366,9 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 			 (unsigned long)next->ring_version);
 	else if (!err[0])
 		validate(sw, next, path, err, sizeof(err));
-	if (!err[0] && (cfg_build_ring(next, &ring) != 0 ||
-			(stepwise && rch_build(&change, &m->next, &ring) != 0) ||
-			add_nodes(sw, next) != 0))
+	if (!err[0] &&
+	    (cfg_build_ring(next, &ring) != 0 ||
+	     (stepwise && rch_build(&change, &m->next, &ring) != 0) || add_nodes(sw, next) != 0))
 		snprintf(err, sizeof(err), "%s: nodes: cannot build the ring or add its nodes",
 			 path);
 	if (err[0]) {
@@ -402,9 +403,8 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 	memset(m->incoming, 0, sizeof(m->incoming));
 	if (stepwise)
 		rch_count_by_node(&m->change, m->outgoing, m->incoming);
-	log_info("ring: following %s from version %lu to %lu (%s)",
-		 cluster_switch_name(sw, leader), (unsigned long)m->prev.version,
-		 (unsigned long)version,
+	log_info("ring: following %s from version %lu to %lu (%s)", cluster_switch_name(sw, leader),
+		 (unsigned long)m->prev.version, (unsigned long)version,
 		 stepwise ? "step by step" : "straight to the new ring: ours was older");
 	return 0;
 }
@@ -459,7 +459,8 @@ void members_follow(struct sw *sw, uint64_t now_us)
 	if (rch_epoch_version(ready) != m->next.version || m->driving)
 		return;
 	if (!m->changing) {
-		/* Straight to the new ring (or a restart that began there): nothing to step through. */
+		/* Straight to the new ring (or a restart that began there): nothing to step
+		 * through. */
 		if (sw_ring(sw)->version == m->next.version)
 			goto out;
 		if (follow_ready(sw, rch_epoch(m->next.version, RCH_COMPLETE)) == 0 &&
@@ -469,7 +470,8 @@ void members_follow(struct sw *sw, uint64_t now_us)
 	}
 	if (ready > m->ready && follow_ready(sw, ready) != 0)
 		goto out;
-	/* Publish what the leader published (every node has it), never past what we are ready for. */
+	/* Publish what the leader published (every node has it), never past what we are ready for.
+	 */
 	want = published < m->ready ? published : m->ready;
 	if (rch_epoch_version(want) != m->next.version || want <= published_epoch(m))
 		goto out;
@@ -779,11 +781,10 @@ static json_t *show(struct sw *sw)
 	json_object_set_new(
 	    o, "following",
 	    json_string(m->changing && !m->driving ? cluster_switch_name(sw, m->leader) : ""));
-	json_object_set_new(
-	    o, "waiting_for",
-	    json_string(m->changing && m->driving && m->waiting_for
-			    ? cluster_switch_name(sw, m->waiting_for)
-			    : ""));
+	json_object_set_new(o, "waiting_for",
+			    json_string(m->changing && m->driving && m->waiting_for
+					    ? cluster_switch_name(sw, m->waiting_for)
+					    : ""));
 	json_object_set_new(o, "follows", json_integer((json_int_t)m->follows));
 	json_object_set_new(o, "follow_refused", json_integer((json_int_t)m->follow_refused));
 	json_object_set_new(o, "peer_waits", json_integer((json_int_t)m->peer_waits));

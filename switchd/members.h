@@ -18,9 +18,9 @@
 struct sw;
 struct wire_msg;
 
-#define MEMBERS_RESEND_MS 100 /* RING again to a node that has not answered the epoch */
-#define MEMBERS_POLL_MS	  500 /* RING again to a previous home whose warm-up runs */
-#define MEMBERS_STEP_MS	  100 /* a ramp's steps at most this often: each one is a RING round */
+#define MEMBERS_RESEND_MS	100 /* RING again to a node that has not answered the epoch */
+#define MEMBERS_POLL_MS		500 /* RING again to a previous home whose warm-up runs */
+#define MEMBERS_STEP_MS		100 /* a ramp's steps at most this often: each one is a RING round */
 #define MEMBERS_FOLLOW_RETRY_MS 1000 /* a peer's change our config file lacks: read it again */
 
 int members_init(struct sw *sw, char *err, size_t errlen);

@@ -277,7 +277,8 @@ enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		sl->lease_confirmed = m.confirmed;
 		sl->lag_us = now_us - m.echo_ts_us;
 	}
-	/* Its ring: epochs only grow, so a datagram reordered behind a newer one changes nothing. */
+	/* Its ring: epochs only grow, so a datagram reordered behind a newer one changes nothing.
+	 */
 	if (m.ring_ready >= sl->ring_ready) {
 		sl->ring_ready = m.ring_ready;
 		sl->ring_prev = m.ring_prev;
@@ -636,8 +637,8 @@ static struct sync_msg header_for(const struct peer_state *ps, const struct peer
 	};
 }
 
-void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us,
-			  peer_emit_fn emit, void *arg)
+void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us, peer_emit_fn emit,
+			  void *arg)
 {
 	uint8_t buf[SYNC_HDR_LEN];
 	struct sync_msg h = header_for(ps, &ps->slot[slot], now_us);

@@ -254,10 +254,10 @@ static enum mig_warm_phase arcs_checked(int id, uint32_t *out, uint32_t *done)
 		key_of(i, key, sizeof(key), &klen);
 		arc = rch_arc_of(&v->change, keyhash_point(keyhash(key, klen)));
 		if (arc && arc->from == id && (uint32_t)(arc - v->change.arcs) <= last_done)
-			ck_assert_msg(store_get(hosts[id].st, STORE_OWNED, key, klen, &rec, NULL,
-						0) == 0,
-				      "key %u is still at n%d, its arc %ld marked done", i, id,
-				      (long)(arc - v->change.arcs));
+			ck_assert_msg(
+			    store_get(hosts[id].st, STORE_OWNED, key, klen, &rec, NULL, 0) == 0,
+			    "key %u is still at n%d, its arc %ld marked done", i, id,
+			    (long)(arc - v->change.arcs));
 	}
 	return phase;
 }

@@ -1886,7 +1886,8 @@ static void peers_json_v2(char *out, size_t cap)
 	const char *at = strstr(peers_json, n4);
 
 	ck_assert_ptr_nonnull(at);
-	snprintf(out, cap, "{\"ring\": {\"version\": 2},%.*s{\"id\": 4, \"name\": \"n4\", \"ip\": "
+	snprintf(out, cap,
+		 "{\"ring\": {\"version\": 2},%.*s{\"id\": 4, \"name\": \"n4\", \"ip\": "
 		 "\"10.77.0.4\", \"weight\": 0}%s",
 		 (int)(at - peers_json - 1), peers_json + 1, at + strlen(n4));
 }
