@@ -285,9 +285,9 @@ bench c2 w2 "${elin[@]}" --duration 16 --history "$run/e2.history" --json "$run/
 sleep 1
 ring_config drain
 cdtctl w1 ring apply "$config" >/dev/null
-t=$(ring_wait w2 2 20) || fail "w2 did not follow w1 to ring version 2"
+t=$(ring_wait w2 2 40) || fail "w2 did not follow w1 to ring version 2"
 say "e: w2 follows w1 to ring version 2 without a command: seen stable ${t} ms after the apply (polled by cdtctl)"
-ring_wait w1 2 20 >/dev/null || fail "ring version 2 did not complete at w1"
+ring_wait w1 2 40 >/dev/null || fail "ring version 2 did not complete at w1"
 cp "$run/e.w2.show.json" "$run/e.w2.v2.json"
 cdtctl w1 --json ring show >"$run/e.w1.v2.json"
 cdtctl w1 --json peers >"$run/e.w1.peers.json"
