@@ -68,6 +68,12 @@ struct reconcile {
 	struct prom_hist update_delay; /* control thread writes, relaxed */
 	uint32_t nmoved, moved_cap;
 	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
+	/* Meanwhile: keys whose home moves in the step are not installed (NULL: none). */
+	bool (*moving)(void *arg, uint64_t keyhash);
+	void *moving_arg;
+	/* Copies each node holds for this switch's entries, besides homes:
+	 * counted each round (count_copies()), raised by each target picked. */
+	uint16_t copies[SCORES_NODES];
 };
 
 /* Update-delay buckets: a replica answers in about a round trip and a
@@ -115,12 +121,37 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 /* ---- Replication. ---------------------------------------------------------------------- */
 
 /*
- * Pick up to want targets among alive nodes outside the set, least expected
- * delay first (sel_cost(), as reads are weighed). Returns how many.
+ * Count the copies each node holds for the entries this switch owns (the
+ * home of an entry does not count: its key is its own).
  */
-static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, uint16_t home,
+static void count_copies(struct sw *sw)
+{
+	struct reconcile *r = sw->rec;
+	uint32_t it = 0;
+	struct cdt_entry *e;
+
+	memset(r->copies, 0, sizeof(r->copies));
+	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
+		const struct cdt_state *st = cdt_entry_state(e);
+
+		for (unsigned i = 0; st && e->owner == 0 && i < st->nreplicas; i++)
+			if (st->replicas[i] != e->home && st->replicas[i] < SCORES_NODES)
+				r->copies[st->replicas[i]]++;
+	}
+}
+
+/*
+ * Pick up to want targets among alive nodes outside the set: least expected
+ * delay (sel_cost(), as reads are weighed) times one plus the copies the node
+ * holds already. The delay is of this instant; the copies say where reads of
+ * hot keys will go for as long as those keys stay hot: without them, the keys
+ * installed in one round (all of them, when a skewed load starts) would all
+ * pick the same few nodes. Returns how many.
+ */
+static unsigned pick_targets(struct sw *sw, const struct cdt_state *st, uint16_t home,
 			     unsigned want, uint16_t *out)
 {
+	uint16_t *copies = sw->rec->copies;
 	unsigned n = 0;
 
 	while (n < want) {
@@ -135,7 +166,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 				taken = out[j] == id;
 			if (taken || !scores_alive(&sw->scores, id))
 				continue;
-			uint64_t cost = sel_cost(&sw->scores, id);
+			uint64_t cost = sel_cost(&sw->scores, id) * (1u + copies[id]);
 
 			if (!best || cost < best_cost) {
 				best = id;
@@ -144,6 +175,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 		}
 		if (!best)
 			break;
+		copies[best]++;
 		out[n++] = best;
 	}
 	return n;
@@ -220,8 +252,18 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 {
 	struct reconcile *r = sw->rec;
 	uint16_t home = ring_home(sw_ring(sw), keyhash);
-	struct cdt_entry *e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
+	struct cdt_entry *e;
 
+	/*
+	 * A ring step is under way and the key's home moves in it: the home the
+	 * workers' ring gives would soon be wrong (a REPLICATE there could copy
+	 * a version the new home is about to write over). Installed after the step.
+	 */
+	if (r->moving && r->moving(r->moving_arg, keyhash)) {
+		r->stats.held_moving++;
+		return NULL;
+	}
+	e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
 	if (!e) {
 		if (errno == ENOSPC)
 			r->stats.full++;
@@ -273,6 +315,8 @@ uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyh
 	uint32_t it = 0, n = 0, removed = 0;
 	struct cdt_entry *e;
 
+	r->moving = moves;
+	r->moving_arg = arg;
 	gone = calloc(sw->cdt->max_entries ? sw->cdt->max_entries : 1, sizeof(*gone));
 	if (!gone)
 		return 0;
@@ -316,6 +360,7 @@ uint32_t rec_rehome_install(struct sw *sw)
 	struct reconcile *r = sw->rec;
 	uint32_t done = 0;
 
+	r->moving = NULL; /* the step is published: every home is the workers' ring's */
 	for (uint32_t i = 0; i < r->nmoved; i++) {
 		struct rec_moved *m = &r->moved[i];
 		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want);
@@ -713,6 +758,7 @@ void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 {
 	struct reconcile *r = sw->rec;
 
+	count_copies(sw);
 	if (cluster_on(sw))
 		follow_cluster(sw, now_us, want);
 	/* A write shrank a set to {home}: copy the new version out right away. */
@@ -809,6 +855,8 @@ void rec_format_stats(struct sw *sw, struct fmt *f)
 	fmt_counter(f, "send_failed", "Directory datagrams that could not be sent", eg.send_failed);
 	fmt_counter(f, "full", "Hot keys not installed: directory full", d->full);
 	fmt_counter(f, "collisions", "Hot keys not installed: keyhash collision", d->collisions);
+	fmt_counter(f, "held_moving", "Hot keys not installed: their home moves in a ring step",
+		    d->held_moving);
 	fmt_gauge_double(f, "replication_lag_us_mean",
 			 "Mean replication lag (a write's completion to a replica's ack)",
 			 lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);
