@@ -50,7 +50,7 @@
 #define BUCKET_NS      (10 * NS_PER_MS)
 #define WINDOW_BUCKETS 5
 /* Copies of one key the model remembers the versions of (more than any replica set). */
-#define COPY_SLOTS 32
+#define COPY_SLOTS (CDT_MAX_REPLICAS + 32)
 /* Digest tables: node ids of one table are 1..CFG_MAX_NODES, as in the switch. */
 #define DIG_TABLE_NODES CFG_MAX_NODES
 #define NO_REQ		UINT32_MAX
@@ -123,9 +123,9 @@ struct dir_entry {
 	uint16_t home;
 	uint8_t want;
 	uint8_t used;
-	struct cdt_state st;
+	union cdt_state_room state; /* the switch's state of the entry (state.st) */
 	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
-	uint8_t ncopies;
+	uint16_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
 	uint64_t copy_ver[COPY_SLOTS];
 	/*
@@ -180,6 +180,7 @@ struct sim {
 	uint32_t dir_cap, dir_used;
 	uint32_t *dir_index; /* open addressing: entry + 1, 0 empty */
 	uint32_t index_mask;
+	unsigned cap;	 /* replicas a set may hold: cdt_state_cap(max_replicas), as the switch's */
 	uint32_t *stamp; /* [nodes + 1] pick_targets' "taken" marks */
 	uint32_t stamp_gen;
 	/* Measurement. */
@@ -302,12 +303,12 @@ static void index_rebuild(struct sim *s)
 /* The copy version a node holds of e's key (0: none). */
 static uint64_t *copy_of(struct dir_entry *e, uint16_t node, bool make)
 {
-	uint8_t victim = COPY_SLOTS;
+	unsigned victim = COPY_SLOTS;
 
-	for (uint8_t i = 0; i < e->ncopies; i++) {
+	for (unsigned i = 0; i < e->ncopies; i++) {
 		if (e->copy_node[i] == node)
 			return &e->copy_ver[i];
-		if (victim == COPY_SLOTS && !cdt_state_has(&e->st, e->copy_node[i]))
+		if (victim == COPY_SLOTS && !cdt_state_has(&e->state.st, e->copy_node[i]))
 			victim = i;
 	}
 	if (!make)
@@ -377,8 +378,8 @@ static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned 
 	if (++s->stamp_gen == 0)
 		memset(s->stamp, 0, (s->nnodes + 1) * sizeof(*s->stamp)), s->stamp_gen = 1;
 	s->stamp[e->home] = s->stamp_gen;
-	for (unsigned i = 0; i < e->st.nreplicas; i++)
-		s->stamp[e->st.replicas[i]] = s->stamp_gen;
+	for (unsigned i = 0; i < e->state.st.nreplicas; i++)
+		s->stamp[e->state.st.replicas[i]] = s->stamp_gen;
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
 		const struct node *nd = &s->node[id];
 
@@ -406,9 +407,9 @@ static void replicate(struct sim *s, struct dir_entry *e, uint64_t version)
 	uint16_t targets[CDT_MAX_REPLICAS];
 	unsigned n;
 
-	if (e->st.nreplicas >= e->want)
+	if (e->state.st.nreplicas >= e->want)
 		return;
-	n = pick_targets(s, e, e->want - e->st.nreplicas, targets);
+	n = pick_targets(s, e, e->want - e->state.st.nreplicas, targets);
 	if (n == 0)
 		return;
 	uint32_t i = req_new(s, RQ_REPLICATE, e->key);
@@ -449,8 +450,8 @@ static void install(struct sim *s, const struct hot_key *k)
 	e->key = key;
 	e->home = s->home[key];
 	e->want = (uint8_t)k->replicas;
-	e->st.nreplicas = 1;
-	e->st.replicas[0] = e->home;
+	e->state.st.nreplicas = 1;
+	e->state.st.replicas[0] = e->home;
 	s->dir_used++;
 	index_add(s, at_slot);
 	s->res->installs++;
@@ -504,7 +505,7 @@ static void epoch(struct sim *s)
 		index_rebuild(s);
 	for (uint32_t e = 0; e < s->dir_cap; e++)
 		if (s->dir[e].used)
-			replicate(s, &s->dir[e], s->dir[e].st.completed);
+			replicate(s, &s->dir[e], s->dir[e].state.st.completed);
 }
 
 /* ---- Write-through at the home (docs/design.md section 5, nodes/repl.c). ------------------ */
@@ -728,10 +729,10 @@ static void at_switch(struct sim *s, uint32_t i)
 		struct dir_entry *e = dir_find(s, kh);
 
 		if (e) {
-			uint16_t pick = pick_reader(s, &e->st);
+			uint16_t pick = pick_reader(s, &e->state.st);
 
 			s->res->dir_reads++;
-			s->res->dir_reads_home_only += e->st.nreplicas == 1;
+			s->res->dir_reads_home_only += e->state.st.nreplicas == 1;
 			if (pick)
 				target = pick;
 		}
@@ -742,46 +743,61 @@ static void at_switch(struct sim *s, uint32_t i)
 }
 
 /* A reply, REPLICATE reply or RC_ACK reaches the switch: the coherence rules apply. */
+/* The coherence rules (cdt_state.h) on e's state, as cdt_apply() does: whether it changed. */
+static bool on_reply(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node)
+{
+	union cdt_state_room next;
+
+	if (!cdt_state_on_reply(&e->state.st, version, node, s->cap, &next.st))
+		return false;
+	cdt_state_copy(&e->state.st, &next.st);
+	return true;
+}
+
+static bool on_rc_ack(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node)
+{
+	union cdt_state_room next;
+
+	if (!cdt_state_on_rc_ack(&e->state.st, version, node, e->home, s->cap, &next.st))
+		return false;
+	cdt_state_copy(&e->state.st, &next.st);
+	return true;
+}
+
 static void at_switch_reply(struct sim *s, uint32_t i)
 {
 	struct req *r = &s->req[i];
 	struct dir_entry *e = s->dir_used ? dir_find(s, s->keyhash[r->key]) : NULL;
-	struct cdt_state next;
 
 	switch (r->kind) {
 	case RQ_READ:
 	case RQ_WRITE:
 		s->node[r->node].inflight--;
 		if (e && !r->overloaded) {
-			bool advanced = cdt_state_on_reply(&e->st, r->version, r->node, &next);
+			bool advanced = on_reply(s, e, r->version, r->node);
 
-			if (advanced)
-				e->st = next;
 			/* A pushed write's holders join as their RC_ACKs would (add_holders()). */
 			for (unsigned h = 0; r->through && h < r->ntargets; h++)
-				if (cdt_state_on_rc_ack(&e->st, r->version, s->targets[i][h],
-							e->home, &next))
-					e->st = next;
+				on_rc_ack(s, e, r->version, s->targets[i][h]);
 			/* A write completed: the set is filled up now if short (rec_completed()).
 			 */
 			if (advanced && r->kind == RQ_WRITE) {
-				if (e->st.nreplicas == 1)
+				if (e->state.st.nreplicas == 1)
 					e->collapsed_ns = s->now;
-				replicate(s, e, e->st.completed);
+				replicate(s, e, e->state.st.completed);
 			}
 		}
 		to_agent(s, i);
 		return;
 	case RQ_REPLICATE:
-		if (e && cdt_state_on_reply(&e->st, r->version, r->node, &next))
-			e->st = next;
+		if (e)
+			on_reply(s, e, r->version, r->node);
 		break;
 	case RQ_RC_REQ: /* the RC_ACK */
-		if (e && cdt_state_on_rc_ack(&e->st, r->version, r->node, e->home, &next)) {
-			e->st = next;
+		if (e && on_rc_ack(s, e, r->version, r->node)) {
 			s->res->rc_acks++;
 			/* The first copy of a write's version: the key is spread again. */
-			if (e->collapsed_ns && e->st.nreplicas > 1) {
+			if (e->collapsed_ns && e->state.st.nreplicas > 1) {
 				s->res->repl_lag_sum_ms +=
 				    (double)(s->now - e->collapsed_ns) / NS_PER_MS;
 				s->res->repl_lags++;
@@ -1179,6 +1195,7 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 	if (wl_init(&s->wl) != 0)
 		return fail(err, errlen, "cannot prepare the workload (--keys, --dist)");
 	s->nnodes = p->nodes;
+	s->cap = cdt_state_cap(p->dir.max_replicas);
 	s->keyhash = malloc(p->keys * sizeof(*s->keyhash));
 	s->home = malloc(p->keys * sizeof(*s->home));
 	s->version = calloc(p->keys, sizeof(*s->version));
@@ -1296,7 +1313,7 @@ static int check(const struct sim_params *p, char *err, size_t errlen)
 		return fail(err, errlen, "--digest-loss: expected 0..1");
 	if (p->dir.max_replicas < 1 || p->dir.max_replicas > CDT_MAX_REPLICAS ||
 	    p->dir.epoch_ms < 1 || p->dir.sample_every < 1 || p->dir.max_keys < 1)
-		return fail(err, errlen, "--max-replicas 1..16, --epoch-ms >= 1, --max-keys >= 1");
+		return fail(err, errlen, "--max-replicas 1..128, --epoch-ms >= 1, --max-keys >= 1");
 	return 0;
 }
 
@@ -1320,9 +1337,9 @@ static void finish(struct sim *s)
 		if (!s->dir[e].used)
 			continue;
 		r->dir_entries++;
-		reps += s->dir[e].st.nreplicas;
-		if (s->dir[e].st.nreplicas > r->dir_replicas_max)
-			r->dir_replicas_max = s->dir[e].st.nreplicas;
+		reps += s->dir[e].state.st.nreplicas;
+		if (s->dir[e].state.st.nreplicas > r->dir_replicas_max)
+			r->dir_replicas_max = s->dir[e].state.st.nreplicas;
 	}
 	r->dir_replicas_mean = r->dir_entries ? (double)reps / r->dir_entries : 0;
 	rebalance(s);

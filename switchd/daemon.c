@@ -143,8 +143,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	for (unsigned t = 0; t < sw->nworkers + 2u; t++)
 		rte_rcu_qsbr_thread_register(sw->qsbr, t);
 
-	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers, sw->qsbr,
-			     sw->nworkers);
+	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers,
+			     cfg->directory.max_replicas, sw->qsbr, sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
 	scores_init(&sw->scores, cfg, sw->nworkers);

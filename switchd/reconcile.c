@@ -25,6 +25,7 @@
 #include "switchd.h"
 
 _Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name every replica");
+_Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.max_replicas");
 
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define REC_COMPLETIONS SW_COMPLETION_RING
@@ -893,8 +894,10 @@ static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
 			char *end;
 			unsigned long n = strtoul(argv[i + 1], &end, 10);
 
-			if (*end || n < 1 || n > CDT_MAX_REPLICAS)
-				return ctl_error("cdt pin: replicas: expected 1..16, got \"%s\"",
+			if (*end || n < 1 || n > sw->cdt->cap)
+				return ctl_error("cdt pin: replicas: expected 1 up to the directory's "
+						 "cap (16, or directory.max_replicas above it), "
+						 "got \"%s\"",
 						 argv[i + 1]);
 			want = (unsigned)n;
 		} else if (!strcmp(argv[i], "force")) {
@@ -905,7 +908,7 @@ static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
 			     t = strtok_r(NULL, ",", &save)) {
 				const struct cfg_node *n = cfg_node_lookup(sw->cfg, t);
 
-				if (!n || nforce == CDT_MAX_REPLICAS)
+				if (!n || nforce == sw->cdt->cap)
 					return ctl_error(
 					    "cdt pin: force: unknown node or too many: \"%s\"", t);
 				force[nforce++] = n->id;
