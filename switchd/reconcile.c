@@ -60,8 +60,23 @@ struct rec_moved {
 	uint8_t key[WIRE_MAX_KEY];
 };
 
+/*
+ * The nodes that may hold a copy of an entry's key: a bit per node id for
+ * every target a REPLICATE of this switch named since the key was installed.
+ * A removal sends UNREPLICATE to these, the home and the set's members, not
+ * to every node: at hundreds of nodes one UNREPLICATE per node and removal,
+ * each a job at a node, outweighs the hot keys' own reads (docs/benchmarks.md,
+ * "Simulator"). A copy this switch never asked for (a peer's, before this
+ * switch owned the key) is left behind as one a lost UNREPLICATE leaves:
+ * harmless (remove_entry()).
+ */
+struct rec_copies {
+	uint64_t bits[(WIRE_MAX_NODE + 64) / 64];
+};
+
 struct reconcile {
 	struct rec_stats stats; /* control thread writes; commands read on the same thread */
+	struct rec_copies *copies; /* [cdt max_entries], by entry index */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
 	uint32_t npending;
@@ -87,6 +102,11 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 		return -1;
 	}
 	sw->rec = r;
+	r->copies = calloc(sw->cdt->max_entries, sizeof(*r->copies));
+	if (!r->copies) {
+		snprintf(err, errlen, "out of memory for the directory manager");
+		return -1;
+	}
 	prom_hist_init(&r->update_delay, update_delay_bounds, RTE_DIM(update_delay_bounds));
 	r->stats.enabled = sw->cfg->directory.enabled;
 	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
@@ -96,8 +116,10 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 
 void rec_fini(struct sw *sw)
 {
-	if (sw->rec)
+	if (sw->rec) {
 		free(sw->rec->moved);
+		free(sw->rec->copies);
+	}
 	free(sw->rec);
 	sw->rec = NULL;
 }
@@ -150,6 +172,16 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 	return n;
 }
 
+static void copies_add(struct rec_copies *c, uint16_t node)
+{
+	c->bits[node / 64] |= 1ull << (node % 64);
+}
+
+static bool copies_has(const struct rec_copies *c, uint16_t node)
+{
+	return c->bits[node / 64] >> (node % 64) & 1;
+}
+
 /*
  * Ask e's home to copy version (0: its current one) to as many new nodes as
  * the set is short of. The home pushes only if its version is still exactly
@@ -170,6 +202,8 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	req.ntargets = (uint8_t)pick_targets(sw, st, e->home, want - st->nreplicas, req.targets);
 	if (req.ntargets == 0)
 		return;
+	for (unsigned i = 0; i < req.ntargets; i++)
+		copies_add(&sw->rec->copies[e->index], req.targets[i]);
 	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
 }
 
@@ -186,29 +220,39 @@ static void replicate_completed(struct sw *sw, struct cdt_entry *e)
 static int remove_entry(struct sw *sw, struct cdt_entry *e)
 {
 	uint8_t key[WIRE_MAX_KEY];
-	uint16_t key_len;
+	uint16_t key_len, home = e->home;
 	uint64_t kh = e->keyhash;
 	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
+	struct rec_copies *copies = &sw->rec->copies[e->index];
+	const struct cdt_state *st = cdt_entry_state(e);
 	int rc;
 
 	bool owned = e->owner == 0;
 
 	memcpy(key, k, key_len);
+	/* The last set's members too (a forced pin names nodes no REPLICATE did). */
+	for (unsigned i = 0; i < st->nreplicas; i++)
+		copies_add(copies, st->replicas[i]);
+	copies_add(copies, home);
 	rc = cdt_remove(sw->cdt, kh);
 	if (rc != 0)
 		return rc;
 	hot_forget(sw->hot, kh);
-	if (!owned) /* routed to a peer: the copies are the owner's business */
-		return 0;
-	/*
-	 * After the removal (and its grace period) no read goes to a replica any
-	 * more: drop the copies everywhere; the home forgets where it pushed them
-	 * (nodes/repl.c). A copy left behind by a lost UNREPLICATE is harmless:
-	 * reads go only to nodes in a set, and a node joins a set only by acking
-	 * the completed version.
-	 */
-	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-		eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+	if (owned) {
+		/*
+		 * After the removal (and its grace period) no read goes to a
+		 * replica any more: drop the copies where this switch put them;
+		 * the home forgets where it pushed them (nodes/repl.c). A copy
+		 * left behind (a lost UNREPLICATE) is harmless: reads go only to
+		 * nodes in a set, and a node joins a set only by acking the
+		 * completed version.
+		 */
+		for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+			if (copies_has(copies, sw->cfg->nodes[i].id))
+				eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+	}
+	/* Routed to a peer: the copies are the owner's business. */
+	memset(copies, 0, sizeof(*copies));
 	return 0;
 }
 
@@ -497,6 +541,8 @@ static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
 
 	if (!e)
 		return;
+	if (!owned) /* a peer's key: none of its copies are this switch's to drop */
+		memset(&sw->rec->copies[e->index], 0, sizeof(sw->rec->copies[0]));
 	if (owned ? remove_entry(sw, e) : cdt_remove(sw->cdt, keyhash)) /* nonzero: failed */
 		return;
 	if (owned)

@@ -984,6 +984,68 @@ START_TEST(write_completion_and_acks)
 }
 END_TEST
 
+/* Frames with op the switch sent to each node in 300 ms of control rounds (epochs of
+ * 100 ms: the repair of short sets), counted by node. */
+static void ops_sent(uint8_t op, unsigned count[5], unsigned *targets)
+{
+	struct rte_mbuf *out[16];
+	uint64_t until = clock_mono_us() + 300 * 1000;
+
+	memset(count, 0, 5 * sizeof(*count));
+	while (clock_mono_us() < until) {
+		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
+		sw_control_poll(&sw, 0);
+		run();
+		for (uint16_t id = 1; id <= 4; id++) {
+			unsigned n = collect(id, out, 16);
+
+			for (unsigned k = 0; k < n; k++) {
+				struct parsed p;
+
+				parse_out(out[k], &p);
+				if (p.msg.op != op)
+					continue;
+				count[id]++;
+				if (op == WIRE_OP_REPLICATE && targets) {
+					struct wire_replicate r;
+
+					ck_assert_int_eq(wire_replicate_decode(&p.msg, &r), 0);
+					ck_assert_uint_eq(r.ntargets, 1);
+					*targets |= 1u << r.targets[0];
+				}
+			}
+			free_all(out, n);
+		}
+	}
+}
+
+/* A removed entry's UNREPLICATE goes to the home and the nodes it was copied to, no others. */
+START_TEST(unreplicate_only_where_copied)
+{
+	uint16_t home = home_of("w");
+	unsigned count[5], targets = 0, none = 0;
+	char line[64], hex[8];
+
+	command_ok("cdt pin %s replicas 2%s", "w", "");
+	/* No acks come: every epoch's repair asks the home again. */
+	ops_sent(WIRE_OP_REPLICATE, count, &targets);
+	ck_assert_uint_ge(count[home], 1);
+	ck_assert_uint_ne(targets, 0);
+	ck_assert(!(targets & (1u << home)));
+	snprintf(line, sizeof(line), "cdt unpin %s", hexkey("w", hex));
+	free(ctl_command(&sw, line));
+	ck_assert_ptr_null(cdt_find(sw.cdt, keyhash("w", 1)));
+	ops_sent(WIRE_OP_UNREPLICATE, count, NULL);
+	for (uint16_t id = 1; id <= 4; id++) {
+		bool copied = id == home || targets >> id & 1;
+
+		ck_assert_msg(count[id] == copied, "node %u: %u UNREPLICATE", id, count[id]);
+		none += !copied;
+	}
+	ck_assert_uint_ge(none, 1); /* some node had no copy, and got nothing */
+}
+END_TEST
+
 /* A frame from node id: a write reply of `home` listing the holders of its write-through. */
 static struct rte_mbuf *through_reply(uint16_t id, const char *key, uint64_t version,
 				      const uint16_t *holders, unsigned n)
@@ -2046,6 +2108,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
+	tcase_add_test(tc, unreplicate_only_where_copied);
 	tcase_add_test(tc, write_through_reply_and_stamped_reads);
 	tcase_add_test(tc, moved_from_a_replica_forwarded);
 	tcase_add_test(tc, hint_answered);
