@@ -34,6 +34,7 @@
 #include "hotkeys.h"
 #include "keyhash.h"
 #include "meter.h"
+#include "place.h"
 #include "ring.h"
 #include "scores.h"
 #include "select.h"
@@ -123,8 +124,12 @@ struct dir_entry {
 	uint16_t home;
 	uint8_t want;
 	uint8_t used;
+	double share; /* of the requests, in the last epoch it was hot (reconcile.c's share[]) */
 	union cdt_state_room state; /* the switch's state of the entry (state.st) */
 	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
+	/* Nodes REPLICATE named as targets since the install: where a retire sends
+	 * UNREPLICATE, with the home and the set (reconcile.c's struct rec_copies). */
+	uint64_t copied[SIM_MAX_NODES / 64 + 1];
 	uint16_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
 	uint64_t copy_ver[COPY_SLOTS];
@@ -181,8 +186,8 @@ struct sim {
 	uint32_t *dir_index; /* open addressing: entry + 1, 0 empty */
 	uint32_t index_mask;
 	unsigned cap;	 /* replicas a set may hold: cdt_state_cap(max_replicas), as the switch's */
-	uint32_t *stamp; /* [nodes + 1] pick_targets' "taken" marks */
-	uint32_t stamp_gen;
+	struct place place;	 /* the expected load of the sets on each node (place.h) */
+	struct place_cand *cand; /* [nodes] pick_targets' candidates */
 	/* Measurement. */
 	struct hist lat;
 	uint32_t bucket_at;
@@ -366,39 +371,30 @@ static uint16_t pick_reader(struct sim *s, const struct cdt_state *st)
 }
 
 /*
- * Up to want alive nodes outside e's set, least expected delay first: what
- * reconcile.c's pick_targets() chooses (sel_cost(), ties to the lower id), in
- * one pass.
+ * Up to want alive nodes outside e's set: reconcile.c's pick_targets(), by
+ * place_pick() (the least expected load of the sets, then the least
+ * expected delay by sel_cost()'s formula, then the lower id).
  */
 static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned want, uint16_t *out)
 {
-	uint64_t cost[CDT_MAX_REPLICAS];
-	unsigned n = 0;
-
-	if (++s->stamp_gen == 0)
-		memset(s->stamp, 0, (s->nnodes + 1) * sizeof(*s->stamp)), s->stamp_gen = 1;
-	s->stamp[e->home] = s->stamp_gen;
-	for (unsigned i = 0; i < e->state.st.nreplicas; i++)
-		s->stamp[e->state.st.replicas[i]] = s->stamp_gen;
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
 		const struct node *nd = &s->node[id];
 
-		if (s->stamp[id] == s->stamp_gen || nd->delay_unit == 0)
-			continue;
-		uint64_t c = ((uint64_t)(nd->inflight > 0 ? nd->inflight : 0) + 1) * nd->delay_unit;
-
-		if (n == want && c >= cost[n - 1])
-			continue;
-		unsigned j = n < want ? n++ : n - 1;
-
-		for (; j > 0 && cost[j - 1] > c; j--) {
-			cost[j] = cost[j - 1];
-			out[j] = out[j - 1];
-		}
-		cost[j] = c;
-		out[j] = (uint16_t)id;
+		s->cand[id - 1] = (struct place_cand){
+		    .id = (uint16_t)id,
+		    .cost = ((uint64_t)(nd->inflight > 0 ? nd->inflight : 0) + 1) * nd->delay_unit};
 	}
-	return n;
+	return place_pick(&s->place, s->cand, s->nnodes, &e->state.st, e->home, e->share, want,
+			  out);
+}
+
+/* An epoch starts: every set is charged again at its key's latest share (charge_sets()). */
+static void charge_sets(struct sim *s)
+{
+	place_clear(&s->place);
+	for (uint32_t e = 0; e < s->dir_cap; e++)
+		if (s->dir[e].used)
+			place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].share);
 }
 
 /* REPLICATE e's version (0: the home's current) to as many nodes as its set is short of. */
@@ -420,6 +416,8 @@ static void replicate(struct sim *s, struct dir_entry *e, uint64_t version)
 	s->req[i].version = version;
 	s->req[i].ntargets = (uint8_t)n;
 	memcpy(s->targets[i], targets, n * sizeof(*targets));
+	for (unsigned t = 0; t < n; t++)
+		e->copied[targets[t] / 64] |= 1ull << (targets[t] % 64);
 	s->res->replicates++;
 	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
 }
@@ -450,6 +448,7 @@ static void install(struct sim *s, const struct hot_key *k)
 	e->key = key;
 	e->home = s->home[key];
 	e->want = (uint8_t)k->replicas;
+	e->share = k->share;
 	e->state.st.nreplicas = 1;
 	e->state.st.replicas[0] = e->home;
 	s->dir_used++;
@@ -458,14 +457,23 @@ static void install(struct sim *s, const struct hot_key *k)
 	replicate(s, e, 0);
 }
 
-/* Remove e; UNREPLICATE goes to every node, each one a control-lane job there. */
+/*
+ * Remove e; UNREPLICATE goes to the nodes that may hold a copy (the home, the
+ * set, every REPLICATE target since the install: reconcile.c's
+ * remove_entry()), each one a control-lane job there.
+ */
 static void retire(struct sim *s, struct dir_entry *e)
 {
 	/* The home's state of the key goes with it: a push out ends, waiting writes go on. */
 	e->nholders = 0;
 	if (e->push_out)
 		push_end(s, e);
+	e->copied[e->home / 64] |= 1ull << (e->home % 64);
+	for (unsigned i = 0; i < e->state.st.nreplicas; i++)
+		e->copied[e->state.st.replicas[i] / 64] |= 1ull << (e->state.st.replicas[i] % 64);
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
+		if (!(e->copied[id / 64] >> (id % 64) & 1))
+			continue;
 		uint32_t i = req_new(s, RQ_UNREPLICATE, e->key);
 
 		if (i == NO_REQ)
@@ -488,10 +496,10 @@ static void epoch(struct sim *s)
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		struct dir_entry *e = dir_find(s, r->hot[i].keyhash);
 
-		if (e)
+		if (e) {
 			e->want = (uint8_t)r->hot[i].replicas;
-		else
-			install(s, &r->hot[i]);
+			e->share = r->hot[i].share;
+		}
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct dir_entry *e = dir_find(s, r->retired[i]);
@@ -503,6 +511,10 @@ static void epoch(struct sim *s)
 	}
 	if (retired)
 		index_rebuild(s);
+	charge_sets(s);
+	for (uint32_t i = 0; i < r->nhot; i++)
+		if (!dir_find(s, r->hot[i].keyhash))
+			install(s, &r->hot[i]);
 	for (uint32_t e = 0; e < s->dir_cap; e++)
 		if (s->dir[e].used)
 			replicate(s, &s->dir[e], s->dir[e].state.st.completed);
@@ -1201,7 +1213,7 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 	s->version = calloc(p->keys, sizeof(*s->version));
 	s->node = calloc(p->nodes + 1, sizeof(*s->node));
 	s->nd = calloc(p->nodes + 1, sizeof(*s->nd));
-	s->stamp = calloc(p->nodes + 1, sizeof(*s->stamp));
+	s->cand = calloc(p->nodes, sizeof(*s->cand));
 	s->pick_scores = calloc(1, sizeof(*s->pick_scores));
 	s->one = calloc(1, sizeof(*s->one));
 	s->ntables = (p->nodes + DIG_TABLE_NODES - 1) / DIG_TABLE_NODES;
@@ -1213,7 +1225,8 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		s->index_mask <<= 1;
 	s->dir_index = calloc(s->index_mask, sizeof(*s->dir_index));
 	s->index_mask--;
-	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->stamp ||
+	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->cand ||
+	    place_init(&s->place, p->nodes) != 0 ||
 	    !s->pick_scores || !s->one || !s->dig || !s->dir || !s->dir_index)
 		return fail(err, errlen, "out of memory");
 	for (uint64_t k = 0; k < p->keys; k++) {
@@ -1357,7 +1370,8 @@ static void teardown(struct sim *s)
 	free(s->node);
 	free(s->nd);
 	free(s->targets);
-	free(s->stamp);
+	free(s->cand);
+	place_free(&s->place);
 	free(s->pick_scores);
 	free(s->one);
 	free(s->dig);

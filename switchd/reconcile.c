@@ -21,6 +21,7 @@
 #include "fmt.h"
 #include "keyhash.h"
 #include "payload.h"
+#include "place.h"
 #include "prom.h"
 #include "switchd.h"
 
@@ -77,6 +78,11 @@ struct rec_copies {
 struct reconcile {
 	struct rec_stats stats; /* control thread writes; commands read on the same thread */
 	struct rec_copies *copies; /* [cdt max_entries], by entry index */
+	/* By entry index: the key's share of the requests in the last epoch it was
+	 * hot (0: not known, a pin or a peer's key); what its replicas are charged. */
+	double *share;
+	struct place place;	 /* expected load of the sets on each node (place.h) */
+	struct place_cand *cand; /* [cfg nnodes]: pick_targets()' candidates */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
 	uint32_t npending;
@@ -103,7 +109,9 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 	}
 	sw->rec = r;
 	r->copies = calloc(sw->cdt->max_entries, sizeof(*r->copies));
-	if (!r->copies) {
+	r->share = calloc(sw->cdt->max_entries, sizeof(*r->share));
+	r->cand = calloc(sw->cfg->nnodes ? sw->cfg->nnodes : 1, sizeof(*r->cand));
+	if (!r->copies || !r->share || !r->cand || place_init(&r->place, WIRE_MAX_NODE) != 0) {
 		snprintf(err, errlen, "out of memory for the directory manager");
 		return -1;
 	}
@@ -119,6 +127,9 @@ void rec_fini(struct sw *sw)
 	if (sw->rec) {
 		free(sw->rec->moved);
 		free(sw->rec->copies);
+		free(sw->rec->share);
+		free(sw->rec->cand);
+		place_free(&sw->rec->place);
 	}
 	free(sw->rec);
 	sw->rec = NULL;
@@ -138,38 +149,35 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 /* ---- Replication. ---------------------------------------------------------------------- */
 
 /*
- * Pick up to want targets among alive nodes outside the set, least expected
- * delay first (sel_cost(), as reads are weighed). Returns how many.
+ * Pick up to want targets among alive nodes outside e's set st: the least
+ * expected load of the directory's sets first (place.h), then the least
+ * expected delay (sel_cost(), as reads are weighed), then the config's order.
+ * The chosen are charged e's share. Returns how many.
  */
-static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, uint16_t home,
-			     unsigned want, uint16_t *out)
+static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
+			     const struct cdt_state *st, unsigned want, uint16_t *out)
 {
-	unsigned n = 0;
+	struct reconcile *r = sw->rec;
 
-	while (n < want) {
-		uint16_t best = 0;
-		uint64_t best_cost = 0;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
 
-		for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
-			uint16_t id = sw->cfg->nodes[i].id;
-			bool taken = id == home || cdt_state_has(st, id);
-
-			for (unsigned j = 0; j < n && !taken; j++)
-				taken = out[j] == id;
-			if (taken || !scores_alive(&sw->scores, id))
-				continue;
-			uint64_t cost = sel_cost(&sw->scores, id);
-
-			if (!best || cost < best_cost) {
-				best = id;
-				best_cost = cost;
-			}
-		}
-		if (!best)
-			break;
-		out[n++] = best;
+		r->cand[i] = (struct place_cand){.id = id, .cost = sel_cost(&sw->scores, id)};
 	}
-	return n;
+	return place_pick(&r->place, r->cand, sw->cfg->nnodes, st, e->home, r->share[e->index],
+			  want, out);
+}
+
+/* An epoch starts: every set is charged again, at its key's latest share. */
+static void charge_sets(struct sw *sw)
+{
+	struct reconcile *r = sw->rec;
+	uint32_t it = 0;
+	struct cdt_entry *e;
+
+	place_clear(&r->place);
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		place_charge_set(&r->place, cdt_entry_state(e), r->share[e->index]);
 }
 
 static void copies_add(struct rec_copies *c, uint16_t node)
@@ -199,7 +207,7 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
 	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
 		return;
-	req.ntargets = (uint8_t)pick_targets(sw, st, e->home, want - st->nreplicas, req.targets);
+	req.ntargets = (uint8_t)pick_targets(sw, e, st, want - st->nreplicas, req.targets);
 	if (req.ntargets == 0)
 		return;
 	for (unsigned i = 0; i < req.ntargets; i++)
@@ -253,15 +261,17 @@ static int remove_entry(struct sw *sw, struct cdt_entry *e)
 	}
 	/* Routed to a peer: the copies are the owner's business. */
 	memset(copies, 0, sizeof(*copies));
+	sw->rec->share[copies - sw->rec->copies] = 0;
 	return 0;
 }
 
 /*
- * Install a key this switch owns with set {home}, want replicas, and send the
- * home REPLICATE(0). The entry, or NULL (directory full, keyhash collision).
+ * Install a key this switch owns with set {home}, want replicas, its share of
+ * the requests (0: not known), and send the home REPLICATE(0). The entry, or
+ * NULL (directory full, keyhash collision).
  */
 static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
-				 uint16_t key_len, uint8_t want)
+				 uint16_t key_len, uint8_t want, double share)
 {
 	struct reconcile *r = sw->rec;
 	uint16_t home = ring_home(sw_ring(sw), keyhash);
@@ -275,6 +285,7 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 		return NULL;
 	}
 	e->want_replicas = want;
+	r->share[e->index] = share;
 	r->stats.installs++;
 	if (want > 1 && r->npending < REC_PENDING)
 		r->pending[r->npending++] = (struct rec_pending){keyhash, clock_mono_us()};
@@ -363,7 +374,7 @@ uint32_t rec_rehome_install(struct sw *sw)
 
 	for (uint32_t i = 0; i < r->nmoved; i++) {
 		struct rec_moved *m = &r->moved[i];
-		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want);
+		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
 
 		if (e) {
 			e->pinned = m->pinned;
@@ -384,29 +395,40 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 
 	if (cluster_on(sw)) {
 		/* With peers the cluster hot set decides what is installed (decide.c). */
+		charge_sets(sw);
 		st->hot_set = r->nhot;
 		st->epochs++;
 		return;
 	}
+	/* The hot keys installed already take their new want and share; the cold go. */
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		const struct hot_key *k = &r->hot[i];
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
 
-		if (e) {
-			if (!cdt_entry_is(e, k->key, k->key_len))
-				st->collisions++;
-			else if (!e->pinned)
-				e->want_replicas = (uint8_t)k->replicas;
+		if (!e)
+			continue;
+		if (!cdt_entry_is(e, k->key, k->key_len)) {
+			st->collisions++;
 			continue;
 		}
-		if (install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas))
-			installs++;
+		sw->rec->share[e->index] = k->share;
+		if (!e->pinned)
+			e->want_replicas = (uint8_t)k->replicas;
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct cdt_entry *e = cdt_find(sw->cdt, r->retired[i]);
 
 		if (e && !e->pinned && remove_entry(sw, e) == 0)
 			retires++;
+	}
+	/* Then the new ones, hottest first, each placed by the load the sets put on nodes. */
+	charge_sets(sw);
+	for (uint32_t i = 0; i < r->nhot; i++) {
+		const struct hot_key *k = &r->hot[i];
+
+		if (!cdt_find(sw->cdt, k->keyhash) &&
+		    install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas, k->share))
+			installs++;
 	}
 	st->hot_set = r->nhot;
 	st->last_installs = installs;
@@ -541,8 +563,10 @@ static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
 
 	if (!e)
 		return;
-	if (!owned) /* a peer's key: none of its copies are this switch's to drop */
+	if (!owned) { /* a peer's key: none of its copies are this switch's to drop */
 		memset(&sw->rec->copies[e->index], 0, sizeof(sw->rec->copies[0]));
+		sw->rec->share[e->index] = 0;
+	}
 	if (owned ? remove_entry(sw, e) : cdt_remove(sw->cdt, keyhash)) /* nonzero: failed */
 		return;
 	if (owned)
@@ -626,7 +650,7 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 				e->want_replicas = (uint8_t)k->replicas;
 			continue;
 		}
-		e = install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas);
+		e = install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas, 0);
 		if (e)
 			c->st.owned_installs++;
 	}

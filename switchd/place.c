@@ -1,0 +1,91 @@
+/*
+ * place.c - new replicas by expected load, then expected delay (place.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place.h"
+
+int place_init(struct place *p, uint32_t max_node)
+{
+	p->nslots = max_node + 1;
+	p->load = calloc(p->nslots, sizeof(*p->load));
+	return p->load ? 0 : -ENOMEM;
+}
+
+void place_free(struct place *p)
+{
+	free(p->load);
+	p->load = NULL;
+	p->nslots = 0;
+}
+
+void place_clear(struct place *p)
+{
+	memset(p->load, 0, p->nslots * sizeof(*p->load));
+}
+
+/* share s spread over n nodes, in PLACE_ONE units; shares outside 0..1 are clamped. */
+static uint64_t part(double share, unsigned n)
+{
+	if (!(share > 0) || n == 0)
+		return 0;
+	if (share > 1)
+		share = 1;
+	return (uint64_t)(share * (double)PLACE_ONE) / n;
+}
+
+void place_charge_set(struct place *p, const struct cdt_state *st, double share)
+{
+	uint64_t each = part(share, st->nreplicas);
+
+	for (unsigned i = 0; i < st->nreplicas; i++)
+		if (st->replicas[i] < p->nslots)
+			p->load[st->replicas[i]] += each;
+}
+
+/* Whether a ranks before b: less load, then less cost (cand order breaks the rest). */
+static int before(uint64_t load_a, uint64_t cost_a, uint64_t load_b, uint64_t cost_b)
+{
+	return load_a < load_b || (load_a == load_b && cost_a < cost_b);
+}
+
+unsigned place_pick(struct place *p, const struct place_cand *cand, unsigned ncand,
+		    const struct cdt_state *st, uint16_t home, double share, unsigned want,
+		    uint16_t *out)
+{
+	uint64_t load[CDT_MAX_REPLICAS], cost[CDT_MAX_REPLICAS];
+	unsigned n = 0;
+
+	if (want > CDT_MAX_REPLICAS)
+		want = CDT_MAX_REPLICAS;
+	/* One pass keeping the best `want` in order (insertion: want is small next to ncand). */
+	for (unsigned i = 0; i < ncand && want; i++) {
+		uint16_t id = cand[i].id;
+		uint64_t c = cand[i].cost, l = id < p->nslots ? p->load[id] : 0;
+
+		if (c == 0 || id == 0 || id == home)
+			continue;
+		if (n == want && !before(l, c, load[n - 1], cost[n - 1]))
+			continue;
+		if (cdt_state_has(st, id))
+			continue;
+		unsigned j = n < want ? n++ : n - 1;
+
+		for (; j > 0 && before(l, c, load[j - 1], cost[j - 1]); j--) {
+			load[j] = load[j - 1];
+			cost[j] = cost[j - 1];
+			out[j] = out[j - 1];
+		}
+		load[j] = l;
+		cost[j] = c;
+		out[j] = id;
+	}
+	uint64_t each = part(share, st->nreplicas + n);
+
+	for (unsigned i = 0; i < n; i++)
+		if (out[i] < p->nslots)
+			p->load[out[i]] += each;
+	return n;
+}
