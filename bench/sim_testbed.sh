@@ -70,7 +70,9 @@ rows = [
     ("64 nodes: dir/ring", ratio("n64-dir-whole", "n64-ring-whole"), env("TESTBED_DIR_VS_RING64", 2.57)),
     ("64 nodes: dir / uniform", ratio("n64-dir-whole", "n64-uniform-whole"), env("TESTBED_DIR_VS_UNIFORM64", 0.73)),
     ("64 nodes: max/mean ring", get("n64-ring-whole", "max_over_mean"), env("TESTBED_RING_MAXMEAN64", 5.03)),
-    ("64 nodes: max/mean dir", get("n64-dir-whole", "max_over_mean"), env("TESTBED_DIR_MAXMEAN64", 1.25)),
+    # The testbed's directory max/mean spread from 1.25 to 1.79 over its five recorded runs
+    # at this sizing (docs/benchmarks.md, "64 nodes"): their mean, not one run.
+    ("64 nodes: max/mean dir", get("n64-dir-whole", "max_over_mean"), env("TESTBED_DIR_MAXMEAN64", 1.53)),
     ("64 nodes: max/mean uniform", get("n64-uniform-whole", "max_over_mean"), env("TESTBED_UNIFORM_MAXMEAN64", 1.23)),
     ("64 nodes, second half: ring ops/s", get("n64-ring-steady", "throughput_ops"), env("TESTBED_RING_OPS64_STEADY", 454)),
     ("64 nodes, second half: dir ops/s", get("n64-dir-steady", "throughput_ops"), env("TESTBED_DIR_OPS64_STEADY", 1573)),
