@@ -75,8 +75,13 @@ def what_it_takes(nodes, keys, s, top_k, target=1.10, factor=2.0):
     }
 
 
-def plot(rows, png):
+def plot(rows, png, mostly=None):
     data = "\n".join(" ".join(str(v) for v in row) for row in rows)
+    extra = ""
+    if mostly:
+        n, ops, ratio_ = mostly
+        extra = (f", \\\n     '-' using 1:2 with points pt 7 ps 1.5 lc rgb 'black' "
+                 f"title 'directory, zipf 0.99, {100 * ratio_:g}% reads'\n{n} {ops}\ne")
     script = f"""
 set terminal pngcairo size 1000,600 font ',10'
 set output '{png}'
@@ -95,8 +100,7 @@ plot $d using 1:2 with linespoints lw 2 title 'uniform keys', \\
      $d using 1:3 with linespoints lw 2 title 'ring, zipf 0.99', \\
      $d using 1:4 with linespoints lw 2 title 'directory, zipf 0.99', \\
      $d using 1:5 with linespoints lw 2 dt 2 title 'ring, zipf 1.2', \\
-     $d using 1:6 with linespoints lw 2 dt 2 title 'directory, zipf 1.2'
-"""
+     $d using 1:6 with linespoints lw 2 dt 2 title 'directory, zipf 1.2'""" + extra + "\n"
     try:
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
@@ -136,7 +140,9 @@ def main():
                      r12["throughput_ops"], d12["throughput_ops"]))
         last = (n, u, r99, d99)
     if rows:
-        plot(rows, os.path.join(run, "sim.png"))
+        m = load(run, f"n{rows[-1][0]}-mostly")
+        plot(rows, os.path.join(run, "sim.png"),
+             (rows[-1][0], m["throughput_ops"], m["read_ratio"]) if m else None)
 
     print()
     rebalance = {}
