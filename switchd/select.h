@@ -84,7 +84,8 @@ static inline uint16_t sel_pick_among(const struct scores *s, const uint16_t *ca
  * random place, wrapping, so every replica is weighed by the same share of
  * reads and a read costs what a read of a 16-replica key does. Least
  * expected delay among 16 random replicas balances as well as among all of
- * them (power of d choices, d = 16).
+ * them (power of d choices, d = 16). A window of 16 replicas that are all
+ * down gives SEL_NONE, and the read goes home, as for a small set.
  */
 #define SEL_WINDOW 16
 
