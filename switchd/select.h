@@ -93,7 +93,8 @@ static inline uint16_t sel_pick_window(const struct scores *s, const uint16_t *c
 				       uint64_t *rng)
 {
 	uint16_t win[SEL_WINDOW];
-	unsigned at = (unsigned)(sel_rand(rng) % n);
+	/* A random start in 0..n-1 by multiply and shift, not a division. */
+	unsigned at = (unsigned)(((sel_rand(rng) >> 32) * n) >> 32);
 
 	for (unsigned i = 0; i < SEL_WINDOW; i++, at = at + 1 == n ? 0 : at + 1)
 		win[i] = cand[at];
