@@ -388,13 +388,15 @@ static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned 
 			  out);
 }
 
-/* An epoch starts: every set is charged again at its key's latest share (charge_sets()). */
+/* Every round: every set is charged again at its key's latest share, its copies
+ * counted (reconcile.c's charge_sets()). */
 static void charge_sets(struct sim *s)
 {
 	place_clear(&s->place);
 	for (uint32_t e = 0; e < s->dir_cap; e++)
 		if (s->dir[e].used)
-			place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].share);
+			place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].home,
+					 s->dir[e].share);
 }
 
 /* REPLICATE e's version (0: the home's current) to as many nodes as its set is short of. */
@@ -1005,6 +1007,8 @@ static void round_(struct sim *s)
 		s->res->node_down_events += dig_table_tick(&s->dig[t], now_us);
 	for (uint32_t id = 1; id <= s->nnodes; id++)
 		publish(s, id);
+	if (s->hot)
+		charge_sets(s);
 	if (s->now < s->next_epoch)
 		return;
 	s->next_epoch = s->now + (uint64_t)s->p->dir.epoch_ms * NS_PER_MS;

@@ -11,19 +11,27 @@ int place_init(struct place *p, uint32_t max_node)
 {
 	p->nslots = max_node + 1;
 	p->load = calloc(p->nslots, sizeof(*p->load));
-	return p->load ? 0 : -ENOMEM;
+	p->copies = calloc(p->nslots, sizeof(*p->copies));
+	if (!p->load || !p->copies) {
+		place_free(p);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void place_free(struct place *p)
 {
 	free(p->load);
+	free(p->copies);
 	p->load = NULL;
+	p->copies = NULL;
 	p->nslots = 0;
 }
 
 void place_clear(struct place *p)
 {
 	memset(p->load, 0, p->nslots * sizeof(*p->load));
+	memset(p->copies, 0, p->nslots * sizeof(*p->copies));
 }
 
 /* share s spread over n nodes, in PLACE_ONE units; shares outside 0..1 are clamped. */
@@ -36,13 +44,29 @@ static uint64_t part(double share, unsigned n)
 	return (uint64_t)(share * (double)PLACE_ONE) / n;
 }
 
-void place_charge_set(struct place *p, const struct cdt_state *st, double share)
+void place_charge_set(struct place *p, const struct cdt_state *st, uint16_t home, double share)
 {
 	uint64_t each = part(share, st->nreplicas);
 
-	for (unsigned i = 0; i < st->nreplicas; i++)
-		if (st->replicas[i] < p->nslots)
-			p->load[st->replicas[i]] += each;
+	for (unsigned i = 0; i < st->nreplicas; i++) {
+		uint16_t id = st->replicas[i];
+
+		if (id >= p->nslots)
+			continue;
+		p->load[id] += each;
+		p->copies[id] += id != home;
+	}
+}
+
+/*
+ * The delay a node is weighed by: cost times one plus its copies (capped so
+ * that the product stays below 2^64: sel_cost() is below 2^51).
+ */
+static uint64_t weighed(const struct place *p, uint16_t id, uint64_t cost)
+{
+	uint32_t copies = id < p->nslots ? p->copies[id] : 0;
+
+	return cost * (1 + (copies < 4095 ? copies : 4095));
 }
 
 /* Whether a ranks before b: less load, then less cost (cand order breaks the rest). */
@@ -63,10 +87,11 @@ unsigned place_pick(struct place *p, const struct place_cand *cand, unsigned nca
 	/* One pass keeping the best `want` in order (insertion: want is small next to ncand). */
 	for (unsigned i = 0; i < ncand && want; i++) {
 		uint16_t id = cand[i].id;
-		uint64_t c = cand[i].cost, l = id < p->nslots ? p->load[id] : 0;
+		uint64_t c, l = id < p->nslots ? p->load[id] : 0;
 
-		if (c == 0 || id == 0 || id == home)
+		if (cand[i].cost == 0 || id == 0 || id == home)
 			continue;
+		c = weighed(p, id, cand[i].cost);
 		if (n == want && !before(l, c, load[n - 1], cost[n - 1]))
 			continue;
 		if (cdt_state_has(st, id))
@@ -84,8 +109,11 @@ unsigned place_pick(struct place *p, const struct place_cand *cand, unsigned nca
 	}
 	uint64_t each = part(share, st->nreplicas + n);
 
-	for (unsigned i = 0; i < n; i++)
-		if (out[i] < p->nslots)
-			p->load[out[i]] += each;
+	for (unsigned i = 0; i < n; i++) {
+		if (out[i] >= p->nslots)
+			continue;
+		p->load[out[i]] += each;
+		p->copies[out[i]]++;
+	}
 	return n;
 }

@@ -3,16 +3,20 @@
  *
  * A replica of a key that carries share s of the requests, in a set of R,
  * takes about s/R of all requests. The control thread keeps, per node, the
- * load the directory's sets are expected to put on it, rebuilt every epoch
- * from the sets and the epoch's shares (place_clear(), place_charge_set())
- * and charged as targets are chosen (place_pick()). New replicas go to the
- * nodes with the least expected load, and among equals to the least expected
- * delay (sel_cost(): the in-flight count, as reads are weighed).
+ * load the directory's sets are expected to put on it, rebuilt every control
+ * round from the sets and the latest shares (place_clear(),
+ * place_charge_set()) and charged as targets are chosen (place_pick()); and
+ * the copies each node holds (members that are not the key's home). New
+ * replicas go to the nodes with the least expected load, and among equals
+ * (keys of unknown share: pins, a peer's) to the least expected delay
+ * (sel_cost(): the in-flight count, as reads are weighed) times one plus the
+ * copies the node holds: the delay is of the moment, the copies say where
+ * reads of hot keys will keep going.
  *
  * Why not the delay alone: every key installed in one epoch then lands on the
  * same nodes (the in-flight counts do not move between two choices of one
  * round), and a set without writes never moves again. At 1024 nodes that left
- * one node in eight saturated by the hot keys' replicas while the rest idled
+ * 119 of the nodes saturated by the hot keys' replicas while the rest idled
  * (docs/benchmarks.md, "Simulator").
  *
  * Pure: no DPDK, no daemon state; the switch (reconcile.c) and sim/ use it.
@@ -29,8 +33,9 @@
 #define PLACE_ONE (1ull << 32)
 
 struct place {
-	uint32_t nslots; /* node ids 0..nslots-1 */
-	uint64_t *load;	 /* [nslots] expected share of all requests, in PLACE_ONE units */
+	uint32_t nslots;  /* node ids 0..nslots-1 */
+	uint64_t *load;	  /* [nslots] expected share of all requests, in PLACE_ONE units */
+	uint32_t *copies; /* [nslots] copies held for the directory's keys, homes not counted */
 };
 
 /* A node a new replica may go to: its id and sel_cost() (0: down, never chosen). */
@@ -43,17 +48,19 @@ struct place_cand {
 int place_init(struct place *p, uint32_t max_node);
 void place_free(struct place *p);
 
-/* Forget every charge (an epoch starts: the sets are charged again). */
+/* Forget every charge and copy (a round starts: the sets are charged again). */
 void place_clear(struct place *p);
 
-/* The members of set st serve a key of share s (0..1): s / nreplicas to each. */
-void place_charge_set(struct place *p, const struct cdt_state *st, double share);
+/* The members of set st serve a key of share s (0..1): s / nreplicas to each;
+ * each member but home holds one more copy. */
+void place_charge_set(struct place *p, const struct cdt_state *st, uint16_t home, double share);
 
 /*
  * Up to want nodes of cand[0..ncand) for a key of share s whose set is st
  * (home: the key's home, never chosen, nor a member of st): alive, least
- * expected load first, then least cost, then the order of cand. Each chosen
- * node is charged s / total, total being the set's size once they join.
+ * expected load first, then least cost times one plus the node's copies, then
+ * the order of cand. Each chosen node is charged s / total, total being the
+ * set's size once they join, and one copy.
  * Returns how many, in out.
  */
 unsigned place_pick(struct place *p, const struct place_cand *cand, unsigned ncand,

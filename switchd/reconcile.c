@@ -151,8 +151,9 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 /*
  * Pick up to want targets among alive nodes outside e's set st: the least
  * expected load of the directory's sets first (place.h), then the least
- * expected delay (sel_cost(), as reads are weighed), then the config's order.
- * The chosen are charged e's share. Returns how many.
+ * expected delay (sel_cost(), as reads are weighed) times one plus the copies
+ * the node holds, then the config's order. The chosen are charged e's share
+ * and a copy, so the keys filled in one round spread. Returns how many.
  */
 static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
 			     const struct cdt_state *st, unsigned want, uint16_t *out)
@@ -168,7 +169,11 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
 			  want, out);
 }
 
-/* An epoch starts: every set is charged again, at its key's latest share. */
+/*
+ * Every round (and after an epoch's retires): the sets of the entries this
+ * switch owns are charged again, at their keys' latest shares, and their
+ * copies counted (place.h).
+ */
 static void charge_sets(struct sw *sw)
 {
 	struct reconcile *r = sw->rec;
@@ -176,8 +181,12 @@ static void charge_sets(struct sw *sw)
 	struct cdt_entry *e;
 
 	place_clear(&r->place);
-	while ((e = cdt_next(sw->cdt, &it)) != NULL)
-		place_charge_set(&r->place, cdt_entry_state(e), r->share[e->index]);
+	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
+		const struct cdt_state *st = cdt_entry_state(e);
+
+		if (st && e->owner == 0)
+			place_charge_set(&r->place, st, e->home, r->share[e->index]);
+	}
 }
 
 static void copies_add(struct rec_copies *c, uint16_t node)
@@ -395,7 +404,6 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 
 	if (cluster_on(sw)) {
 		/* With peers the cluster hot set decides what is installed (decide.c). */
-		charge_sets(sw);
 		st->hot_set = r->nhot;
 		st->epochs++;
 		return;
@@ -784,6 +792,7 @@ void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 {
 	struct reconcile *r = sw->rec;
 
+	charge_sets(sw);
 	if (cluster_on(sw))
 		follow_cluster(sw, now_us, want);
 	/* A write shrank a set to {home}: copy the new version out right away. */

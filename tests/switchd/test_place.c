@@ -79,8 +79,10 @@ START_TEST(expected_load_before_cost)
 	hot.st.replicas[0] = 10;
 	hot.st.replicas[1] = 11;
 	hot.st.replicas[2] = 12;
-	place_charge_set(&p, &hot.st, 0.3); /* 0.1 of all requests each */
+	place_charge_set(&p, &hot.st, 10, 0.3); /* 0.1 of all requests each; 10 is the home */
 	ck_assert_uint_eq(p.load[10], (uint64_t)(0.3 * PLACE_ONE) / 3);
+	ck_assert_uint_eq(p.copies[10], 0);
+	ck_assert_uint_eq(p.copies[11], 1);
 	for (unsigned i = 0; i < NODES; i++)
 		cand[i].cost = i + 9 >= 12 ? 1000 : 10; /* nodes 10..12 the least delayed... */
 	cand[9].cost = cand[10].cost = cand[11].cost = 1;
@@ -92,6 +94,30 @@ START_TEST(expected_load_before_cost)
 	ck_assert_uint_eq(p.load[2], (uint64_t)(0.01 * PLACE_ONE) / 3);
 	place_clear(&p);
 	ck_assert_uint_eq(p.load[10], 0);
+}
+END_TEST
+
+/*
+ * Keys of unknown share (pins, a peer's) charge no load: among equal loads the
+ * copies a node holds weigh its delay, so two such keys filled one after the
+ * other go to different nodes, and a node with copies loses to one without
+ * unless it is that much less busy.
+ */
+START_TEST(copies_spread_keys_of_unknown_share)
+{
+	uint16_t a, b;
+
+	ck_assert_uint_eq(place_pick(&p, cand, NODES, &room.st, 1, 0, 1, &a), 1);
+	ck_assert_uint_eq(place_pick(&p, cand, NODES, &room.st, 1, 0, 1, &b), 1);
+	ck_assert_uint_ne(a, b);
+	ck_assert_uint_eq(p.copies[a], 1);
+	place_clear(&p);
+	ck_assert_uint_eq(p.copies[a], 0);
+	/* n2 holds 3 copies: at cost 100 it weighs 400, more than n3 at 300. */
+	p.copies[2] = 3;
+	cand[2].cost = 300;
+	ck_assert_uint_eq(place_pick(&p, cand, 3, &room.st, 1, 0, 1, &a), 1);
+	ck_assert_uint_eq(a, 3);
 }
 END_TEST
 
@@ -120,6 +146,7 @@ int main(void)
 	tcase_add_test(tc, equal_load_goes_by_cost);
 	tcase_add_test(tc, one_round_of_installs_spreads);
 	tcase_add_test(tc, expected_load_before_cost);
+	tcase_add_test(tc, copies_spread_keys_of_unknown_share);
 	tcase_add_test(tc, large_sets_picked_whole);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
