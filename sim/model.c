@@ -389,14 +389,19 @@ static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned 
 }
 
 /* Every round: every set is charged again at its key's latest share, its copies
- * counted (reconcile.c's charge_sets()). */
+ * counted, the rest by the ring's arcs (reconcile.c's charge_sets()). */
 static void charge_sets(struct sim *s)
 {
+	double hot = 0;
+
 	place_clear(&s->place);
-	for (uint32_t e = 0; e < s->dir_cap; e++)
-		if (s->dir[e].used)
-			place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].home,
-					 s->dir[e].share);
+	for (uint32_t e = 0; e < s->dir_cap; e++) {
+		if (!s->dir[e].used)
+			continue;
+		place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].home, s->dir[e].share);
+		hot += s->dir[e].share;
+	}
+	place_charge_ring(&s->place, &s->ring, 1 - hot);
 }
 
 /* REPLICATE e's version (0: the home's current) to as many nodes as its set is short of. */

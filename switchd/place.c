@@ -12,7 +12,9 @@ int place_init(struct place *p, uint32_t max_node)
 	p->nslots = max_node + 1;
 	p->load = calloc(p->nslots, sizeof(*p->load));
 	p->copies = calloc(p->nslots, sizeof(*p->copies));
-	if (!p->load || !p->copies) {
+	p->arc = calloc(p->nslots, sizeof(*p->arc));
+	p->arc_ring = NULL;
+	if (!p->load || !p->copies || !p->arc) {
 		place_free(p);
 		return -ENOMEM;
 	}
@@ -23,8 +25,10 @@ void place_free(struct place *p)
 {
 	free(p->load);
 	free(p->copies);
+	free(p->arc);
 	p->load = NULL;
 	p->copies = NULL;
+	p->arc = NULL;
 	p->nslots = 0;
 }
 
@@ -42,6 +46,34 @@ static uint64_t part(double share, unsigned n)
 	if (share > 1)
 		share = 1;
 	return (uint64_t)(share * (double)PLACE_ONE) / n;
+}
+
+/* Each node's share of the 2^32 ring points: a point belongs to the first ring point at or after it. */
+static void measure_arcs(struct place *p, const struct ring *r)
+{
+	memset(p->arc, 0, p->nslots * sizeof(*p->arc));
+	for (uint32_t i = 0; i < r->npoints; i++) {
+		uint32_t from = i ? r->points[i - 1].value : r->points[r->npoints - 1].value;
+		uint16_t id = r->points[i].node_id;
+
+		/* Unsigned wrap: the first point's arc starts at the last one. */
+		if (id < p->nslots)
+			p->arc[id] += r->npoints == 1 ? PLACE_ONE : (uint32_t)(r->points[i].value - from);
+	}
+	p->arc_ring = r;
+	p->arc_version = r->version;
+}
+
+void place_charge_ring(struct place *p, const struct ring *r, double share)
+{
+	if (!r || r->npoints == 0 || !(share > 0))
+		return;
+	if (p->arc_ring != r || p->arc_version != r->version)
+		measure_arcs(p, r);
+	if (share > 1)
+		share = 1;
+	for (uint32_t id = 0; id < p->nslots; id++)
+		p->load[id] += (uint64_t)((double)p->arc[id] * share);
 }
 
 void place_charge_set(struct place *p, const struct cdt_state *st, uint16_t home, double share)

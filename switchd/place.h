@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "cdt_state.h"
+#include "ring.h"
 
 /* Expected load in fixed point: PLACE_ONE is all of the requests. */
 #define PLACE_ONE (1ull << 32)
@@ -36,6 +37,9 @@ struct place {
 	uint32_t nslots;  /* node ids 0..nslots-1 */
 	uint64_t *load;	  /* [nslots] expected share of all requests, in PLACE_ONE units */
 	uint32_t *copies; /* [nslots] copies held for the directory's keys, homes not counted */
+	uint64_t *arc;	  /* [nslots] the node's share of the ring's points, in PLACE_ONE units */
+	const struct ring *arc_ring; /* the ring arc[] was measured on, and its version */
+	uint64_t arc_version;
 };
 
 /* A node a new replica may go to: its id and sel_cost() (0: down, never chosen). */
@@ -50,6 +54,14 @@ void place_free(struct place *p);
 
 /* Forget every charge and copy (a round starts: the sets are charged again). */
 void place_clear(struct place *p);
+
+/*
+ * The keys outside the directory, share s (0..1) of the requests, follow the
+ * ring: each node is charged s times its arcs' share of the ring (the uniform
+ * ring's own unevenness: max/mean 1.24 at 1024 nodes). Arcs are measured
+ * again only when the ring changes.
+ */
+void place_charge_ring(struct place *p, const struct ring *r, double share);
 
 /* The members of set st serve a key of share s (0..1): s / nreplicas to each;
  * each member but home holds one more copy. */

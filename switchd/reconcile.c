@@ -172,7 +172,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
 /*
  * Every round (and after an epoch's retires): the sets of the entries this
  * switch owns are charged again, at their keys' latest shares, and their
- * copies counted (place.h).
+ * copies counted, and the rest of the load by the ring's arcs (place.h).
  */
 static void charge_sets(struct sw *sw)
 {
@@ -180,13 +180,19 @@ static void charge_sets(struct sw *sw)
 	uint32_t it = 0;
 	struct cdt_entry *e;
 
+	double hot = 0;
+
 	place_clear(&r->place);
 	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
 		const struct cdt_state *st = cdt_entry_state(e);
 
-		if (st && e->owner == 0)
+		if (st && e->owner == 0) {
 			place_charge_set(&r->place, st, e->home, r->share[e->index]);
+			hot += r->share[e->index];
+		}
 	}
+	/* The rest of the requests go to the keys' homes on the ring. */
+	place_charge_ring(&r->place, sw_ring(sw), 1 - hot);
 }
 
 static void copies_add(struct rec_copies *c, uint16_t node)
