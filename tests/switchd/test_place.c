@@ -121,6 +121,38 @@ START_TEST(copies_spread_keys_of_unknown_share)
 }
 END_TEST
 
+/*
+ * The keys outside the directory charge each node by its arcs: on a ring of
+ * two nodes where n1's points cover three quarters of the space, half the
+ * load charged by the ring puts 3/8 on n1 and 1/8 on n2, and the next replica
+ * goes to n2. A new ring version is measured again.
+ */
+START_TEST(ring_arcs_charge_the_cold_load)
+{
+	/* A point belongs to the first ring point at or after it, wrapping. */
+	struct ring_point pts[2] = {{.value = 1u << 30, .node_id = 1}, /* (2^31, 2^32) + [0, 2^30] */
+				    {.value = 2u << 31, .node_id = 2}};
+	struct ring r = {.version = 1, .npoints = 2, .points = pts};
+	uint16_t out;
+
+	pts[1].value = 1u << 31; /* n2: (2^30, 2^31], a quarter */
+	place_charge_ring(&p, &r, 0.5);
+	ck_assert_uint_eq(p.load[1], 3 * PLACE_ONE / 8);
+	ck_assert_uint_eq(p.load[2], PLACE_ONE / 8);
+	room.st.replicas[0] = 3; /* a key homed elsewhere */
+	ck_assert_uint_eq(place_pick(&p, cand, 2, &room.st, 3, 0.01, 1, &out), 1);
+	ck_assert_uint_eq(out, 2);
+	/* The ring changes (n2 takes three quarters): measured again. */
+	pts[0].node_id = 2;
+	pts[1].node_id = 1;
+	r.version = 2;
+	place_clear(&p);
+	place_charge_ring(&p, &r, 1);
+	ck_assert_uint_eq(p.load[1], PLACE_ONE / 4);
+	ck_assert_uint_eq(p.load[2], 3 * PLACE_ONE / 4);
+}
+END_TEST
+
 /* Sets past 16: a key may ask for more replicas than the small size holds. */
 START_TEST(large_sets_picked_whole)
 {
@@ -147,6 +179,7 @@ int main(void)
 	tcase_add_test(tc, one_round_of_installs_spreads);
 	tcase_add_test(tc, expected_load_before_cost);
 	tcase_add_test(tc, copies_spread_keys_of_unknown_share);
+	tcase_add_test(tc, ring_arcs_charge_the_cold_load);
 	tcase_add_test(tc, large_sets_picked_whole);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
