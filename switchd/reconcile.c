@@ -155,6 +155,16 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
  * the node holds, then the config's order. The chosen are charged e's share
  * and a copy, so the keys filled in one round spread. Returns how many.
  */
+/* e's share of the requests: measured, or else what its want of replicas implies. */
+static double share_of(const struct sw *sw, const struct cdt_entry *e)
+{
+	double s = sw->rec->share[e->index];
+
+	return s > 0 ? s
+		     : hot_share_for_replicas(e->want_replicas, sw->cfg->nnodes,
+					      sw->cfg->directory.replica_factor);
+}
+
 static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
 			     const struct cdt_state *st, unsigned want, uint16_t *out)
 {
@@ -165,8 +175,8 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
 
 		r->cand[i] = (struct place_cand){.id = id, .cost = sel_cost(&sw->scores, id)};
 	}
-	return place_pick(&r->place, r->cand, sw->cfg->nnodes, st, e->home, r->share[e->index],
-			  want, out);
+	return place_pick(&r->place, r->cand, sw->cfg->nnodes, st, e->home, share_of(sw, e), want,
+			  out);
 }
 
 /*
@@ -187,8 +197,10 @@ static void charge_sets(struct sw *sw)
 		const struct cdt_state *st = cdt_entry_state(e);
 
 		if (st && e->owner == 0) {
-			place_charge_set(&r->place, st, e->home, r->share[e->index]);
-			hot += r->share[e->index];
+			double share = share_of(sw, e);
+
+			place_charge_set(&r->place, st, e->home, share);
+			hot += share;
 		}
 	}
 	/* The rest of the requests go to the keys' homes on the ring. */
