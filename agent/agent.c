@@ -1119,6 +1119,14 @@ int skl_poll(struct skl_agent *a, int timeout_ms)
 	uint64_t before = a->st.completed;
 	int rc;
 
+	/*
+	 * Take in what has arrived before any timer fires: a poll loop held up
+	 * longer than a timeout (a busy callback, a descheduled process) must
+	 * not blame the switch or a node for replies already waiting here.
+	 */
+	rc = receive(a);
+	if (rc < 0)
+		return rc;
 	a->now = clock_mono_ns();
 	run_deferred(a);
 	tw_advance(&a->tw, a->now, on_timeout, a);

@@ -70,7 +70,7 @@ struct bench {
 	const char *key_prefix;	    /* keys are "<prefix><n>" */
 	const char *metrics_listen; /* --metrics A.B.C.D:PORT, or NULL */
 	struct httpd *http;	    /* the agent's counters as /metrics, run from the load loop */
-	double rate, duration_s;
+	double rate, duration_s, warmup_s;
 	uint32_t concurrency, value_size, timeout_ms;
 	bool preload;
 	uint64_t seed;
@@ -89,12 +89,14 @@ struct bench {
 	uint32_t nctx, free_ctx;
 	uint32_t max_inflight;
 
+	/* The measured window is [t0, end_ns): after the warm-up, before the drain. */
 	uint64_t t0, end_ns;
 	struct timespec started; /* wall clock at t0, for lining runs up with logs */
 	bool measuring;
-	/* completed: every answered operation; succeeded: OK or NOT_FOUND, the
-	 * only ones throughput counts (a failing closed loop is not faster). */
-	uint64_t issued, completed, succeeded, not_issued, submit_errors;
+	/* completed: every answered operation; succeeded: OK or NOT_FOUND answered
+	 * inside the window, the only ones throughput counts (a failing closed
+	 * loop is not faster, and the drain after the window is not load). */
+	uint64_t issued, completed, succeeded, drained, not_issued, submit_errors;
 	uint64_t status[SKL_STATUS_COUNT];
 	uint64_t stale;
 	uint64_t per_node[NODE_IDS];
@@ -128,6 +130,8 @@ static void bench_usage(FILE *out)
 	    "  --rate OPS               open loop: Poisson arrivals at OPS per second\n"
 	    "  --concurrency N          closed loop: N operations in flight (default 16)\n"
 	    "  --duration S             seconds of measured load (default 10)\n"
+	    "  --warmup S               seconds of the same load before it, not measured\n"
+	    "                           (default 0)\n"
 	    "  --preload                PUT every key first (not measured)\n"
 	    "  --dynamic hot-in:T|random:T  move the hot set every T seconds\n"
 	    "  --hot-keys K             keys moved per change (default 128)\n"
@@ -236,12 +240,17 @@ static void record(struct bench *b, const struct op_ctx *c, const struct skl_res
 	uint64_t lat = res->complete_ns > c->start_ns ? res->complete_ns - c->start_ns : 0;
 	uint32_t sec = (uint32_t)((res->complete_ns - b->t0) / 1000000000ull);
 	bool error = res->status != SKL_OK && res->status != SKL_NOT_FOUND;
+	bool late = res->complete_ns >= b->end_ns; /* answered in the drain */
 
 	b->completed++;
-	b->succeeded += !error;
 	b->status[res->status]++;
 	if (res->flags & SKL_R_STALE)
 		b->stale++;
+	if (!error && late) {
+		b->drained++;
+		return;
+	}
+	b->succeeded += !error;
 	if (res->node && !error)
 		b->per_node[res->node]++;
 	hist_record(&b->all, lat);
@@ -404,19 +413,29 @@ static void run_load(struct bench *b)
 	double next_arrival;
 	uint64_t next_shift;
 
-	clock_gettime(CLOCK_REALTIME, &b->started);
-	b->t0 = clock_mono_ns();
-	b->end_ns = b->t0 + (uint64_t)(b->duration_s * 1e9);
-	next_arrival = (double)b->t0;
-	next_shift = b->wl.dynamic != WL_STATIC ? b->t0 + (uint64_t)(b->wl.dynamic_period_s * 1e9)
+	uint64_t start = clock_mono_ns();
+	uint64_t warm_end = start + (uint64_t)(b->warmup_s * 1e9);
+
+	/* Until the warm-up ends, the window lies ahead (end_ns also marks it). */
+	b->t0 = warm_end;
+	b->end_ns = warm_end + (uint64_t)(b->duration_s * 1e9);
+	next_arrival = (double)start;
+	next_shift = b->wl.dynamic != WL_STATIC ? start + (uint64_t)(b->wl.dynamic_period_s * 1e9)
 						: UINT64_MAX;
-	b->measuring = true;
+	b->measuring = b->warmup_s <= 0;
+	if (b->measuring)
+		clock_gettime(CLOCK_REALTIME, &b->started);
 	for (;;) {
 		uint64_t now = clock_mono_ns();
 		int wait_ms = 10;
 
 		if (now >= b->end_ns || interrupted)
 			break;
+		if (!b->measuring && now >= warm_end) {
+			/* What is in flight now is the steady state's: it is measured. */
+			clock_gettime(CLOCK_REALTIME, &b->started);
+			b->measuring = true;
+		}
 		if (now >= next_shift) {
 			wl_shift(&b->wl, &b->rng);
 			next_shift += (uint64_t)(b->wl.dynamic_period_s * 1e9);
@@ -567,6 +586,8 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 	json_object_set_new(root, "concurrency", json_integer(b->rate > 0 ? 0 : b->concurrency));
 	json_object_set_new(root, "zipf_s", json_real(b->wl.zipf_s));
 	json_object_set_new(root, "not_issued", json_integer((json_int_t)b->not_issued));
+	json_object_set_new(root, "warmup_s", json_real(b->warmup_s));
+	json_object_set_new(root, "drained", json_integer((json_int_t)b->drained));
 	json_object_set_new(root, "preload_s", json_real(b->preload_ns / 1e9));
 	json_object_set_new(root, "preload_errors", json_integer((json_int_t)b->preload_errors));
 	json_object_set_new(
@@ -594,9 +615,14 @@ static void print_text(struct bench *b, json_t *sum)
 	       json_real_value(json_object_get(lat, "p999")),
 	       json_real_value(json_object_get(lat, "max")),
 	       json_real_value(json_object_get(lat, "mean")));
-	printf("errors: %llu of %llu answered (%.3f%%)\nstatus:",
-	       (unsigned long long)(b->completed - b->succeeded), (unsigned long long)b->completed,
+	printf("errors: %llu of %llu answered (%.3f%%)",
+	       (unsigned long long)(b->completed - b->succeeded - b->drained),
+	       (unsigned long long)b->completed,
 	       100 * json_real_value(json_object_get(sum, "error_rate")));
+	if (b->drained)
+		printf("; %llu answered after the window, not counted",
+		       (unsigned long long)b->drained);
+	printf("\nstatus:");
 	for (int s = 0; s < SKL_STATUS_COUNT; s++)
 		if (b->status[s])
 			printf(" %s %llu", skl_status_name(s), (unsigned long long)b->status[s]);
@@ -625,6 +651,7 @@ enum {
 	B_RATE,
 	B_CONCURRENCY,
 	B_DURATION,
+	B_WARMUP,
 	B_PRELOAD,
 	B_DYNAMIC,
 	B_HOT_KEYS,
@@ -656,6 +683,7 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	    {"rate", required_argument, NULL, B_RATE},
 	    {"concurrency", required_argument, NULL, B_CONCURRENCY},
 	    {"duration", required_argument, NULL, B_DURATION},
+	    {"warmup", required_argument, NULL, B_WARMUP},
 	    {"preload", no_argument, NULL, B_PRELOAD},
 	    {"dynamic", required_argument, NULL, B_DYNAMIC},
 	    {"hot-keys", required_argument, NULL, B_HOT_KEYS},
@@ -716,6 +744,11 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 			if (end == optarg || *end || !(b->duration_s > 0 && b->duration_s <= 86400))
 				return bad("--duration", "seconds, above 0 and at most 86400",
 					   optarg);
+			break;
+		case B_WARMUP:
+			b->warmup_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(b->warmup_s >= 0 && b->warmup_s <= 3600))
+				return bad("--warmup", "seconds, 0 to 3600", optarg);
 			break;
 		case B_PRELOAD:
 			b->preload = true;
@@ -919,7 +952,8 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		run_preload(b);
 	run_load(b);
 	now = clock_mono_ns();
-	elapsed = (double)((now < b->end_ns ? now : b->end_ns) - b->t0) / 1e9;
+	now = now < b->end_ns ? now : b->end_ns;
+	elapsed = now > b->t0 ? (double)(now - b->t0) / 1e9 : 0; /* 0: stopped in the warm-up */
 	sum = summary_json(b, elapsed);
 	if (b->json_stdout) {
 		json_dumpf(sum, stdout, JSON_INDENT(2));

@@ -9,7 +9,10 @@
 # nodes get 40% of it as emulated capacity, then uniform keys, ring only and
 # the directory at zipf 0.99 over 1M keys (not preloaded: with emulated
 # capacity a request costs the same whether its key exists or not), CONCURRENCY
-# (384) in flight, DURATION (20 s) each. Prints the demo's table, then the
+# (384) in flight, DURATION (20 s) each, measured after WARMUP (10 s) of the
+# same load: a ring-only run needs about CONCURRENCY / one node's capacity
+# (384 / 44 ops/s, some 9 s) to pile its requests up at the hottest node, and
+# runs faster than its steady state until then. Prints the demo's table, then the
 # directory's own figures during the directory run (installs and retires per
 # second, replication lag, the replica sets of the hottest keys) and the
 # nodes' total RSS, and as its last line:
@@ -21,7 +24,7 @@ run=${SKL_RUN_DIR:-$repo/run/scale64}
 export SKL_RUN_DIR=$run SKL_UP_TIMEOUT=${SKL_UP_TIMEOUT:-120}
 SKL_DEMO_CONFIG=$repo/conf/scale64.json SKL_DEMO_KEYS=1000000 SKL_DEMO_PRELOAD=0 \
 	SKL_DEMO_WORKERS=2 SKL_DEMO_ZIPFS=0.99 SKL_DEMO_CONCURRENCY=${CONCURRENCY:-384} \
-	SKL_DEMO_DURATION=${DURATION:-20} "$repo/scripts/demo.sh"
+	SKL_DEMO_DURATION=${DURATION:-20} SKL_DEMO_WARMUP=${WARMUP:-10} "$repo/scripts/demo.sh"
 rc=$?
 [ -f "$run/results/dir-0.99.json" ] || { echo "scale: the runs did not complete (exit $rc)"; exit "${rc/#0/1}"; }
 python3 - "$run/results" <<'PY'

@@ -43,12 +43,26 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
  */
 static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t current)
 {
-	static __thread uint8_t scratch[THROUGH_MAX_VALUE];
-	struct store_record before;
+	uint64_t before;
 
-	return through_while_pushing(n->through, keyhash, &before, scratch, sizeof(scratch))
-		   ? before.version
-		   : current;
+	return through_pushing_over(n->through, keyhash, &before) ? before : current;
+}
+
+/*
+ * Keep the key's record in cf as its previous version, before a write-through
+ * replaces it; false when it cannot be kept. At the home a key not stored yet
+ * is kept as "not found" at version 0; a replica without a copy keeps nothing.
+ */
+static bool keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *m)
+{
+	static __thread uint8_t val[THROUGH_MAX_VALUE];
+	struct store_record cur = {.kind = STORE_TOMBSTONE};
+	int rc = store_get(n->store, cf, m->key, m->key_len, &cur, val, sizeof(val));
+
+	if (rc < 0 || cur.value_len > sizeof(val) ||
+	    (cf == STORE_REPLICA && (rc == 0 || cur.kind == STORE_DROPPED)))
+		return false;
+	return through_keep_previous(n->through, m->keyhash, &cur);
 }
 
 void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
@@ -154,22 +168,22 @@ static int through_wait_ms(const struct node *n)
 	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
 }
 
+bool repl_through_turn(struct node *n, uint64_t keyhash)
+{
+	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n));
+}
+
+void repl_through_turn_end(struct node *n, uint64_t keyhash)
+{
+	through_turn_give(n->through, keyhash);
+}
+
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
 {
-	static __thread uint8_t val[THROUGH_MAX_VALUE];
-	struct store_record cur = {.kind = STORE_TOMBSTONE}; /* none yet: "not found", version 0 */
-	int rc;
-
-	if (!through_holders(n->through, m->keyhash, holders) ||
-	    !through_push_begin(n->through, m->keyhash, (unsigned)through_wait_ms(n)))
-		return false;
 	/* The version readers see until the switch has seen this write's reply. */
-	rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, val, sizeof(val));
-	if (rc < 0 || cur.value_len > sizeof(val) ||
-	    !through_keep_previous(n->through, m->keyhash, &cur)) {
-		through_push_end(n->through, m->keyhash);
+	if (!through_holders(n->through, m->keyhash, holders) || !keep_stored(n, STORE_OWNED, m))
 		return false;
-	}
+	through_push_begin(n->through, m->keyhash);
 	return true;
 }
 
@@ -313,13 +327,11 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	rep->val_len = 2 * nlist;
 }
 
-void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
-		      const uint8_t *holders, struct wire_msg *rep)
+void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
+		       const uint8_t *holders, struct wire_msg *rep)
 {
 	if (rep->status == WIRE_ST_OK && rep->version)
 		push_and_list(n, m, owner, holders, rep);
-	/* Readers see the new version from here: its reply goes to the switch next. */
-	through_push_end(n->through, m->keyhash);
 }
 
 /* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */
@@ -419,17 +431,6 @@ static void send_ack(struct node *n, const struct wire_msg *m, uint16_t owner, u
 	}
 }
 
-/* The copy this replica holds now, kept as the previous version before a write-through replaces it. */
-static void keep_previous_copy(struct node *n, const struct wire_msg *m)
-{
-	static __thread uint8_t val[THROUGH_MAX_VALUE];
-	struct store_record cur;
-
-	if (store_get(n->store, STORE_REPLICA, m->key, m->key_len, &cur, val, sizeof(val)) > 0 &&
-	    cur.kind != STORE_DROPPED && cur.value_len <= sizeof(val))
-		through_keep_previous(n->through, m->keyhash, &cur);
-}
-
 void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from)
 {
 	uint64_t now = store_now_ms(), held = 0;
@@ -442,7 +443,7 @@ void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr
 		return;
 	}
 	if (through)
-		keep_previous_copy(n, m);
+		keep_stored(n, STORE_REPLICA, m);
 	rc = store_replica_put(n->store, m->keyhash, m->key, m->key_len, m->version, copy.kind,
 			       copy.ttl_ms ? now + copy.ttl_ms : 0, copy.value, copy.value_len, now,
 			       &held);

@@ -42,19 +42,25 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
 
 /*
  * Write-through, at the home, for a write through the owner switch (docs/design.md
- * section 5). Before applying: whether the key has holders to push to (into
- * holders, a bitmap of THROUGH_HOLDERS bytes); if so this write's push is
- * marked out (after the key's previous one ended) and the current version
- * kept as the previous one, which readers see until the push ends. After
- * applying (rep: the write's reply): push the new version to the holders,
- * wait up to REPL_THROUGH_WAIT_MS plus three service times for their RC_ACKs,
- * list those that confirmed in rep's value (16-bit node ids) with flag
- * WIRE_F_WRITE_THROUGH, and end the push. Call end whenever begin was true.
+ * section 5). The writes of a key with holders take turns: repl_through_turn()
+ * waits for the previous write's turn to end (up to REPL_THROUGH_WAIT_MS plus
+ * three service times) and takes it, before the write takes any lock a read
+ * takes; false when the key has no holders or the wait ran out. Within the
+ * turn, before applying: repl_through_begin() tells whether there are holders
+ * to push to (into holders, a bitmap of THROUGH_HOLDERS bytes), and if so
+ * keeps the current version as the previous one, which the home's readers see
+ * until the turn ends. After applying (rep: the write's reply):
+ * repl_through_push() pushes the new version to the holders, waits as long for
+ * their RC_ACKs, and lists those that confirmed in rep's value (16-bit node
+ * ids) with flag WIRE_F_WRITE_THROUGH. The caller sends the reply, then ends
+ * the turn with repl_through_turn_end().
  */
 #define REPL_THROUGH_WAIT_MS 50
+bool repl_through_turn(struct node *n, uint64_t keyhash);
+void repl_through_turn_end(struct node *n, uint64_t keyhash);
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
-void repl_through_end(struct node *n, const struct wire_msg *m, uint16_t owner,
-		      const uint8_t *holders, struct wire_msg *rep);
+void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
+		       const uint8_t *holders, struct wire_msg *rep);
 
 /* Replica: drop the copy; from a home, keep its version as a floor (store_replica_drop()). */
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

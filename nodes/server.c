@@ -704,17 +704,24 @@ static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg 
 	rep->version = version;
 }
 
+/* A write's push to the key's holders, done after the hand-over lock (on_write()). */
+struct write_push {
+	bool through;
+	uint16_t owner;
+	uint8_t holders[THROUGH_HOLDERS];
+};
+
 /*
  * PUT or DEL at the home, at most once per req_id (dedup.h): a retry of a
- * write that was applied gets the first attempt's answer.
+ * write that was applied gets the first attempt's answer. With the key's
+ * write-through turn (turn), a write through its owner switch to a key
+ * spread over copies is to be pushed to them: push says so.
  */
 static void serve_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
-			struct wire_msg *rep)
+			bool turn, struct wire_msg *rep, struct write_push *push)
 {
 	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
-	uint8_t holders[THROUGH_HOLDERS];
-	uint16_t owner = 0;
-	bool applied, through;
+	bool applied;
 	int bypass;
 
 	if (done) {
@@ -724,27 +731,20 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
-	store_write_begin(n->store, m->keyhash); /* no REPLICATE of the key's stripe pushes now */
-	bypass = repl_before_write(n, m, from, &owner);
+	bypass = repl_before_write(n, m, from, &push->owner);
 	if (bypass < 0) {
-		store_write_end(n->store, m->keyhash);
 		rep->status = bypass == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
-	/* Through the owner switch, to a key it spreads over copies: write through them. */
-	through = !bypass && owner && repl_through_begin(n, m, holders);
+	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
 	else
 		serve_del(n, m, rep);
 	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 	if (applied && bypass)
-		repl_notify_owner(n, owner, rep);
-	/* The push is part of the write: no REPLICATE pushes the key while it is out. */
-	if (through)
-		repl_through_end(n, m, owner, holders, rep);
-	store_write_end(n->store, m->keyhash);
+		repl_notify_owner(n, push->owner, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
 }
 
@@ -777,7 +777,8 @@ static void serve_probe(struct node *n, const struct wire_msg *m, struct wire_ms
  * The node's handlers, one per op it serves (a `lane` other than
  * WIRE_LANE_NONE in proto/ops.h; tests/nodes/test_dispatch.c checks that
  * every such op has one). A handler fills rep, the reply already echoing the
- * request; it returns false when nothing is sent back. out[0..cap) is room
+ * request; it returns false when nothing is to be sent back (also when it
+ * sent the reply itself). out[0..cap) is room
  * for a value read from the store (NULL on the receive thread).
  */
 typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
@@ -800,15 +801,26 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 	return true;
 }
 
-/* PUT and DEL: at the home only, REPLICA_READ or not; a replica never takes a write. */
+/*
+ * PUT and DEL: at the home only, REPLICA_READ or not; a replica never takes a
+ * write. A write to be pushed to the key's holders (write-through) pushes
+ * after the hand-over lock, so that reads of the key (which see the previous
+ * version meanwhile) and writes of other keys go on; the writes of the key
+ * take turns instead, each from before it applies until its reply has left.
+ * false: the reply has been sent.
+ */
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
+	bool turn = repl_through_turn(n, m->keyhash), sent = false;
+	struct write_push push = {0};
 	uint16_t home;
 	int rc;
 
 	(void)out, (void)cap;
 	mig_lock(&n->mig, m->keyhash);
+	/* No REPLICATE of the key pushes from here until the push below is done. */
+	store_write_begin(n->store, m->keyhash);
 	home = node_other_home(n, m->keyhash);
 	if (home) {
 		node_count(n, NODE_CTR_moved);
@@ -817,10 +829,18 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		/* The version the previous home gave is unknown: write nothing. */
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {
-		serve_write(n, m, from, rep);
+		serve_write(n, m, from, turn, rep, &push);
 	}
 	mig_unlock(&n->mig, m->keyhash);
-	return true;
+	if (push.through) {
+		repl_through_push(n, m, push.owner, push.holders, rep);
+		rep->load = node_load(n);
+		sent = node_send_msg(n, from, rep) == 0;
+	}
+	store_write_end(n->store, m->keyhash);
+	if (turn)
+		repl_through_turn_end(n, m->keyhash);
+	return !sent;
 }
 
 /* Ring changes (mignet.c). */

@@ -11,19 +11,22 @@
 
 struct through_slot {
 	pthread_mutex_t lock;
-	pthread_cond_t pushed; /* signalled when a push ends */
-	uint64_t keyhash;      /* 0: free */
-	bool pushing;
+	pthread_cond_t turn_given; /* signalled when a writer's turn ends */
+	uint64_t keyhash;	   /* 0: free */
+	bool turn;		   /* a write of the key is between its apply and its reply */
+	bool pushing;		   /* its push is out: readers see the previous version */
 	bool has_holders;
 	uint8_t holders[THROUGH_HOLDERS];
-	bool has_previous;
-	struct store_record previous; /* .value is unused: the bytes are in through.value */
+	/* Versions before the current one, newest at previous[newest]; .value is
+	 * unused: the bytes are in through.value. */
+	uint8_t nprevious, newest;
+	struct store_record previous[THROUGH_PREVIOUS];
 };
 
 struct through {
 	struct through_slot slot[THROUGH_SLOTS];
 	/* Apart from the slots: pages of keys never written through stay untouched. */
-	uint8_t (*value)[THROUGH_MAX_VALUE];
+	uint8_t (*value)[THROUGH_PREVIOUS][THROUGH_MAX_VALUE];
 };
 
 struct through *through_create(void)
@@ -31,7 +34,7 @@ struct through *through_create(void)
 	struct through *t = calloc(1, sizeof(*t));
 
 	if (t)
-		t->value = calloc(THROUGH_SLOTS, THROUGH_MAX_VALUE);
+		t->value = calloc(THROUGH_SLOTS, sizeof(*t->value));
 	if (!t || !t->value) {
 		free(t);
 		return NULL;
@@ -42,7 +45,7 @@ struct through *through_create(void)
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_mutex_init(&t->slot[i].lock, NULL);
-		pthread_cond_init(&t->slot[i].pushed, &ca);
+		pthread_cond_init(&t->slot[i].turn_given, &ca);
 		pthread_condattr_destroy(&ca);
 	}
 	return t;
@@ -54,7 +57,7 @@ void through_destroy(struct through *t)
 		return;
 	for (unsigned i = 0; i < THROUGH_SLOTS; i++) {
 		pthread_mutex_destroy(&t->slot[i].lock);
-		pthread_cond_destroy(&t->slot[i].pushed);
+		pthread_cond_destroy(&t->slot[i].turn_given);
 	}
 	free(t->value);
 	free(t);
@@ -67,7 +70,7 @@ static inline unsigned slot_of(uint64_t keyhash)
 
 /*
  * keyhash's slot, locked. When it holds another key: claimed for keyhash (the
- * other key forgotten) if claim is set and no push of that key is out, else NULL.
+ * other key forgotten) if claim is set and no write of that key has its turn, else NULL.
  */
 static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool claim)
 {
@@ -80,38 +83,46 @@ static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool 
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
-	/* A push out for the slot's other key keeps the slot until it ends. */
-	if (s->pushing) {
+	/* A write of the slot's other key keeps the slot until its turn ends. */
+	if (s->turn) {
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
 	s->keyhash = keyhash;
 	s->has_holders = false;
-	s->has_previous = false;
+	s->nprevious = 0;
 	return s;
 }
 
 bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec)
 {
 	struct through_slot *s = lock_slot(t, keyhash, true);
-	bool kept;
+	bool kept = false;
 
 	if (!s)
 		return false;
-	kept = s->has_previous = rec->value_len <= THROUGH_MAX_VALUE;
-	if (kept) {
-		s->previous = *rec;
-		s->previous.value = NULL;
+	if (s->nprevious && s->previous[s->newest].version == rec->version) {
+		kept = true; /* already the newest kept (a push sent again) */
+	} else if (rec->value_len <= THROUGH_MAX_VALUE) {
+		unsigned i = s->nprevious ? (s->newest + 1u) % THROUGH_PREVIOUS : 0;
+
+		s->previous[i] = *rec;
+		s->previous[i].value = NULL;
 		if (rec->value_len)
-			memcpy(t->value[slot_of(keyhash)], rec->value, rec->value_len);
+			memcpy(t->value[slot_of(keyhash)][i], rec->value, rec->value_len);
+		s->newest = (uint8_t)i;
+		s->nprevious += s->nprevious < THROUGH_PREVIOUS;
+		kept = true;
+	} else {
+		s->nprevious = 0; /* too large: what is kept would no longer be the newest */
 	}
 	pthread_mutex_unlock(&s->lock);
 	return kept;
 }
 
-bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms)
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms)
 {
-	struct through_slot *s = lock_slot(t, keyhash, true);
+	struct through_slot *s = lock_slot(t, keyhash, false);
 	struct timespec until;
 	bool ok = true;
 
@@ -124,34 +135,46 @@ bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (ok && s->pushing && s->keyhash == keyhash)
-		ok = pthread_cond_timedwait(&s->pushed, &s->lock, &until) != ETIMEDOUT;
+	while (ok && s->turn && s->keyhash == keyhash)
+		ok = pthread_cond_timedwait(&s->turn_given, &s->lock, &until) != ETIMEDOUT;
 	/* The slot may have gone to another key meanwhile: this key's state is gone. */
-	ok = ok && !s->pushing && s->keyhash == keyhash;
+	ok = ok && !s->turn && s->keyhash == keyhash;
 	if (ok)
-		s->pushing = true;
+		s->turn = true;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
 
-void through_push_end(struct through *t, uint64_t keyhash)
+void through_turn_give(struct through *t, uint64_t keyhash)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
 
 	if (!s)
 		return;
-	s->pushing = false;
-	pthread_cond_broadcast(&s->pushed);
+	s->turn = false;
+	s->pushing = false; /* the reply has left: readers see the new version */
+	pthread_cond_broadcast(&s->turn_given);
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int copy_previous(struct through *t, struct through_slot *s, uint64_t keyhash,
+void through_push_begin(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->pushing = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The kept version i into *rec, its value copied to buf[0..cap); 0 when it does not fit. */
+static int copy_previous(struct through *t, struct through_slot *s, uint64_t keyhash, unsigned i,
 			 struct store_record *rec, uint8_t *buf, size_t cap)
 {
-	if (s->previous.value_len > cap)
+	if (s->previous[i].value_len > cap)
 		return 0;
-	*rec = s->previous;
-	memcpy(buf, t->value[slot_of(keyhash)], s->previous.value_len);
+	*rec = s->previous[i];
+	memcpy(buf, t->value[slot_of(keyhash)][i], s->previous[i].value_len);
 	rec->value = buf;
 	return 1;
 }
@@ -164,21 +187,40 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 
 	if (!s)
 		return 0;
-	found = s->pushing && s->has_previous && copy_previous(t, s, keyhash, rec, buf, cap);
+	found = s->pushing && s->nprevious &&
+		copy_previous(t, s, keyhash, s->newest, rec, buf, cap);
 	pthread_mutex_unlock(&s->lock);
 	return found;
+}
+
+bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	bool pushing;
+
+	if (!s)
+		return false;
+	pushing = s->pushing && s->nprevious;
+	if (pushing)
+		*version = s->previous[s->newest].version;
+	pthread_mutex_unlock(&s->lock);
+	return pushing;
 }
 
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 		     struct store_record *rec, uint8_t *buf, size_t cap)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
-	int found;
+	int found = 0;
 
 	if (!s)
 		return 0;
-	found = s->has_previous && s->previous.version == version &&
-		copy_previous(t, s, keyhash, rec, buf, cap);
+	for (unsigned k = 0; k < s->nprevious && !found; k++) {
+		unsigned i = (s->newest + THROUGH_PREVIOUS - k) % THROUGH_PREVIOUS;
+
+		if (s->previous[i].version == version)
+			found = copy_previous(t, s, keyhash, i, rec, buf, cap);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return found;
 }
@@ -229,9 +271,9 @@ void through_forget(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->has_holders = false;
-	if (!s->pushing) { /* a push out keeps what its readers see until it ends */
+	if (!s->turn) { /* a write with its turn keeps what its readers see until it ends */
 		s->keyhash = 0;
-		s->has_previous = false;
+		s->nprevious = 0;
 	}
 	pthread_mutex_unlock(&s->lock);
 }

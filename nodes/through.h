@@ -6,11 +6,12 @@
  * pushes the new version to the nodes holding copies before it answers. Until
  * the switch has seen that answer it still sends reads of the previous
  * version, stamped with it; so the home and every holder keep that previous
- * version here, beside the new one in RocksDB, and serve it to a read stamped
- * with it. While the push is out, the home serves any other read the previous
+ * version (and a few before it) here, beside the new one in RocksDB, and
+ * serve it to a read stamped with it. While the push is out, the home serves any other read the previous
  * version too: the new one is not complete before the switch has seen it, and
  * a read must never see a version that a later read, stamped by the switch,
- * would not. So one write of a key is pushed at a time. The home also keeps
+ * would not. So the writes of a key take turns: one at a time is pushed and
+ * answered. The home also keeps
  * the key's holders: the nodes the switch has copies on now (those REPLICATE
  * pushed to, and those that confirmed the last write), which the next write
  * pushes to.
@@ -32,6 +33,12 @@
 
 #define THROUGH_SLOTS	  1024 /* power of 2 */
 #define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
+/*
+ * Previous versions kept per key. A read waits in a busy node's queue while
+ * writes of its key pass it (their pushes go ahead, in the control lane): a
+ * holder that kept only one would send it to the home once two had passed.
+ */
+#define THROUGH_PREVIOUS 4
 #define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
 
 struct through;
@@ -39,10 +46,13 @@ struct through;
 struct through *through_create(void);
 void through_destroy(struct through *t);
 
-/* Keep rec (value bytes at rec->value) as keyhash's previous version; false when too large. */
+/*
+ * Keep rec (value bytes at rec->value) as keyhash's newest previous version
+ * (the oldest of THROUGH_PREVIOUS kept is dropped); false when too large.
+ */
 bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
 /*
- * keyhash's previous version when it is exactly version: 1 with *rec filled
+ * keyhash's kept previous version that is exactly version: 1 with *rec filled
  * and its value copied to buf (rec->value = buf), else 0 (also when it does
  * not fit cap).
  */
@@ -50,12 +60,20 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 		     struct store_record *rec, uint8_t *buf, size_t cap);
 
 /*
- * The home's push of a write of keyhash: begin waits (up to wait_ms) for the
- * key's previous push to end, then marks one out; false when it timed out.
- * end marks it done and wakes the next writer.
+ * The writes of keyhash at its home take turns, each from before it applies
+ * until its reply has left (so that the switch learns the key's versions in
+ * order). take waits (up to wait_ms) for the previous write's turn to end and
+ * takes it; false when it timed out or the key has no slot (no holders).
+ * give ends it, and the push with it, and wakes the next writer.
  */
-bool through_push_begin(struct through *t, uint64_t keyhash, unsigned wait_ms);
-void through_push_end(struct through *t, uint64_t keyhash);
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms);
+void through_turn_give(struct through *t, uint64_t keyhash);
+/*
+ * Within a turn: the write's push is out from here to the end of the turn;
+ * the home's readers see the previous version (kept first with
+ * through_keep_previous()).
+ */
+void through_push_begin(struct through *t, uint64_t keyhash);
 /*
  * While a push of keyhash is out: 1 with its previous version in *rec (value
  * copied to buf, as through_previous()), which is what the home's readers
@@ -63,6 +81,9 @@ void through_push_end(struct through *t, uint64_t keyhash);
  */
 int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
 			  uint8_t *buf, size_t cap);
+
+/* While a push of keyhash is out: true with the version its readers see in *version. */
+bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version);
 
 /* Add nodes (a bitmap) to keyhash's holders. */
 void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);

@@ -11,7 +11,11 @@
 #     workers, each holding a request for the service time) such that the
 #     cluster's total is CEILING_SHARE (40%) of that ceiling: the hottest node,
 #     not the machine, limits a ring-only run.
-#  2. Runs the same closed loop (95% reads, 96 in flight) five times: uniform
+#  2. Runs the same closed loop (95% reads, 96 in flight) five times, each
+#     measured after a warm-up of the same load (WARMUP, 3 s: a closed loop
+#     needs a few seconds to pile its requests up at the hottest node, and the
+#     directory to learn the hot set; what runs before is not steady state,
+#     and only ops answered inside the window count): uniform
 #     keys (directory on, the balanced reference), then at zipf 0.99 and at
 #     zipf 1.2, ring only (directory off) and with the directory on.
 #  3. Prints throughput (successes only), the error rate, the gain (directory
@@ -29,6 +33,7 @@
 # Environment: SKL_DEMO_CONFIG (conf/testbed.json), SKL_RUN_DIR (run/demo),
 # SKL_DEMO_KEYS (10000), SKL_DEMO_PRELOAD (1; 0: keys not preloaded),
 # SKL_DEMO_CONCURRENCY (96), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
+# SKL_DEMO_WARMUP (3 s before each),
 # SKL_DEMO_ZIPFS ("0.99 1.2"), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
 # the sizing and use this), SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
 set -euo pipefail
@@ -40,6 +45,7 @@ export SKL_RUN_DIR=$run
 keys=${SKL_DEMO_KEYS:-10000}
 concurrency=${SKL_DEMO_CONCURRENCY:-96}
 duration=${SKL_DEMO_DURATION:-15}
+warmup=${SKL_DEMO_WARMUP:-3}
 zipfs=${SKL_DEMO_ZIPFS:-0.99 1.2}
 share=${CEILING_SHARE:-0.4}
 t_start=$(date +%s)
@@ -84,12 +90,14 @@ agent() { ip netns exec "$agent_ns" "$build/agent/skewless" --config "$config" "
 bench() {
 	local r=$run/results/$1
 	"$cdtctl" --socket "$socket" directory "$3" >/dev/null
-	"$cdtctl" --socket "$socket" --json stats >"$r.stats0.json"
-	# The directory as it stands three quarters into the run.
-	(sleep "$(python3 -c "print(0.75 * ${4:-$duration})")"
+	# The switch's counters as the window opens, and the directory as it
+	# stands three quarters into it.
+	(sleep "$warmup"
+	 "$cdtctl" --socket "$socket" --json stats >"$r.stats0.json"
+	 sleep "$(python3 -c "print(0.75 * ${4:-$duration})")"
 	 "$cdtctl" --socket "$socket" --json cdt show >"$r.cdt.json") &
 	agent bench --keys "$keys" --dist "$2" --read-ratio 0.95 --concurrency "$concurrency" \
-		--duration "${4:-$duration}" --seed 7 --json "$r.json" >"$r.txt"
+		--warmup "$warmup" --duration "${4:-$duration}" --seed 7 --json "$r.json" >"$r.txt"
 	"$cdtctl" --socket "$socket" --json stats >"$r.stats.json"
 	wait
 	cat "$run"/pids/n*.pid 2>/dev/null | while read -r pid; do
@@ -110,6 +118,20 @@ if [ -z "${SKL_SERVICE_TIME_US:-}" ]; then
 		"request = $((nnodes * workers * 1000000 / SKL_SERVICE_TIME_US)) ops/s, $(python3 -c "print(round(100 * $share))")% of it"
 fi
 export SKL_SERVICE_TIME_US
+# The agent's timeout (nodes read it too: they drop requests queued longer)
+# at least twice the longest queue a ring-only run builds: every request in
+# flight waiting at the hottest node, served by its workers one service time
+# each. On a slow or busy machine the sizing gives longer service times, and
+# a fixed timeout would turn queueing into errors.
+python3 - "$config" "$concurrency" "$workers" "$SKL_SERVICE_TIME_US" <<'PY'
+import json, math, sys
+path, inflight, workers, service_us = sys.argv[1], *map(int, sys.argv[2:])
+c = json.load(open(path))
+queue_ms = inflight / workers * service_us / 1000
+c["agent"]["timeout_ms"] = max(c["agent"]["timeout_ms"], math.ceil(2 * queue_ms))
+json.dump(c, open(path, "w"), indent=1)
+print(f"demo: agent timeout {c['agent']['timeout_ms']} ms (the longest queue: {queue_ms:.0f} ms)")
+PY
 echo "demo: bringing up $config (service time $SKL_SERVICE_TIME_US us per request, run dir $run)"
 scripts/testbed.sh up "$config"
 if [ "${SKL_DEMO_PRELOAD:-1}" = 1 ]; then
@@ -120,7 +142,7 @@ fi
 
 runs=()
 measure() { # LABEL DIST on|off
-	echo "demo: run '$1': $2, directory $3, 95% reads, $concurrency in flight (closed loop), ${duration}s"
+	echo "demo: run '$1': $2, directory $3, 95% reads, $concurrency in flight (closed loop), ${warmup}s warm-up, ${duration}s measured"
 	bench "$@"
 	runs+=("$1=$run/results/$1.json")
 }

@@ -272,13 +272,18 @@ start_switch() { # id name role socket
 		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
 		wait_for "$timeout_s" "switch $sname to start port $c (log: $run/logs/$sname.log)" \
 			port_started "$nsp$sname" "$c" "$sock" || return 1
+		# txqueuelen: the kernel's queue of frames waiting for the switch to
+		# read them from the TAP. Its default of 1000 overflows (counted as
+		# the TAP's TX drops) when the switch's lcore loses the CPU for a
+		# few ms to the many processes of a large testbed on 2 cores; every
+		# frame lost there costs an agent timeout.
 		if [ "$role" = one-arm ]; then
 			ip -n "$nsp$sname" link set "$c" netns "${nsp}fabric"
-			ip -n "${nsp}fabric" link set "$c" mtu "$mtu" master br0 up
+			ip -n "${nsp}fabric" link set "$c" mtu "$mtu" txqueuelen 10000 master br0 up
 		else
 			[ "$d" != - ] || { echo "testbed: inline port $c names no host" >&2; return 1; }
 			ip -n "$nsp$sname" link set "$c" netns "$nsp$d"
-			ip -n "$nsp$d" link set "$c" mtu "$mtu" up
+			ip -n "$nsp$d" link set "$c" mtu "$mtu" txqueuelen 10000 up
 			ip -n "$nsp$d" addr add "${ip_of[$d]}/24" dev "$c"
 		fi
 	done < <(plan)

@@ -68,6 +68,9 @@ struct reconcile {
 	struct prom_hist update_delay; /* control thread writes, relaxed */
 	uint32_t nmoved, moved_cap;
 	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
+	/* Copies each node holds for this switch's entries, besides homes:
+	 * counted each round (count_copies()), raised by each target picked. */
+	uint16_t copies[SCORES_NODES];
 };
 
 /* Update-delay buckets: a replica answers in about a round trip and a
@@ -115,12 +118,37 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 /* ---- Replication. ---------------------------------------------------------------------- */
 
 /*
- * Pick up to want targets among alive nodes outside the set, least expected
- * delay first (sel_cost(), as reads are weighed). Returns how many.
+ * Count the copies each node holds for the entries this switch owns (the
+ * home of an entry does not count: its key is its own).
  */
-static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, uint16_t home,
+static void count_copies(struct sw *sw)
+{
+	struct reconcile *r = sw->rec;
+	uint32_t it = 0;
+	struct cdt_entry *e;
+
+	memset(r->copies, 0, sizeof(r->copies));
+	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
+		const struct cdt_state *st = cdt_entry_state(e);
+
+		for (unsigned i = 0; st && e->owner == 0 && i < st->nreplicas; i++)
+			if (st->replicas[i] != e->home && st->replicas[i] < SCORES_NODES)
+				r->copies[st->replicas[i]]++;
+	}
+}
+
+/*
+ * Pick up to want targets among alive nodes outside the set: least expected
+ * delay (sel_cost(), as reads are weighed) times one plus the copies the node
+ * holds already. The delay is of this instant; the copies say where reads of
+ * hot keys will go for as long as those keys stay hot: without them, the keys
+ * installed in one round (all of them, when a skewed load starts) would all
+ * pick the same few nodes. Returns how many.
+ */
+static unsigned pick_targets(struct sw *sw, const struct cdt_state *st, uint16_t home,
 			     unsigned want, uint16_t *out)
 {
+	uint16_t *copies = sw->rec->copies;
 	unsigned n = 0;
 
 	while (n < want) {
@@ -135,7 +163,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 				taken = out[j] == id;
 			if (taken || !scores_alive(&sw->scores, id))
 				continue;
-			uint64_t cost = sel_cost(&sw->scores, id);
+			uint64_t cost = sel_cost(&sw->scores, id) * (1u + copies[id]);
 
 			if (!best || cost < best_cost) {
 				best = id;
@@ -144,6 +172,7 @@ static unsigned pick_targets(const struct sw *sw, const struct cdt_state *st, ui
 		}
 		if (!best)
 			break;
+		copies[best]++;
 		out[n++] = best;
 	}
 	return n;
@@ -713,6 +742,7 @@ void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 {
 	struct reconcile *r = sw->rec;
 
+	count_copies(sw);
 	if (cluster_on(sw))
 		follow_cluster(sw, now_us, want);
 	/* A write shrank a set to {home}: copy the new version out right away. */

@@ -499,6 +499,28 @@ START_TEST(bench_runs)
 	fclose(f);
 	ck_assert_int_eq(lines, json_integer_value(json_object_get(sum, "attempts")));
 	json_decref(sum);
+	/* A warm-up runs the same load first and is not measured: the window
+	 * starts after it, and what is answered after the window is drained,
+	 * not counted. */
+	before_ms = (json_int_t)time(NULL) * 1000;
+	ck_assert_int_eq(cli("--mode direct bench --keys 500 --concurrency 8 --warmup 1 "
+			     "--duration 1 --json %s/warm.json --seed 2",
+			     dir),
+			 0);
+	snprintf(path, sizeof(path), "%s/warm.json", dir);
+	sum = json_load_file(path, 0, &jerr);
+	ck_assert_ptr_nonnull(sum);
+	ck_assert(json_real_value(json_object_get(sum, "warmup_s")) == 1.0);
+	ck_assert_int_ge(json_integer_value(json_object_get(sum, "started_unix_ms")),
+			 before_ms + 1000);
+	ck_assert(json_real_value(json_object_get(sum, "duration_s")) <= 1.0);
+	ck_assert_int_le(json_integer_value(json_object_get(sum, "drained")), 8);
+	ck_assert_int_ge(json_integer_value(json_object_get(sum, "attempts")),
+			 json_integer_value(json_object_get(sum, "ops")) +
+			     json_integer_value(json_object_get(sum, "drained")));
+	json_decref(sum);
+	ck_assert_int_eq(cli("bench --warmup -1"), 64);
+	ck_assert_int_eq(cli("bench --warmup 1x"), 64);
 	/* Open loop, YCSB F, hot-in changes, JSON on stdout. */
 	ck_assert_int_eq(cli("--mode direct bench --keys 500 --ycsb F --rate 2000 --duration 2 "
 			     "--dynamic hot-in:1 --json -"),

@@ -927,6 +927,59 @@ START_TEST(l2_learning_forwards)
 }
 END_TEST
 
+/*
+ * Entries filled in the same round spread their copies: a node that holds a
+ * copy already costs more as a target, so two keys of one home, each short
+ * of one replica, do not both pick the same node (all nodes equal here).
+ */
+START_TEST(targets_spread_over_nodes)
+{
+	char a[16], b[16];
+	uint16_t home = 0, targets[4] = {0};
+	unsigned got = 0;
+
+	for (int i = 0; home == 0; i++) {
+		snprintf(a, sizeof(a), "sa%d", i);
+		for (int j = 0; j < 64 && home == 0; j++) {
+			snprintf(b, sizeof(b), "sb%d", j);
+			if (home_of(a) == home_of(b))
+				home = home_of(a);
+		}
+	}
+	command_ok("cdt pin %s%s", a, " replicas 2");
+	command_ok("cdt pin %s%s", b, " replicas 2");
+	usleep((sw.cfg->directory.epoch_ms + 20) * 1000);
+	sw_control_poll(&sw, 0); /* the epoch's repair REPLICATEs both */
+	for (int i = 0; i < 400 && got < 2; i++) {
+		struct rte_mbuf *out[8];
+		unsigned n;
+
+		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
+		run();
+		n = collect(home, out, 8);
+		for (unsigned k = 0; k < n; k++) {
+			struct rte_ipv4_hdr *ip =
+			    rte_pktmbuf_mtod_offset(out[k], struct rte_ipv4_hdr *, 14);
+			struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+			struct wire_replicate req;
+			struct wire_msg msg;
+
+			if (wire_decode(udp + 1, ntohs(udp->dgram_len) - 8, &msg) == WIRE_OK &&
+			    msg.op == WIRE_OP_REPLICATE && wire_replicate_decode(&msg, &req) == 0 &&
+			    got < 4) {
+				ck_assert_uint_eq(req.ntargets, 1);
+				targets[got++] = req.targets[0];
+			}
+		}
+		free_all(out, n);
+	}
+	ck_assert_uint_eq(got, 2);
+	ck_assert_uint_ne(targets[0], home);
+	ck_assert_uint_ne(targets[1], home);
+	ck_assert_uint_ne(targets[0], targets[1]);
+}
+END_TEST
+
 START_TEST(write_completion_and_acks)
 {
 	uint16_t home = home_of("w"), other = home == 1 ? 2 : 1, third = home == 3 ? 4 : 3;
@@ -1902,6 +1955,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, digests_drive_health_and_liveness);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
+	tcase_add_test(tc, targets_spread_over_nodes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);

@@ -1,0 +1,122 @@
+/*
+ * test_through.c - the write-through table: previous versions kept per key,
+ * and the turns the writes of a key take.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "through.h"
+
+static struct store_record version_rec(uint64_t v, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "value-%llu", (unsigned long long)v);
+
+	return (struct store_record){.kind = STORE_VALUE,
+				     .version = v,
+				     .value = (const uint8_t *)buf,
+				     .value_len = (uint32_t)n};
+}
+
+START_TEST(keeps_the_newest_previous_versions)
+{
+	struct through *t = through_create();
+	const uint64_t kh = 0x1234;
+	struct store_record rec;
+	uint8_t out[64];
+	char buf[32];
+
+	ck_assert_ptr_nonnull(t);
+	for (uint64_t v = 1; v <= THROUGH_PREVIOUS + 1; v++) {
+		struct store_record r = version_rec(v, buf, sizeof(buf));
+
+		ck_assert(through_keep_previous(t, kh, &r));
+	}
+	/* The oldest went; each of the others is served exactly, with its own bytes. */
+	ck_assert_int_eq(through_previous(t, kh, 1, &rec, out, sizeof(out)), 0);
+	for (uint64_t v = 2; v <= THROUGH_PREVIOUS + 1; v++) {
+		char want[32];
+
+		ck_assert_int_eq(through_previous(t, kh, v, &rec, out, sizeof(out)), 1);
+		ck_assert_uint_eq(rec.version, v);
+		snprintf(want, sizeof(want), "value-%llu", (unsigned long long)v);
+		ck_assert_uint_eq(rec.value_len, strlen(want));
+		ck_assert(memcmp(rec.value, want, rec.value_len) == 0);
+	}
+	/* Kept again (a push sent twice): no second copy pushes out another. */
+	struct store_record again = version_rec(THROUGH_PREVIOUS + 1, buf, sizeof(buf));
+
+	ck_assert(through_keep_previous(t, kh, &again));
+	ck_assert_int_eq(through_previous(t, kh, 2, &rec, out, sizeof(out)), 1);
+	/* Too small a buffer: not served. Another key: nothing. */
+	ck_assert_int_eq(through_previous(t, kh, 2, &rec, out, 3), 0);
+	ck_assert_int_eq(through_previous(t, kh + 1, 2, &rec, out, sizeof(out)), 0);
+	through_destroy(t);
+}
+END_TEST
+
+START_TEST(readers_see_the_newest_previous_while_pushing)
+{
+	struct through *t = through_create();
+	const uint64_t kh = 0x777;
+	uint8_t holders[THROUGH_HOLDERS] = {0}, out[64];
+	struct store_record rec;
+	char buf[32];
+
+	holders[0] = 0x06;
+	through_holders_set(t, kh, holders);
+	struct store_record r1 = version_rec(10, buf, sizeof(buf));
+
+	ck_assert(through_keep_previous(t, kh, &r1));
+	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	ck_assert(through_turn_take(t, kh, 10));
+	/* The turn alone does not show the previous version: only the push does. */
+	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	struct store_record r2 = version_rec(11, buf, sizeof(buf));
+
+	ck_assert(through_keep_previous(t, kh, &r2));
+	through_push_begin(t, kh);
+	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
+	ck_assert_uint_eq(rec.version, 11);
+	uint64_t seen = 0;
+
+	ck_assert(through_pushing_over(t, kh, &seen));
+	ck_assert_uint_eq(seen, 11);
+	/* A second writer waits for the turn, and times out while it is held. */
+	ck_assert(!through_turn_take(t, kh, 20));
+	/* Forgetting the key while a write has its turn keeps what its readers see. */
+	through_forget(t, kh);
+	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
+	through_turn_give(t, kh);
+	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	ck_assert(!through_pushing_over(t, kh, &seen));
+	through_destroy(t);
+}
+END_TEST
+
+START_TEST(a_key_without_holders_has_no_turn)
+{
+	struct through *t = through_create();
+
+	ck_assert(!through_turn_take(t, 0x99, 10));
+	through_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("through");
+	TCase *tc = tcase_create("through");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, keeps_the_newest_previous_versions);
+	tcase_add_test(tc, readers_see_the_newest_previous_while_pushing);
+	tcase_add_test(tc, a_key_without_holders_has_no_turn);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
