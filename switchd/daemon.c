@@ -304,6 +304,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	intake_run(sw, now, now_u);
+	members_follow(sw, now_u);
 	decide_run(sw, now_u, &want);
 	rec_run(sw, now_u, &want);
 	members_run(sw, now_u);

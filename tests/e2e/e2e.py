@@ -868,15 +868,23 @@ def ring_change(tb, edit, t0, events, interrupt=None):
 def wait_stable(tb, t0, start, events):
     """Wait (60 s at most) until the switch says the change is complete."""
     deadline = time.monotonic() + 60
+    progress = []  # arcs done, as ring show counts them arc by arc, while the warm-up runs
     while time.monotonic() < deadline:
         show = tb.cdtctl("ring", "show")
         if show["state"] == "stable":
             break
+        if show.get("arcs_done") is not None and show["state"] in ("ramp", "warmup") and (
+                not progress or progress[-1] != show["arcs_done"]):
+            progress.append(show["arcs_done"])
         time.sleep(0.2)
     end = time.monotonic() - t0
     check(show["state"] == "stable", f"ring version {show['version']} complete in"
           f" {end - start:.1f} s ({show['ring_sent']} RING sent, {show['rehomed']} hot keys"
           f" re-homed)")
+    check(progress == sorted(progress) and show["arcs_done"] == show["arcs"]
+          and all(n["arcs_done"] == n["arcs_out"] for n in show["nodes"]),
+          f"the warm-up marks arcs done one by one: {progress} of {show['arcs']} seen while it"
+          f" ran, all {show['arcs']} at the end")
     events.append((f"v{show['version']}", start, end, show["rehomed"]))
 
 
@@ -1190,8 +1198,8 @@ def scenario_spoof(tb):
     completed = entry["completed"]
     dig = struct.pack("!BBHIIQIIIBBBBBBBB", 1, 0, 100, 0xfffffff0, 0x5eed, int(time.time() * 1e6),
                       1000, 10 ** 6, 10 ** 6, 100, 100, 100, 100, 100, 100, 0, 0)
-    sync = struct.pack("!BBHIIIQQQHH", 1, 0, sw2["id"], 0x0badf00d, 1, 0,
-                       int(time.monotonic() * 1e6), 0, 0, 0, 0)
+    sync = struct.pack("!BBHIIIQQQHHQQQ", 2, 0, sw2["id"], 0x0badf00d, 1, 0,
+                       int(time.monotonic() * 1e6), 0, 0, 0, 0, 1 << 20, 1 << 20, 0)
     # (what, forged source, destination, datagram)
     spoofs = [
         ("REPLICATE", sw1["vip"], nodes[home]["ip"],
