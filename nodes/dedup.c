@@ -52,3 +52,35 @@ void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied,
 					 .used = 1};
 	pthread_mutex_unlock(&d->lock[stripe_of(keyhash)]);
 }
+
+unsigned dedup_of_key(struct dedup *d, uint64_t keyhash, struct dedup_write *out, unsigned max)
+{
+	unsigned st = stripe_of(keyhash), n = 0;
+
+	pthread_mutex_lock(&d->lock[st]);
+	for (unsigned i = 0; i < DEDUP_SLOTS_PER_STRIPE; i++) {
+		const struct dedup_slot *s = &d->slot[st][i];
+		unsigned at;
+
+		if (!s->used || s->keyhash != keyhash)
+			continue;
+		/* Insertion by version, highest first; past max the lowest falls off. */
+		for (at = n; at > 0 && out[at - 1].version < s->version; at--)
+			if (at < max)
+				out[at] = out[at - 1];
+		if (at < max) {
+			out[at] = (struct dedup_write){
+			    .req_id = s->req_id, .version = s->version, .status = s->status};
+			if (n < max)
+				n++;
+		}
+	}
+	pthread_mutex_unlock(&d->lock[st]);
+	return n;
+}
+
+void dedup_remember(struct dedup *d, uint64_t keyhash, const struct dedup_write *w)
+{
+	dedup_begin(d, w->req_id, keyhash);
+	dedup_end(d, w->req_id, keyhash, true, w->status, w->version);
+}

@@ -45,4 +45,22 @@ const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t 
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
 	       uint64_t version);
 
+/*
+ * Across a ring change (docs/design.md section 12) a key's writes move with
+ * it: the previous home hands the outcomes it remembers for the key to the
+ * new home with the record (FETCH, MIGRATE), so that a write retried across
+ * the cut-over is answered there with its first attempt's outcome, not
+ * applied a second time.
+ */
+struct dedup_write {
+	uint64_t req_id;
+	uint64_t version;
+	uint8_t status;
+};
+
+/* Up to max remembered writes of keyhash, highest version first; how many. */
+unsigned dedup_of_key(struct dedup *d, uint64_t keyhash, struct dedup_write *out, unsigned max);
+/* Remember a write another node applied to keyhash, as if applied here. */
+void dedup_remember(struct dedup *d, uint64_t keyhash, const struct dedup_write *w);
+
 #endif

@@ -254,7 +254,7 @@ int main(int argc, char **argv)
 
 		if (cfg_build_ring(&cfg, &ring) != 0)
 			die("%s: cannot build the ring of nodes[]", a.config);
-		mig_init(&n.mig, n.store, n.self->id, &mignet_transport, &n);
+		mig_init(&n.mig, n.store, n.dedup, n.self->id, &mignet_transport, &n);
 		rc = mig_restore(&n.mig, &ring, n.join);
 		ring_free(&ring);
 		if (rc == -ESTALE)

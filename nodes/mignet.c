@@ -77,6 +77,25 @@ static int request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *i
 	return -ETIMEDOUT;
 }
 
+/* The at-most-once outcomes a record carries, between the wire and migrate.h's form. */
+static void writes_to_wire(const struct mig_record *rec, struct wire_mig_prefix *pre)
+{
+	pre->nwrites = rec->nwrites;
+	for (uint8_t i = 0; i < rec->nwrites; i++)
+		pre->writes[i] = (struct wire_mig_write){.req_id = rec->writes[i].req_id,
+							 .version = rec->writes[i].version,
+							 .status = rec->writes[i].status};
+}
+
+static void writes_from_wire(const struct wire_mig_prefix *pre, struct mig_record *rec)
+{
+	rec->nwrites = pre->nwrites;
+	for (uint8_t i = 0; i < pre->nwrites; i++)
+		rec->writes[i] = (struct dedup_write){.req_id = pre->writes[i].req_id,
+						      .version = pre->writes[i].version,
+						      .status = pre->writes[i].status};
+}
+
 static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, const void *key,
 		     size_t klen, struct mig_record *rec, void *buf, size_t cap)
 {
@@ -105,6 +124,7 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 				   .ttl_ms = pre.ttl_ms,
 				   .value = buf,
 				   .value_len = vlen};
+	writes_from_wire(&pre, rec);
 	return 1;
 }
 
@@ -123,12 +143,14 @@ static int net_push(void *arg, uint16_t to, uint64_t epoch, uint64_t hash, const
 				    .key = key,
 				    .key_len = (uint16_t)klen,
 				    .value = value};
+	int plen;
 
-	if (rec->value_len > sizeof(value) - WIRE_MIG_PREFIX_LEN ||
-	    wire_mig_prefix_encode(&pre, value, sizeof(value)) < 0)
+	writes_to_wire(rec, &pre);
+	plen = wire_mig_prefix_encode(&pre, value, sizeof(value));
+	if (plen < 0 || rec->value_len > sizeof(value) - (size_t)plen)
 		return -EINVAL;
-	memcpy(value + WIRE_MIG_PREFIX_LEN, rec->value, rec->value_len);
-	req.val_len = WIRE_MIG_PREFIX_LEN + rec->value_len;
+	memcpy(value + plen, rec->value, rec->value_len);
+	req.val_len = (uint32_t)plen + rec->value_len;
 	if (request(n, to, &req, in, sizeof(in), &rep) != 0)
 		return -ETIMEDOUT;
 	return rep.status == WIRE_ST_OK ? 0 : -EAGAIN;
@@ -228,10 +250,14 @@ void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 	if (rc < 0)
 		rep->status = WIRE_ST_UNAVAILABLE;
 	rep->version = mig_epoch(&n->mig);
-	if (cap > WIRE_HDR_LEN) {
+	if (cap >= WIRE_HDR_LEN + WIRE_RING_REPLY_LEN) {
+		uint32_t arcs_out, arcs_done;
+
+		mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
 		out[WIRE_HDR_LEN] = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0;
+		wire_put32(out + WIRE_HDR_LEN + 1, arcs_done);
 		rep->value = out + WIRE_HDR_LEN;
-		rep->val_len = 1;
+		rep->val_len = WIRE_RING_REPLY_LEN;
 	}
 }
 
@@ -239,10 +265,13 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 		  size_t cap)
 {
 	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
-	size_t room = cap - WIRE_HDR_LEN - m->key_len - WIRE_MIG_PREFIX_LEN;
+	size_t room = cap - WIRE_HDR_LEN - m->key_len - WIRE_MIG_PREFIX_MAX;
 	struct mig_record rec;
+	uint32_t vlen;
+	int plen;
+	/* The value is read past the longest prefix, then moved up to the one it gets. */
 	int rc = mig_serve_fetch(&n->mig, m->version, m->keyhash, m->key, m->key_len, &rec,
-				 val + WIRE_MIG_PREFIX_LEN, room, store_now_ms());
+				 val + WIRE_MIG_PREFIX_MAX, room, store_now_ms());
 
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
@@ -255,11 +284,18 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 	struct wire_mig_prefix pre = {
 	    .kind = rec.kind, .version_low = version_low(n), .ttl_ms = rec.ttl_ms};
 
-	wire_mig_prefix_encode(&pre, val, WIRE_MIG_PREFIX_LEN);
+	writes_to_wire(&rec, &pre);
+	plen = wire_mig_prefix_encode(&pre, val, WIRE_MIG_PREFIX_MAX);
+	if (plen < 0) {
+		rep->status = WIRE_ST_INTERNAL;
+		return;
+	}
+	vlen = rec.kind == STORE_VALUE ? rec.value_len : 0;
+	memmove(val + plen, val + WIRE_MIG_PREFIX_MAX, vlen);
 	rep->status = WIRE_ST_OK;
 	rep->version = rec.version;
 	rep->value = val;
-	rep->val_len = WIRE_MIG_PREFIX_LEN + (rec.kind == STORE_VALUE ? rec.value_len : 0);
+	rep->val_len = (uint32_t)plen + vlen;
 }
 
 void mignet_migrate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
@@ -284,6 +320,7 @@ void mignet_migrate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 				  .ttl_ms = pre.ttl_ms,
 				  .value = val,
 				  .value_len = vlen};
+	writes_from_wire(&pre, &rec);
 	rc = mig_serve_push(&n->mig, mig_epoch(&n->mig), m->keyhash, m->key, m->key_len, &rec,
 			    store_now_ms());
 	rep->status = rc == 0 ? WIRE_ST_OK : rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;

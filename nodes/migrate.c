@@ -26,11 +26,12 @@ static void count(struct mig *m, enum mig_counter c)
 	atomic_fetch_add_explicit(&m->ctr[c], 1, memory_order_relaxed);
 }
 
-int mig_init(struct mig *m, struct store *st, uint16_t self, const struct mig_transport *tx,
-	     void *tx_arg)
+int mig_init(struct mig *m, struct store *st, struct dedup *dedup, uint16_t self,
+	     const struct mig_transport *tx, void *tx_arg)
 {
 	memset(m, 0, sizeof(*m));
 	m->st = st;
+	m->dedup = dedup;
 	m->self = self;
 	m->tx = tx;
 	m->tx_arg = tx_arg;
@@ -142,12 +143,13 @@ static int persist_view(struct mig *m, const struct mig_view *v)
 	return rc;
 }
 
+/* "m:warm": be64 version, u8 phase, u8 0, be16 cursor length, the cursor. */
 static int persist_warm(struct mig *m, uint64_t version)
 {
-	uint8_t buf[12 + WIRE_MAX_KEY];
+	uint8_t buf[12 + STORE_ARC_POS_MAX];
 
 	wire_put64(buf, version);
-	buf[8] = m->warm_done;
+	buf[8] = atomic_load(&m->warm_phase);
 	buf[9] = 0;
 	wire_put16(buf + 10, m->cursor_len);
 	memcpy(buf + 12, m->cursor, m->cursor_len);
@@ -155,19 +157,40 @@ static int persist_warm(struct mig *m, uint64_t version)
 	return store_meta_put(m->st, "warm", buf, 12 + (size_t)m->cursor_len);
 }
 
-static void load_warm(struct mig *m, uint64_t version)
+/* This node's arcs as a previous home (the change's arcs, from == self), and those before `arc`. */
+static void count_arcs(struct mig *m, const struct mig_view *v, uint32_t before_arc)
 {
-	uint8_t buf[12 + WIRE_MAX_KEY];
+	uint8_t phase = atomic_load(&m->warm_phase);
+	uint32_t out = 0, done = 0;
+
+	for (uint32_t a = 0; v && v->changing && a < v->change.narcs; a++)
+		if (v->change.arcs[a].from == m->self) {
+			out++;
+			done += a < before_arc;
+		}
+	atomic_store(&m->arcs_out, out);
+	atomic_store(&m->arcs_done, phase == MIG_WARM_DONE   ? out
+				    : phase == MIG_WARM_PUSH ? done
+							     : 0);
+}
+
+static void load_warm(struct mig *m, const struct mig_view *v)
+{
+	uint8_t buf[12 + STORE_ARC_POS_MAX];
 	int len = store_meta_get(m->st, "warm", buf, sizeof(buf));
 
-	m->warm_done = false;
+	atomic_store(&m->warm_phase, MIG_WARM_INDEX);
 	m->cursor_len = 0;
-	if (len < 12 || wire_get64(buf) != version ||
-	    12 + (size_t)wire_get16(buf + 10) > (size_t)len)
-		return;
-	m->warm_done = buf[8] != 0;
-	m->cursor_len = wire_get16(buf + 10);
-	memcpy(m->cursor, buf + 12, m->cursor_len);
+	m->cursor_arc = 0;
+	if (len >= 12 && wire_get64(buf) == v->version && buf[8] <= MIG_WARM_DONE &&
+	    12 + (size_t)wire_get16(buf + 10) <= (size_t)len) {
+		atomic_store(&m->warm_phase, buf[8]);
+		m->cursor_len = wire_get16(buf + 10);
+		memcpy(m->cursor, buf + 12, m->cursor_len);
+		if (buf[8] == MIG_WARM_PUSH && m->cursor_len >= 4)
+			m->cursor_arc = wire_get32(m->cursor);
+	}
+	count_arcs(m, v, m->cursor_arc);
 }
 
 /* Publish v (kept until mig_fini). Caller holds change_lock. */
@@ -226,7 +249,7 @@ int mig_restore(struct mig *m, const struct ring *cfg_ring, bool join)
 			    rch_build(&v->change, &v->prev, &v->next) != 0)
 				goto out;
 		}
-		load_warm(m, v->version);
+		load_warm(m, v);
 		rc = 0;
 	}
 	if (rc == 0) {
@@ -279,10 +302,15 @@ int mig_begin(struct mig *m, const struct ring *prev, const struct ring *next, u
 	if (rc == 0 && active != RCH_COMPLETE && active > v->change.narcs)
 		atomic_store(&v->active, v->change.narcs);
 	/* Persisted before it is used: a restart resumes this change, never the old ring. */
-	m->warm_done = false;
+	atomic_store(&m->warm_phase, MIG_WARM_INDEX);
 	m->cursor_len = 0;
+	m->cursor_arc = 0;
+	if (rc == 0)
+		rc = store_arc_index_clear(m->st); /* an index left by an earlier change */
 	if (rc == 0)
 		rc = persist_warm(m, v->version);
+	if (rc == 0)
+		count_arcs(m, v, 0);
 	if (rc == 0)
 		rc = persist_view(m, v);
 	if (rc == 0)
@@ -392,6 +420,20 @@ static struct mig_record moving_form(const struct store_record *r, uint64_t now_
 	return out;
 }
 
+/* The key's at-most-once outcomes, to leave with its record. Under the key's lock. */
+static void writes_out(struct mig *m, uint64_t hash, struct mig_record *out)
+{
+	out->nwrites =
+	    m->dedup ? (uint8_t)dedup_of_key(m->dedup, hash, out->writes, MIG_MAX_WRITES) : 0;
+}
+
+/* Outcomes that arrived with a record: a retry of one of them is answered, not applied. */
+static void writes_in(struct mig *m, uint64_t hash, const struct mig_record *in)
+{
+	for (uint8_t i = 0; m->dedup && i < in->nwrites && i < MIG_MAX_WRITES; i++)
+		dedup_remember(m->dedup, hash, &in->writes[i]);
+}
+
 int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint64_t now_ms)
 {
 	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
@@ -418,6 +460,7 @@ int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint6
 
 	if (store_adopt(m->st, hash, key, klen, &rec, now_ms) < 0)
 		return -EIO;
+	writes_in(m, hash, &got);
 	count(m, MIG_CTR_read_through);
 	return 0;
 }
@@ -442,12 +485,16 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 
 	if (rc)
 		return rc;
+	/* Under the lock: every write applied here to the key is in rec and in its outcomes. */
 	mig_lock(m, hash);
 	rc = store_get(m->st, STORE_OWNED, key, klen, &rec, buf, cap);
+	if (rc > 0) {
+		*out = moving_form(&rec, now_ms);
+		writes_out(m, hash, out);
+	}
 	mig_unlock(m, hash);
 	if (rc <= 0)
 		return rc;
-	*out = moving_form(&rec, now_ms);
 	count(m, MIG_CTR_fetch_served);
 	return 1;
 }
@@ -462,6 +509,8 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 		return rc;
 	mig_lock(m, hash);
 	rc = store_adopt(m->st, hash, key, klen, &rec, now_ms);
+	if (rc >= 0)
+		writes_in(m, hash, in);
 	mig_unlock(m, hash);
 	if (rc < 0)
 		return rc;
@@ -473,19 +522,76 @@ bool mig_warm_done(const struct mig *m)
 {
 	const struct mig_view *v = view_of(m);
 
-	return !v || !v->changing || active_of(v) == RCH_COMPLETE || m->warm_done;
+	return !v || !v->changing || active_of(v) == RCH_COMPLETE ||
+	       atomic_load(&((struct mig *)m)->warm_phase) == MIG_WARM_DONE;
+}
+
+enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, uint32_t *arcs_done)
+{
+	struct mig *w = (struct mig *)m;
+
+	*arcs_out = atomic_load(&w->arcs_out);
+	*arcs_done = mig_warm_done(m) ? *arcs_out : atomic_load(&w->arcs_done);
+	return mig_warm_done(m) ? MIG_WARM_DONE : (enum mig_warm_phase)atomic_load(&w->warm_phase);
 }
 
 struct warm_ctx {
 	struct mig *m;
+	const struct mig_view *v;
 	uint32_t pushed, budget;
 	uint64_t epoch, now_ms;
 	uint8_t *buf;
 	size_t cap;
 };
 
-/* One owned record of the warm-up scan: push it if its home moved, then hand it over. */
-static int warm_one(void *arg, const void *key, size_t klen, const struct store_record *seen)
+/* The cursor moves on; persisted every MIG_CURSOR_EVERY entries. */
+static int advance_cursor(struct mig *m, const void *pos, size_t len)
+{
+	memcpy(m->cursor, pos, len);
+	m->cursor_len = (uint16_t)len;
+	if (++m->since_cursor >= MIG_CURSOR_EVERY && persist_warm(m, view_of(m)->version) != 0)
+		return -EIO;
+	return 0;
+}
+
+/* Indexing: an owned record whose home moved goes into the arc index, under its arc. */
+static int index_one(void *arg, const void *key, size_t klen, const struct store_record *seen)
+{
+	struct warm_ctx *c = arg;
+	struct mig *m = c->m;
+	uint64_t hash = keyhash(key, klen);
+	uint16_t home = mig_home(m, hash);
+
+	(void)seen;
+	count(m, MIG_CTR_scanned);
+	if (home != m->self && home != 0) {
+		const struct rch_arc *arc = rch_arc_of(&c->v->change, keyhash_point(hash));
+		/* A key of no moved arc that is not ours (left by an earlier change) goes last. */
+		uint32_t a = arc ? (uint32_t)(arc - c->v->change.arcs) : c->v->change.narcs;
+
+		if (store_arc_index_add(m->st, a, key, klen) != 0)
+			return -EIO;
+		count(m, MIG_CTR_indexed);
+	}
+	return advance_cursor(m, key, klen);
+}
+
+/* Pushing has reached arc `arc`: every arc of ours before it is done. */
+static void reach_arc(struct mig *m, const struct mig_view *v, uint32_t arc)
+{
+	uint32_t before = atomic_load(&m->arcs_done);
+
+	if (arc <= m->cursor_arc)
+		return;
+	m->cursor_arc = arc;
+	count_arcs(m, v, arc);
+	for (uint32_t i = before; i < atomic_load(&m->arcs_done); i++)
+		count(m, MIG_CTR_arcs_done);
+}
+
+/* Pushing: one index entry's record to its new home, then handed over. */
+static int push_one(void *arg, uint32_t arc, const void *key, size_t klen, const uint8_t *pos,
+		    size_t plen)
 {
 	struct warm_ctx *c = arg;
 	struct mig *m = c->m;
@@ -495,18 +601,20 @@ static int warm_one(void *arg, const void *key, size_t klen, const struct store_
 	struct mig_record out;
 	int rc;
 
-	(void)seen;
-	count(m, MIG_CTR_scanned);
+	reach_arc(m, c->v, arc);
 	if (home != m->self && home != 0) {
 		/* Read again under the lock: a write that checked ownership before the
 		 * last arc went active is either in this record or was refused. */
 		mig_lock(m, hash);
 		rc = store_get(m->st, STORE_OWNED, key, klen, &rec, c->buf, c->cap);
+		if (rc > 0) {
+			out = moving_form(&rec, c->now_ms);
+			writes_out(m, hash, &out);
+		}
 		mig_unlock(m, hash);
 		if (rc < 0)
 			return -EIO;
 		if (rc > 0) {
-			out = moving_form(&rec, c->now_ms);
 			if (m->tx->push(m->tx_arg, home, c->epoch, hash, key, klen, &out) != 0) {
 				count(m, MIG_CTR_push_failed);
 				return -EAGAIN; /* the cursor stays before this key */
@@ -519,14 +627,24 @@ static int warm_one(void *arg, const void *key, size_t klen, const struct store_
 				count(m, MIG_CTR_handed_over);
 		}
 	}
-	memcpy(m->cursor, key, klen);
-	m->cursor_len = (uint16_t)klen;
-	if (++m->since_cursor >= MIG_CURSOR_EVERY && persist_warm(m, view_of(m)->version) != 0)
+	if (advance_cursor(m, pos, plen) != 0)
 		return -EIO;
 	/* The budget is in pushes: the rate bounds what crosses the network. */
-	if (home != m->self && home != 0 && ++c->pushed >= c->budget)
-		return 1;
-	return 0;
+	return home != m->self && home != 0 && ++c->pushed >= c->budget ? 1 : 0;
+}
+
+/* The next phase, persisted before anything of it is done. */
+static int next_phase(struct mig *m, const struct mig_view *v, enum mig_warm_phase phase)
+{
+	atomic_store(&m->warm_phase, phase);
+	m->cursor_len = 0;
+	m->cursor_arc = 0;
+	if (phase == MIG_WARM_DONE) {
+		count_arcs(m, v, v->change.narcs + 1);
+		if (store_arc_index_clear(m->st) != 0)
+			return -EIO;
+	}
+	return persist_warm(m, v->version);
 }
 
 int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
@@ -534,25 +652,39 @@ int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
 	static __thread uint8_t buf[WIRE_MAX_DATAGRAM];
 	const struct mig_view *v = view_of(m);
 	struct warm_ctx c = {
-	    .m = m, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
+	    .m = m, .v = v, .budget = budget, .now_ms = now_ms, .buf = buf, .cap = sizeof(buf)};
 	bool end = false;
-	int n;
+	int n, indexed = 0;
 
 	*done = mig_warm_done(m);
 	if (*done || active_of(v) < v->change.narcs)
 		return 0;
 	c.epoch = mig_epoch(m);
-	n = store_scan_owned(m->st, m->cursor, m->cursor_len, budget * MIG_SCAN_PER_PUSH, warm_one,
-			     &c, &end);
+	if (atomic_load(&m->warm_phase) == MIG_WARM_INDEX) {
+		n = store_scan_owned(m->st, m->cursor, m->cursor_len, budget * MIG_SCAN_PER_PUSH,
+				     index_one, &c, &end);
+		if (n < 0) {
+			persist_warm(m, v->version);
+			return n;
+		}
+		if (!end)
+			return n;
+		/* Indexed: the pushes begin in this same step (nothing to push: done at once). */
+		if (next_phase(m, v, MIG_WARM_PUSH) != 0)
+			return -EIO;
+		indexed = n;
+	}
+	n = store_arc_index_scan(m->st, m->cursor, m->cursor_len, budget * MIG_SCAN_PER_PUSH,
+				 push_one, &c, &end);
 	if (n < 0) {
 		persist_warm(m, v->version);
 		return n;
 	}
 	if (end) {
-		m->warm_done = true;
-		if (persist_warm(m, v->version) != 0)
+		if (next_phase(m, v, MIG_WARM_DONE) != 0)
 			return -EIO;
 		*done = true;
 	}
+	n += indexed;
 	return n;
 }

@@ -13,9 +13,11 @@
  *     under the key's hand-over lock, which every write holds from its
  *     ownership check to its store write;
  *   - warm-up (mig_warmup_step): once every arc is active, the previous home
- *     pushes its moved keys (mig_serve_push at the new home) and deletes each
- *     one the new home acknowledged (store_handover), a cursor persisted as it
- *     goes.
+ *     indexes its moved keys by arc (store.h's arc index), then pushes them
+ *     arc by arc (mig_serve_push at the new home), deleting each one the new
+ *     home acknowledged (store_handover); an arc is done once the push has
+ *     passed it. A cursor is persisted as it goes, so a restart resumes the
+ *     phase and the arc it was in.
  * The state ({version, active arcs, both rings' members}, the warm-up cursor)
  * is persisted in the store's meta family, so a restarted node resumes.
  *
@@ -38,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dedup.h"
 #include "rchange.h"
 #include "ring.h"
 #include "store.h"
@@ -47,14 +50,22 @@
 #define MIG_CURSOR_EVERY  256  /* warm-up keys between two persisted cursors */
 #define MIG_MAX_VIEWS	  64   /* changes one process lives through */
 #define MIG_SCAN_PER_PUSH 16   /* warm-up: records visited per push allowed, at most */
+#define MIG_MAX_WRITES	  8    /* at-most-once outcomes moved with a record (WIRE_MIG_MAX_WRITES) */
 
-/* A record as it moves between homes: ttl_ms is what remains of its TTL (0: none). */
+/*
+ * A record as it moves between homes: ttl_ms is what remains of its TTL (0:
+ * none); writes are the at-most-once outcomes the previous home remembers
+ * for the key (dedup.h), highest version first, which the new home takes
+ * over so that a write retried across the cut-over is not applied twice.
+ */
 struct mig_record {
 	uint8_t kind; /* STORE_VALUE or STORE_TOMBSTONE */
 	uint64_t version;
 	uint32_t ttl_ms;
 	const uint8_t *value;
 	uint32_t value_len;
+	uint8_t nwrites;
+	struct dedup_write writes[MIG_MAX_WRITES];
 };
 
 struct mig_transport {
@@ -80,6 +91,9 @@ struct mig_view {
 	struct rchange change;
 };
 
+/* The warm-up's phases: index the moved keys by arc, push them arc by arc, done. */
+enum mig_warm_phase { MIG_WARM_INDEX = 0, MIG_WARM_PUSH = 1, MIG_WARM_DONE = 2 };
+
 /* Counters of the migration, read by the node's counter dump. */
 #define MIG_COUNTERS(X)                                                                            \
 	X(read_through)	       /* records fetched from a previous home and stored */               \
@@ -91,7 +105,9 @@ struct mig_view {
 	X(push_stored)	       /* MIGRATEs this node stored as a new home */                       \
 	X(push_kept)	       /* MIGRATEs older than what this node held: ignored */              \
 	X(handed_over)	       /* records deleted after the new home held them */                  \
-	X(scanned)	       /* warm-up: owned records visited */
+	X(scanned)	       /* warm-up: owned records visited */                                \
+	X(indexed)	       /* warm-up: moved keys put in the arc index */                      \
+	X(arcs_done)	       /* warm-up: arcs whose keys this node has all pushed */
 
 enum mig_counter {
 #define X(name) MIG_CTR_##name,
@@ -102,16 +118,21 @@ enum mig_counter {
 
 struct mig {
 	struct store *st;
+	struct dedup *dedup; /* the node's at-most-once table; NULL: none */
 	uint16_t self;
 	const struct mig_transport *tx;
 	void *tx_arg;
 	struct mig_view *_Atomic view;
 	pthread_mutex_t locks[MIG_LOCKS];
-	/* The warm-up thread's own. */
-	uint8_t cursor[WIRE_MAX_KEY];
+	/* The warm-up thread's own: the phase, and where it is (an owned key while
+	 * indexing, an arc index position while pushing), the arc it pushes. */
+	uint8_t cursor[STORE_ARC_POS_MAX];
 	uint16_t cursor_len;
-	bool warm_done;
+	_Atomic uint8_t warm_phase;
 	uint32_t since_cursor;
+	uint32_t cursor_arc;
+	/* This node's arcs as a previous home, and those done (stats, RING replies read them). */
+	_Atomic uint32_t arcs_out, arcs_done;
 	/* Views ever published, freed by mig_fini. */
 	struct mig_view *views[MIG_MAX_VIEWS];
 	uint32_t nviews;
@@ -121,9 +142,14 @@ struct mig {
 
 const char *mig_counter_name(enum mig_counter c);
 
-/* Set up m over st for node `self`; no view yet. 0 or -ENOMEM. */
-int mig_init(struct mig *m, struct store *st, uint16_t self, const struct mig_transport *tx,
-	     void *tx_arg);
+/*
+ * Set up m over st for node `self`; no view yet. dedup (may be NULL) is the
+ * node's at-most-once table: a key's outcomes leave with its record (FETCH
+ * served, warm-up push) and arrive with it (read-through, MIGRATE). 0 or
+ * -ENOMEM.
+ */
+int mig_init(struct mig *m, struct store *st, struct dedup *dedup, uint16_t self,
+	     const struct mig_transport *tx, void *tx_arg);
 void mig_fini(struct mig *m);
 
 /*
@@ -187,14 +213,21 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 
 /*
  * One warm-up step of at most budget pushes (and MIG_SCAN_PER_PUSH times as
- * many records visited): push the owned records whose home moved, delete
- * those acknowledged. Returns the records visited (0 when
- * there is nothing to do: no change, arcs not all active, or done), or a
- * negative errno (a push failed: the cursor stays before that key, the next
- * step retries it). *done is set when this node's warm-up has finished.
+ * many records or index entries visited): while indexing, put the owned
+ * records whose home moved in the arc index; then push them arc by arc and
+ * delete those acknowledged. Returns the entries visited (0 when there is
+ * nothing to do: no change, arcs not all active, or done), or a negative
+ * errno (a push failed: the cursor stays before that key, the next step
+ * retries it). *done is set when this node's warm-up has finished.
  */
 int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done);
 /* Whether this node's warm-up has finished for the running change. */
 bool mig_warm_done(const struct mig *m);
+/*
+ * The warm-up's progress: its phase, this node's arcs as a previous home
+ * (*arcs_out) and those whose keys it has all pushed (*arcs_done), in the
+ * order of the arcs: the first *arcs_done of them. Any thread.
+ */
+enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, uint32_t *arcs_done);
 
 #endif

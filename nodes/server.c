@@ -260,7 +260,7 @@ static bool value_too_large(const struct node *n, uint8_t op, uint64_t val_len)
 	if (op == WIRE_OP_RC_REQ)
 		return val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN;
 	if (op == WIRE_OP_MIGRATE)
-		return val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_LEN;
+		return val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_MAX;
 	return op == WIRE_OP_PUT && val_len > max_value;
 }
 

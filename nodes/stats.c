@@ -62,7 +62,13 @@ void node_dump_counters(struct node *n)
 						 mig_counter_name((enum mig_counter)c), v);
 	}
 	if (f) {
+		uint32_t arcs_out, arcs_done;
+		enum mig_warm_phase phase = mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
+
 		fprintf(f, "ring_epoch %llu\n", (unsigned long long)mig_epoch(&n->mig));
+		/* The warm-up, arc by arc: 0 indexing, 1 pushing, 2 done. */
+		fprintf(f, "warm_phase %u\nwarm_arcs %u\nwarm_arcs_done %u\n", phase, arcs_out,
+			arcs_done);
 		fprintf(f, "load %u\n", node_load(n));
 		/* A gauge: chunked ops being gathered or queued (node.reassembly_mb caps it). */
 		fprintf(f, "reassembly_bytes %llu\n", (unsigned long long)reasm_used(&n->reasm));
@@ -101,6 +107,23 @@ static char *render(void *arg, size_t *len)
 		 atomic_load_explicit(&n->queued, memory_order_relaxed));
 	prom_add(p, "skewless_node_load", "Load the node reports (in flight + queued, capped)",
 		 PROM_GAUGE, NULL, 0, node_load(n));
+	{
+		uint32_t arcs_out, arcs_done;
+		enum mig_warm_phase phase = mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
+
+		prom_add(p, "skewless_node_ring_epoch",
+			 "Ring epoch (ring.version << 20 | active arcs)", PROM_GAUGE, NULL, 0,
+			 (double)mig_epoch(&n->mig));
+		prom_add(p, "skewless_node_warm_phase",
+			 "Ring change warm-up: 0 indexing, 1 pushing arc by arc, 2 done",
+			 PROM_GAUGE, NULL, 0, phase);
+		prom_add(p, "skewless_node_warm_arcs",
+			 "Moved arcs this node is the previous home of", PROM_GAUGE, NULL, 0,
+			 arcs_out);
+		prom_add(p, "skewless_node_warm_arcs_done",
+			 "Of those, the arcs whose keys it has all pushed to their new homes",
+			 PROM_GAUGE, NULL, 0, arcs_done);
+	}
 	prom_add_hist(p, "skewless_node_request_latency_seconds",
 		      "Request latency in the node: receipt to reply sent", NULL, 0, &latency);
 	out = prom_render(p, len);

@@ -405,6 +405,20 @@ struct timer_entry {
 	size_t raw_len;
 };
 
+/* The end of a scan: the iterator's error (-EIO) or 0, and the iterator gone. */
+static int iter_finish(rocksdb_iterator_t *it)
+{
+	char *rerr = NULL;
+
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
+}
+
 /*
  * Copy up to max timer entries of type with due <= until into out (sorted by
  * due time). Returns how many, or -EIO.
@@ -413,7 +427,6 @@ static int timers_scan(struct store *st, uint8_t type, uint64_t until, uint32_t 
 		       struct timer_entry *out)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_TIMERS]);
-	char *rerr = NULL;
 	uint32_t n = 0;
 
 	rocksdb_iter_seek(it, (const char *)&type, 1);
@@ -437,12 +450,8 @@ static int timers_scan(struct store *st, uint8_t type, uint64_t until, uint32_t 
 		n++;
 		rocksdb_iter_next(it);
 	}
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
-	if (rerr) {
-		free(rerr);
+	if (iter_finish(it) != 0)
 		return -EIO;
-	}
 	return (int)n;
 }
 
@@ -777,7 +786,6 @@ int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t 
 		     store_scan_fn fn, void *arg, bool *end)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[STORE_OWNED]);
-	char *rerr = NULL;
 	uint32_t n = 0;
 	int rc = 0;
 
@@ -811,13 +819,95 @@ int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t 
 	}
 	if (!rc && n < max)
 		*end = !rocksdb_iter_valid(it);
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
+	if (iter_finish(it) != 0)
+		return -EIO;
+	return rc < 0 ? rc : (int)n;
+}
+
+/* ---- The warm-up's arc index: "w:" + be32 arc + key in the meta family. ---- */
+
+#define ARC_INDEX_HDR 6 /* "w:" and the arc */
+
+int store_arc_index_add(struct store *st, uint32_t arc, const void *key, size_t klen)
+{
+	uint8_t k[ARC_INDEX_HDR + WIRE_MAX_KEY];
+	char *rerr = NULL;
+
+	if (klen == 0 || klen > WIRE_MAX_KEY)
+		return -EINVAL;
+	k[0] = 'w';
+	k[1] = ':';
+	wire_put32(k + 2, arc);
+	memcpy(k + ARC_INDEX_HDR, key, klen);
+	rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, ARC_INDEX_HDR + klen,
+		       "", 0, &rerr);
 	if (rerr) {
 		free(rerr);
 		return -EIO;
 	}
+	return 0;
+}
+
+int store_arc_index_scan(struct store *st, const void *after, size_t alen, uint32_t max,
+			 store_arc_fn fn, void *arg, bool *end)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_META]);
+	uint8_t from[2 + STORE_ARC_POS_MAX] = {'w', ':'};
+	uint32_t n = 0;
+	int rc = 0;
+	bool more = false;
+
+	*end = false;
+	if (alen > STORE_ARC_POS_MAX)
+		alen = STORE_ARC_POS_MAX;
+	memcpy(from + 2, after, alen);
+	rocksdb_iter_seek(it, (const char *)from, 2 + alen);
+	if (alen) { /* strictly after the position: the entry at it was visited */
+		size_t klen;
+		const char *k;
+
+		if (rocksdb_iter_valid(it) && (k = rocksdb_iter_key(it, &klen)) &&
+		    klen == 2 + alen && !memcmp(k, from, klen))
+			rocksdb_iter_next(it);
+	}
+	while (rocksdb_iter_valid(it)) {
+		size_t klen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+
+		if (klen < 2 || k[0] != 'w' || k[1] != ':')
+			break; /* past the index */
+		if (n == max) {
+			more = true;
+			break;
+		}
+		if (klen > ARC_INDEX_HDR && klen <= ARC_INDEX_HDR + WIRE_MAX_KEY) {
+			rc = fn(arg, wire_get32(k + 2), k + ARC_INDEX_HDR, klen - ARC_INDEX_HDR,
+				k + 2, klen - 2);
+			if (rc) {
+				more = true;
+				break;
+			}
+		}
+		n++;
+		rocksdb_iter_next(it);
+	}
+	*end = !more;
+	if (iter_finish(it) != 0)
+		return -EIO;
 	return rc < 0 ? rc : (int)n;
+}
+
+int store_arc_index_clear(struct store *st)
+{
+	static const char first[] = "w:", past[] = "w;"; /* ';' follows ':' */
+	char *rerr = NULL;
+
+	rocksdb_delete_range_cf(st->db, st->wopts, st->cf[CF_META], first, 2, past, 2, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return 0;
 }
 
 /* Node-wide records of the meta family under "m:" + name. */

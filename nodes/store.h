@@ -215,6 +215,26 @@ typedef int (*store_scan_fn)(void *arg, const void *key, size_t klen,
 			     const struct store_record *rec);
 int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t max,
 		     store_scan_fn fn, void *arg, bool *end);
+/*
+ * The warm-up's arc index (migrate.c): an entry per owned key whose home
+ * moved, in the meta family under "w:" + be32 arc + key, so that a previous
+ * home pushes its keys arc by arc (in the order of the arcs) while its owned
+ * family is in key order.
+ *
+ * store_arc_index_add: one entry. store_arc_index_scan: visit up to max
+ * entries strictly after the index position after[0..alen) (4 bytes of arc
+ * and the key, as the callback's pos; from the first when alen is 0), fn
+ * returning 0 to go on or stopping the scan with its value; returns the
+ * number visited, fn's negative value or -EIO, *end true when no entry
+ * follows. store_arc_index_clear: every entry gone.
+ */
+#define STORE_ARC_POS_MAX (4 + WIRE_MAX_KEY)
+typedef int (*store_arc_fn)(void *arg, uint32_t arc, const void *key, size_t klen,
+			    const uint8_t *pos, size_t plen);
+int store_arc_index_add(struct store *st, uint32_t arc, const void *key, size_t klen);
+int store_arc_index_scan(struct store *st, const void *after, size_t alen, uint32_t max,
+			 store_arc_fn fn, void *arg, bool *end);
+int store_arc_index_clear(struct store *st);
 /* A node-wide record of the meta family by name: its length, 0 when absent, -EMSGSIZE, -EIO. */
 int store_meta_get(struct store *st, const char *name, void *buf, size_t cap);
 int store_meta_put(struct store *st, const char *name, const void *buf, size_t len);

@@ -46,31 +46,59 @@ int wire_ring_decode(const struct wire_msg *msg, struct wire_ring *r)
 	return 0;
 }
 
+static size_t prefix_len(uint8_t nwrites)
+{
+	return WIRE_MIG_PREFIX_LEN + (size_t)nwrites * WIRE_MIG_WRITE_LEN;
+}
+
 int wire_mig_prefix_encode(const struct wire_mig_prefix *p, uint8_t *buf, size_t cap)
 {
-	if (cap < WIRE_MIG_PREFIX_LEN)
-		return -EMSGSIZE;
-	if (p->kind > 1)
+	if (p->kind > 1 || p->nwrites > WIRE_MIG_MAX_WRITES)
 		return -EINVAL;
+	if (cap < prefix_len(p->nwrites))
+		return -EMSGSIZE;
 	buf[0] = p->kind;
-	buf[1] = 0;
+	buf[1] = p->nwrites;
 	wire_put16(buf + 2, p->version_low);
 	wire_put32(buf + 4, p->ttl_ms);
-	return WIRE_MIG_PREFIX_LEN;
+	for (uint8_t i = 0; i < p->nwrites; i++) {
+		uint8_t *w = buf + prefix_len(i);
+
+		if (p->writes[i].req_id == 0 ||
+		    (p->writes[i].status != WIRE_ST_OK && p->writes[i].status != WIRE_ST_NOT_FOUND))
+			return -EINVAL;
+		wire_put64(w, p->writes[i].req_id);
+		wire_put64(w + 8, p->writes[i].version);
+		w[16] = p->writes[i].status;
+	}
+	return (int)prefix_len(p->nwrites);
 }
 
 int wire_mig_prefix_decode(const struct wire_msg *msg, struct wire_mig_prefix *p,
 			   const uint8_t **value, uint32_t *value_len)
 {
 	const uint8_t *v = msg->value;
+	size_t plen;
 
-	if (msg->val_len < WIRE_MIG_PREFIX_LEN || v[0] > 1 || v[1] != 0)
+	if (msg->val_len < WIRE_MIG_PREFIX_LEN || v[0] > 1 || v[1] > WIRE_MIG_MAX_WRITES)
 		return -EINVAL;
 	p->kind = v[0];
+	p->nwrites = v[1];
 	p->version_low = wire_get16(v + 2);
 	p->ttl_ms = wire_get32(v + 4);
-	*value_len = msg->val_len - WIRE_MIG_PREFIX_LEN;
-	*value = *value_len ? v + WIRE_MIG_PREFIX_LEN : NULL;
+	plen = prefix_len(p->nwrites);
+	if (msg->val_len < plen)
+		return -EINVAL;
+	for (uint8_t i = 0; i < p->nwrites; i++) {
+		const uint8_t *w = v + prefix_len(i);
+
+		p->writes[i] = (struct wire_mig_write){
+		    .req_id = wire_get64(w), .version = wire_get64(w + 8), .status = w[16]};
+		if (p->writes[i].req_id == 0 || (w[16] != WIRE_ST_OK && w[16] != WIRE_ST_NOT_FOUND))
+			return -EINVAL;
+	}
+	*value_len = msg->val_len - (uint32_t)plen;
+	*value = *value_len ? v + plen : NULL;
 	if (p->kind == 1 && (*value_len || p->ttl_ms))
 		return -EINVAL;
 	return 0;

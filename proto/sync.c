@@ -31,6 +31,9 @@ enum sync_off {
 	SYNC_OFF_CONFIRMED = 32,
 	SYNC_OFF_COUNT = 40,
 	SYNC_OFF_RESERVED = 42,
+	SYNC_OFF_RING_EPOCH = 44,
+	SYNC_OFF_RING_READY = 52,
+	SYNC_OFF_RING_PREV = 60,
 };
 
 static size_t kind_hdr_len(uint8_t kind)
@@ -62,6 +65,9 @@ enum sync_error sync_decode(const void *buf, size_t len, struct sync_msg *m)
 	m->echo_ts_us = wire_get64(p + SYNC_OFF_ECHO_TS);
 	m->confirmed = wire_get64(p + SYNC_OFF_CONFIRMED);
 	m->count = wire_get16(p + SYNC_OFF_COUNT);
+	m->ring_epoch = wire_get64(p + SYNC_OFF_RING_EPOCH);
+	m->ring_ready = wire_get64(p + SYNC_OFF_RING_READY);
+	m->ring_prev = wire_get64(p + SYNC_OFF_RING_PREV);
 	if (m->kind >= SYNC_K_COUNT)
 		return SYNC_ERR_KIND;
 	if (m->sender == 0)
@@ -72,6 +78,8 @@ enum sync_error sync_decode(const void *buf, size_t len, struct sync_msg *m)
 		return SYNC_ERR_SEQ;
 	if (wire_get16(p + SYNC_OFF_RESERVED) != 0)
 		return SYNC_ERR_RESERVED;
+	if (m->ring_ready < m->ring_epoch)
+		return SYNC_ERR_RING;
 	off = SYNC_HDR_LEN;
 	if (len < off + kind_hdr_len(m->kind))
 		return SYNC_ERR_TRUNCATED;
@@ -172,6 +180,9 @@ int sync_enc_begin(struct sync_enc *e, void *buf, size_t cap, const struct sync_
 	wire_put64(p + SYNC_OFF_CONFIRMED, h->confirmed);
 	wire_put16(p + SYNC_OFF_COUNT, 0);
 	wire_put16(p + SYNC_OFF_RESERVED, 0);
+	wire_put64(p + SYNC_OFF_RING_EPOCH, h->ring_epoch);
+	wire_put64(p + SYNC_OFF_RING_READY, h->ring_ready);
+	wire_put64(p + SYNC_OFF_RING_PREV, h->ring_prev);
 	if (h->kind == SYNC_K_CANDS) {
 		wire_put64(p + SYNC_HDR_LEN, h->window_id);
 		wire_put64(p + SYNC_HDR_LEN + 8, h->samples);

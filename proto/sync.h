@@ -18,8 +18,8 @@
 
 #define SYNC_MAX_KEY	   256	/* key bytes of a candidate or owned item */
 #define SYNC_MAX_OWNED	   4096 /* items an owned list may have (total) */
-#define SYNC_LAYOUT	   1
-#define SYNC_HDR_LEN	   44
+#define SYNC_LAYOUT	   2
+#define SYNC_HDR_LEN	   68
 #define SYNC_CAND_HDR_LEN  16 /* window_id, samples */
 #define SYNC_OWNED_HDR_LEN 12 /* version, total, first */
 #define SYNC_SCORE_LEN	   8
@@ -44,7 +44,8 @@ enum sync_kind { SYNC_K_SCORES = 0, SYNC_K_CANDS = 1, SYNC_K_OWNED = 2, SYNC_K_C
 	X(SYNC_ERR_HEALTH, "sync_bad_health")                                                      \
 	X(SYNC_ERR_FLAGS, "sync_bad_flags")                                                        \
 	X(SYNC_ERR_KEY_LEN, "sync_bad_key_len")                                                    \
-	X(SYNC_ERR_RANGE, "sync_bad_range")
+	X(SYNC_ERR_RANGE, "sync_bad_range")                                                        \
+	X(SYNC_ERR_RING, "sync_bad_ring")
 
 enum sync_error {
 #define X(name, str) name,
@@ -80,6 +81,15 @@ struct sync_msg {
 	uint64_t echo_ts_us;	   /* newest heartbeat ts the sender got from the destination */
 	uint64_t confirmed;	   /* the destination's owned-list version the sender applied */
 	uint16_t count;
+	/*
+	 * The sender's ring (docs/design.md section 12, "Peer switches"): the
+	 * epoch its workers route by, the highest epoch it is ready for (its
+	 * directory holds no entry whose home moves up to it; >= ring_epoch),
+	 * and the version of the ring the change runs from (0: none).
+	 */
+	uint64_t ring_epoch;
+	uint64_t ring_ready;
+	uint64_t ring_prev;
 	/* SYNC_K_CANDS */
 	uint64_t window_id;
 	uint64_t samples;

@@ -25,6 +25,7 @@
 #include "health.h"
 #include "log.h"
 #include "prom.h"
+#include "rchange.h"
 #include "switchd.h"
 
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux);
@@ -245,6 +246,8 @@ static void fill_rows(struct sw *sw, uint64_t now_us, struct cluster_row *rows)
 		r->claimed = s == 0 ? c->ps.nowned : sl->nowned;
 		r->owned_version = s == 0 ? c->ps.owned_version : sl->owned_version;
 		r->confirmed = s == 0 ? 0 : sl->lease_confirmed;
+		r->ring_epoch = sl->ring_epoch;
+		r->ring_version = rch_epoch_version(sl->ring_epoch);
 	}
 }
 
@@ -267,6 +270,10 @@ static void format_row(struct fmt *f, const struct cluster_row *r)
 		  (int64_t)r->owned_version);
 	fmt_gauge(f, "confirmed", "Owned-list version the peer confirmed routing",
 		  (int64_t)r->confirmed);
+	fmt_gauge(f, "ring_version", "ring.version of the ring the switch routes by (0: not heard)",
+		  (int64_t)r->ring_version);
+	fmt_gauge(f, "ring_epoch", "Ring epoch the switch routes by (version << 20 | active arcs)",
+		  (int64_t)r->ring_epoch);
 }
 
 /* The peer machinery's counters, for `peers` and /metrics. */
@@ -296,6 +303,17 @@ static void format_stats(struct sw *sw, struct fmt *f)
 		    c->st.health_from_peer);
 	fmt_gauge(f, "slowest_round_us", "Slowest control round so far",
 		  (int64_t)c->st.slowest_round_us);
+}
+
+void cluster_sync_ring(struct sw *sw, uint64_t now_us)
+{
+	struct cluster *c = sw->cluster;
+
+	for (unsigned s = 1; c && s < c->ps.nslots; s++) {
+		struct emit_ctx x = {sw, c->ps.slot[s].id, now_us};
+
+		peer_build_heartbeat(&c->ps, s, now_us, emit, &x);
+	}
 }
 
 void cluster_sync_out(struct sw *sw, uint64_t now_us)

@@ -47,6 +47,7 @@ struct cluster_row {
 	uint32_t owned_keys;  /* cluster hot keys it owns in our view */
 	uint32_t claimed;     /* keys in its last complete owned list */
 	uint64_t owned_version, confirmed;
+	uint64_t ring_version, ring_epoch; /* the ring it routes by (docs/design.md section 12) */
 };
 
 struct cluster {
@@ -88,6 +89,8 @@ const char *cluster_score_source(const struct sw *sw, uint16_t node);
 
 /* Reconcile, on a sync tick: SYNC to every peer (through egress), then the rows for telemetry. */
 void cluster_sync_out(struct sw *sw, uint64_t now_us);
+/* Our ring changed (members.c): a heartbeat to every peer now, carrying it. */
+void cluster_sync_ring(struct sw *sw, uint64_t now_us);
 
 /* The control round took took_us: the slowest is kept, a slow one logged. */
 void cluster_note_round(struct sw *sw, uint64_t took_us);

@@ -16,6 +16,8 @@
  * the only thread that adds or removes CDT entries (see switchd.h).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +196,32 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	return 0;
 }
 
+/* The signals sw_block_rx_signals() blocks: every real-time one (the PMD takes the first free). */
+static void rx_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(set, sig);
+}
+
+void sw_block_rx_signals(void)
+{
+	sigset_t set;
+
+	rx_signals(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* A worker lcore's entry: take the Rx signals here, then poll. */
+static int worker_main(void *arg)
+{
+	sigset_t set;
+
+	rx_signals(&set);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	return pipeline_main(arg);
+}
+
 int sw_start(struct sw *sw)
 {
 	/*
@@ -207,7 +235,7 @@ int sw_start(struct sw *sw)
 	if (rc != 0)
 		return rc;
 	for (uint16_t i = 0; i < sw->nworkers; i++) {
-		rc = rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
+		rc = rte_eal_remote_launch(worker_main, sw->workers[i], sw->workers[i]->lcore);
 		if (rc != 0)
 			return rc;
 	}
@@ -276,6 +304,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	intake_run(sw, now, now_u);
+	members_follow(sw, now_u);
 	decide_run(sw, now_u, &want);
 	rec_run(sw, now_u, &want);
 	members_run(sw, now_u);

@@ -6,6 +6,13 @@
  * announced and each node's answer to it, and every config applied (kept for
  * the process's life: workers and commands may hold sw->cfg, and a change is
  * an operator's action, not a per-request event).
+ *
+ * With peer switches (docs/design.md section 12, "Peer switches") the switch
+ * that applied the change drives it; the others follow it from the ring
+ * fields every SYNC carries (peers.h): each step is first made *ready* (the
+ * directory entries whose home moves in it removed, at every switch), and
+ * announced to the nodes only once every live peer says it is ready too;
+ * a follower publishes the epochs the driver published.
  */
 #include "members.h"
 
@@ -20,6 +27,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "ctl.h"
 #include "egress.h"
 #include "health.h"
@@ -31,10 +39,27 @@
 
 #define MEMBERS_MAX_CFGS 64
 
+/* The keys whose home moves in a ring step: between `from` and `to` active arcs, or (follower)
+ * between the workers' ring and `target`. */
+struct step_arg {
+	const struct rchange *c;
+	uint32_t from, to;
+	const struct ring *target;
+	struct sw *sw;
+};
+
 struct members {
 	struct cfg *cfgs[MEMBERS_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
 	uint32_t ncfgs;
 	bool changing;
+	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
+	uint64_t ready;	      /* the epoch this switch is ready for (peers.h) */
+	struct step_arg step; /* the step made ready, for reconcile's installs */
+	struct ring target;   /* following: the ring at `ready` */
+	uint16_t leader;      /* following: the peer whose change this is */
+	uint16_t waiting_for; /* driving: a live peer not ready for the next step (0: none) */
+	uint64_t refused_version, next_try_us; /* following: a config without the peer's version */
+	uint64_t follows, follow_refused, peer_waits;
 	struct ring prev, next; /* ketama rings: the previous one while changing */
 	struct rchange change;
 	struct wire_ring prev_members;
@@ -43,6 +68,8 @@ struct members {
 	uint64_t epoch;	    /* announced; a step is taken once every node has it */
 	uint64_t acked[CFG_MAX_NODES + 1];
 	bool warm[CFG_MAX_NODES + 1];
+	uint32_t
+	    arcs_done[CFG_MAX_NODES + 1]; /* each previous home's arcs done (its RING answers) */
 	bool refused_logged[CFG_MAX_NODES + 1];
 	uint32_t outgoing[CFG_MAX_NODES + 1]; /* arcs each node is the previous home of */
 	uint32_t incoming[CFG_MAX_NODES + 1];
@@ -61,6 +88,7 @@ int members_init(struct sw *sw, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory for ring changes");
 		return -1;
 	}
+	m->ready = rch_epoch(m->next.version, RCH_COMPLETE);
 	sw->members = m;
 	register_commands(sw);
 	return 0;
@@ -75,6 +103,7 @@ void members_fini(struct sw *sw)
 	rch_free(&m->change);
 	ring_free(&m->prev);
 	ring_free(&m->next);
+	ring_free(&m->target);
 	for (uint32_t i = 0; i < m->ncfgs; i++)
 		free(m->cfgs[i]);
 	free(m);
@@ -152,11 +181,6 @@ static bool all_warm(const struct sw *sw)
 	return true;
 }
 
-struct step_arg {
-	const struct rchange *c;
-	uint32_t from, to;
-};
-
 /* Does the key's home change between `from` and `to` active arcs? */
 static bool home_moves(void *arg, uint64_t keyhash)
 {
@@ -164,6 +188,55 @@ static bool home_moves(void *arg, uint64_t keyhash)
 	uint32_t p = keyhash_point(keyhash);
 
 	return rch_home(s->c, s->from, p) != rch_home(s->c, s->to, p);
+}
+
+/* Following: does the key's home differ between the workers' ring and the target? */
+static bool home_differs(void *arg, uint64_t keyhash)
+{
+	const struct step_arg *s = arg;
+
+	return ring_home(sw_ring(s->sw), keyhash) != ring_home(s->target, keyhash);
+}
+
+/* The epoch the workers route by. */
+static uint64_t published_epoch(const struct members *m)
+{
+	return rch_epoch(m->next.version, m->changing ? m->published : RCH_COMPLETE);
+}
+
+/*
+ * What every SYNC tells the peers of our ring; when it changed, a heartbeat
+ * carries it at once (a step waits for the peers' answer: not an interval).
+ */
+static void tell_peers(struct sw *sw)
+{
+	struct members *m = sw->members;
+	const struct peer_slot *self;
+	uint64_t epoch = published_epoch(m);
+
+	if (!cluster_on(sw))
+		return;
+	self = &sw->cluster->ps.slot[0];
+	if (self->ring_epoch == epoch && self->ring_ready == (m->ready > epoch ? m->ready : epoch))
+		return;
+	peer_set_ring(&sw->cluster->ps, epoch, m->ready, m->changing ? m->prev.version : 0);
+	cluster_sync_ring(sw, clock_mono_us());
+}
+
+/* Driving: whether every live peer is ready for epoch (no peers: yes). */
+static bool peers_ready(struct sw *sw, uint64_t epoch, uint64_t now_us)
+{
+	struct members *m = sw->members;
+	unsigned lagging = 0;
+	bool was_waiting = m->waiting_for != 0;
+
+	m->waiting_for = 0;
+	if (!cluster_on(sw) || peer_ring_ready(&sw->cluster->ps, epoch, now_us, &lagging))
+		return true;
+	if (!was_waiting) /* one wait per step: counted when it begins */
+		m->peer_waits++;
+	m->waiting_for = sw->cluster->ps.slot[lagging].id;
+	return false;
 }
 
 static void announce(struct sw *sw, uint64_t epoch, uint64_t now_us)
@@ -175,20 +248,36 @@ static void announce(struct sw *sw, uint64_t epoch, uint64_t now_us)
 	send_ring(sw, false, false);
 }
 
+/*
+ * Driving: make the step to epoch ready (our entries whose home moves in it
+ * are out, and the peers are told), and announce it to the nodes as soon as
+ * every live peer is ready too. The complete epoch moves no home: it waits
+ * for no peer.
+ */
+static void prepare(struct sw *sw, uint64_t epoch, uint64_t now_us)
+{
+	struct members *m = sw->members;
+
+	m->ready = epoch;
+	tell_peers(sw);
+	if (rch_epoch_active(epoch) == RCH_COMPLETE || peers_ready(sw, epoch, now_us))
+		announce(sw, epoch, now_us);
+}
+
 void members_run(struct sw *sw, uint64_t now_us)
 {
 	struct members *m = sw->members;
 	uint32_t announced, want;
 
-	if (!m->changing)
-		return;
+	if (!m->changing || !m->driving)
+		goto out;
 	announced = rch_epoch_active(m->epoch);
 	if (!all_acked(sw)) {
 		if (now_us - m->last_send_us >= MEMBERS_RESEND_MS * 1000ull) {
 			m->last_send_us = now_us;
 			send_ring(sw, true, false);
 		}
-		return;
+		goto out;
 	}
 	/* Every node has the announced epoch: the workers may route by it now. */
 	if (announced == RCH_COMPLETE) {
@@ -198,37 +287,212 @@ void members_run(struct sw *sw, uint64_t now_us)
 		log_info("ring version %lu complete: %u arcs moved in %.1f s",
 			 (unsigned long)m->next.version, m->change.narcs,
 			 (double)(now_us - m->start_us) / 1e6);
-		return;
+		goto out;
 	}
 	if (m->published < announced || (m->published == 0 && announced == 0 && !m->steps)) {
 		if (publish_ring(sw, announced) != 0)
-			return; /* out of memory: try again next round */
+			goto out; /* out of memory: try again next round */
 		m->published = announced;
 		m->steps++;
 		m->rehomed += rec_rehome_install(sw);
+	}
+	/* A step made ready, waiting for a peer. */
+	if (m->ready > m->epoch) {
+		if (peers_ready(sw, m->ready, now_us))
+			announce(sw, m->ready, now_us);
+		goto out;
 	}
 	if (announced < m->change.narcs) {
 		want =
 		    rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000, sw->cfg->ramp_ms);
 		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
-			struct step_arg s = {.c = &m->change, .from = announced, .to = want};
-
+			m->step = (struct step_arg){.c = &m->change, .from = announced, .to = want};
 			/* Hot keys whose home moves leave the directory before the nodes hear. */
-			rec_rehome_remove(sw, home_moves, &s);
+			rec_rehome_remove(sw, home_moves, &m->step);
 			m->last_step_us = now_us;
-			announce(sw, rch_epoch(m->next.version, want), now_us);
+			prepare(sw, rch_epoch(m->next.version, want), now_us);
 		}
-		return;
+		goto out;
 	}
 	/* Every arc active: the previous homes push their keys; then complete. */
 	if (all_warm(sw)) {
-		announce(sw, rch_epoch(m->next.version, RCH_COMPLETE), now_us);
-		return;
+		prepare(sw, rch_epoch(m->next.version, RCH_COMPLETE), now_us);
+		goto out;
 	}
 	if (now_us - m->last_send_us >= MEMBERS_POLL_MS * 1000ull) {
 		m->last_send_us = now_us;
 		send_ring(sw, true, true);
 	}
+out:
+	tell_peers(sw);
+}
+
+/* ---- Following a peer's change (docs/design.md section 12, "Peer switches"). ---------- */
+
+static int validate(const struct sw *sw, const struct cfg *next, const char *path, char *err,
+		    size_t errlen);
+static int add_nodes(struct sw *sw, const struct cfg *next);
+
+/*
+ * Take the peer's change to ring version `version`: our own config file
+ * must have it (the operator installs the new config on every host first).
+ * When our running ring is the one the change runs from (prev), we follow
+ * it step by step; otherwise (we missed a whole change) we go straight to
+ * the new ring. 0, or -1 (logged once per version).
+ */
+static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64_t prev,
+			uint64_t now_us)
+{
+	struct members *m = sw->members;
+	const char *path = sw->cfg->path;
+	struct cfg *next;
+	struct ring ring = {0};
+	struct rchange change = {0};
+	char err[CFG_ERR_LEN];
+	bool stepwise = !m->changing && prev == m->next.version;
+
+	if (now_us < m->next_try_us || m->ncfgs == MEMBERS_MAX_CFGS)
+		return -1;
+	m->next_try_us = now_us + MEMBERS_FOLLOW_RETRY_MS * 1000ull;
+	next = malloc(sizeof(*next));
+	if (!next)
+		return -1;
+	err[0] = '\0';
+	if (cfg_load(path, next, err, sizeof(err)) == 0 && next->ring_version != version)
+		snprintf(err, sizeof(err),
+			 "%s: ring.version: peer %s runs version %lu, this file has %lu: install "
+			 "the new config on this host",
+			 path, cluster_switch_name(sw, leader), (unsigned long)version,
+			 (unsigned long)next->ring_version);
+	else if (!err[0])
+		validate(sw, next, path, err, sizeof(err));
+	if (!err[0] &&
+	    (cfg_build_ring(next, &ring) != 0 ||
+	     (stepwise && rch_build(&change, &m->next, &ring) != 0) || add_nodes(sw, next) != 0))
+		snprintf(err, sizeof(err), "%s: nodes: cannot build the ring or add its nodes",
+			 path);
+	if (err[0]) {
+		m->follow_refused++;
+		if (m->refused_version != version)
+			log_warn("ring: not following %s to version %lu: %s",
+				 cluster_switch_name(sw, leader), (unsigned long)version, err);
+		m->refused_version = version;
+		rch_free(&change);
+		ring_free(&ring);
+		free(next);
+		return -1;
+	}
+	m->cfgs[m->ncfgs++] = next;
+	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	ring_free(&m->prev);
+	m->prev = m->next;
+	m->next = ring;
+	rch_free(&m->change);
+	m->change = change;
+	m->change.prev = &m->prev;
+	m->change.next = &m->next;
+	m->changing = stepwise;
+	m->driving = false;
+	m->leader = leader;
+	m->published = 0;
+	m->steps = 0;
+	m->changes++;
+	m->follows++;
+	m->start_us = now_us;
+	memset(m->outgoing, 0, sizeof(m->outgoing));
+	memset(m->incoming, 0, sizeof(m->incoming));
+	if (stepwise)
+		rch_count_by_node(&m->change, m->outgoing, m->incoming);
+	log_info("ring: following %s from version %lu to %lu (%s)", cluster_switch_name(sw, leader),
+		 (unsigned long)m->prev.version, (unsigned long)version,
+		 stepwise ? "step by step" : "straight to the new ring: ours was older");
+	return 0;
+}
+
+/* Following: ready for epoch (our entries whose home moves up to it out), and its ring kept. */
+static int follow_ready(struct sw *sw, uint64_t epoch)
+{
+	struct members *m = sw->members;
+	uint32_t active = rch_epoch_active(epoch);
+	struct ring target = {0};
+	int rc = active == RCH_COMPLETE || !m->changing
+		     ? ring_build(&target, m->next.nodes, m->next.nnodes, m->next.version)
+		     : rch_effective_ring(&m->change, active, epoch, &target);
+
+	if (rc)
+		return rc;
+	ring_free(&m->target);
+	m->target = target;
+	m->step = (struct step_arg){.target = &m->target, .sw = sw};
+	rec_rehome_remove(sw, home_differs, &m->step);
+	m->ready = epoch;
+	return 0;
+}
+
+void members_follow(struct sw *sw, uint64_t now_us)
+{
+	struct members *m = sw->members;
+	struct peer_state *ps;
+	uint64_t ready = 0, prev = 0, published = 0, want;
+	uint16_t leader = 0;
+
+	if (!cluster_on(sw) || (m->changing && m->driving))
+		return;
+	ps = &sw->cluster->ps;
+	/* The newest change a live peer is ready for, and the furthest any live peer routes by. */
+	for (unsigned s = 1; s < ps->nslots; s++) {
+		const struct peer_slot *sl = &ps->slot[s];
+
+		if (!peer_live(ps, s, now_us))
+			continue;
+		if (sl->ring_ready > ready) {
+			ready = sl->ring_ready;
+			prev = sl->ring_prev;
+			leader = sl->id;
+		}
+		if (sl->ring_epoch > published)
+			published = sl->ring_epoch;
+	}
+	if (rch_epoch_version(ready) > m->next.version &&
+	    follow_begin(sw, leader, rch_epoch_version(ready), prev, now_us) != 0)
+		return;
+	if (rch_epoch_version(ready) != m->next.version || m->driving)
+		return;
+	if (!m->changing) {
+		/* Straight to the new ring (or a restart that began there): nothing to step
+		 * through. */
+		if (sw_ring(sw)->version == m->next.version)
+			goto out;
+		if (follow_ready(sw, rch_epoch(m->next.version, RCH_COMPLETE)) == 0 &&
+		    publish_ring(sw, RCH_COMPLETE) == 0)
+			m->rehomed += rec_rehome_install(sw);
+		goto out;
+	}
+	if (ready > m->ready && follow_ready(sw, ready) != 0)
+		goto out;
+	/* Publish what the leader published (every node has it), never past what we are ready for.
+	 */
+	want = published < m->ready ? published : m->ready;
+	if (rch_epoch_version(want) != m->next.version || want <= published_epoch(m))
+		goto out;
+	if (rch_epoch_active(want) == RCH_COMPLETE) {
+		if (publish_ring(sw, RCH_COMPLETE) != 0)
+			goto out;
+		m->changing = false;
+		m->complete_us = now_us;
+		log_info("ring version %lu complete (following %s)", (unsigned long)m->next.version,
+			 cluster_switch_name(sw, m->leader));
+	} else {
+		if (publish_ring(sw, rch_epoch_active(want)) != 0)
+			goto out;
+		m->published = rch_epoch_active(want);
+		m->steps++;
+	}
+	m->epoch = want;
+	if (want == m->ready)
+		m->rehomed += rec_rehome_install(sw);
+out:
+	tell_peers(sw);
 }
 
 void members_take_reply(struct sw *sw, const struct wire_msg *msg)
@@ -237,7 +501,7 @@ void members_take_reply(struct sw *sw, const struct wire_msg *msg)
 	uint16_t id = msg->node;
 	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
 
-	if (!n || !m->changing)
+	if (!n || !m->changing || !m->driving)
 		return;
 	if (msg->status != WIRE_ST_OK) {
 		m->ring_refused++;
@@ -254,6 +518,15 @@ void members_take_reply(struct sw *sw, const struct wire_msg *msg)
 	if (msg->version >= rch_epoch(m->next.version, m->change.narcs) && msg->val_len >= 1 &&
 	    (msg->value[0] & WIRE_RING_F_WARM_DONE))
 		m->warm[id] = true;
+	/* Its arcs done, in the order of the arcs (a count of its own; never more than it has). */
+	if (rch_epoch_version(msg->version) == m->next.version &&
+	    msg->val_len >= WIRE_RING_REPLY_LEN) {
+		uint32_t done = wire_get32(msg->value + 1);
+
+		m->arcs_done[id] = done < m->outgoing[id] ? done : m->outgoing[id];
+	}
+	if (m->warm[id])
+		m->arcs_done[id] = m->outgoing[id];
 }
 
 /* ---- ring apply: validate, then start the change. ------------------------------------ */
@@ -344,11 +617,14 @@ static void begin(struct sw *sw, const struct rchange *change)
 	m->change.next = &m->next;
 	memset(m->acked, 0, sizeof(m->acked));
 	memset(m->warm, 0, sizeof(m->warm));
+	memset(m->arcs_done, 0, sizeof(m->arcs_done));
 	memset(m->refused_logged, 0, sizeof(m->refused_logged));
 	memset(m->outgoing, 0, sizeof(m->outgoing));
 	memset(m->incoming, 0, sizeof(m->incoming));
 	rch_count_by_node(&m->change, m->outgoing, m->incoming);
 	m->changing = true;
+	m->driving = true;
+	m->ready = rch_epoch(m->next.version, 0);
 	m->published = 0;
 	m->steps = 0;
 	m->changes++;
@@ -462,39 +738,57 @@ static json_t *apply(struct sw *sw, const char *path)
 	return show(sw);
 }
 
-/* `ring show`: the running ring, the change in progress, each node's answer. */
+/* `ring show`: the running ring, the change in progress, each node's answer, the peers'. */
 static json_t *show(struct sw *sw)
 {
 	struct members *m = sw->members;
-	json_t *nodes = json_array();
+	json_t *nodes = json_array(), *o;
 	uint32_t announced = rch_epoch_active(m->epoch), done = 0;
 	const char *state = !m->changing		  ? "stable"
+			    : !m->driving		  ? "following"
 			    : announced == RCH_COMPLETE	  ? "completing"
 			    : announced < m->change.narcs ? "ramp"
 							  : "warmup";
 
-	for (uint32_t a = 0; m->changing && a < m->change.narcs; a++)
-		done += m->warm[m->change.arcs[a].from];
+	for (unsigned id = 1; m->changing && m->driving && id <= CFG_MAX_NODES; id++)
+		done += m->arcs_done[id];
 	if (!m->changing)
 		done = m->change.narcs;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
 
 		json_array_append_new(
-		    nodes, json_pack("{s:s, s:i, s:I, s:i, s:i, s:b}", "name", n->name, "weight",
-				     (int)n->weight, "epoch", (json_int_t)m->acked[n->id],
-				     "arcs_out", (int)m->outgoing[n->id], "arcs_in",
-				     (int)m->incoming[n->id], "warm_done", m->warm[n->id]));
+		    nodes,
+		    json_pack("{s:s, s:i, s:I, s:i, s:i, s:i, s:b}", "name", n->name, "weight",
+			      (int)n->weight, "epoch", (json_int_t)m->acked[n->id], "arcs_out",
+			      (int)m->outgoing[n->id], "arcs_done",
+			      (int)(m->changing ? m->arcs_done[n->id] : m->outgoing[n->id]),
+			      "arcs_in", (int)m->incoming[n->id], "warm_done", m->warm[n->id]));
 	}
-	return json_pack("{s:b, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:I, s:o}",
-			 "ok", 1, "state", state, "version", (json_int_t)m->next.version,
-			 "previous_version", (json_int_t)(m->changes ? m->prev.version : 0),
-			 "epoch", (json_int_t)m->epoch, "arcs", (int)m->change.narcs, "active",
-			 (int)(announced == RCH_COMPLETE ? m->change.narcs : announced),
-			 "arcs_done", (int)done, "moved_share", rch_moved_share(&m->change),
-			 "ring_sent", (json_int_t)m->ring_sent, "ring_acks",
-			 (json_int_t)m->ring_acks, "ring_refused", (json_int_t)m->ring_refused,
-			 "rehomed", (json_int_t)m->rehomed, "nodes", nodes);
+	o = json_pack("{s:b, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:I, s:o}",
+		      "ok", 1, "state", state, "version", (json_int_t)m->next.version,
+		      "previous_version", (json_int_t)(m->changes ? m->prev.version : 0), "epoch",
+		      (json_int_t)m->epoch, "arcs", (int)m->change.narcs, "active",
+		      (int)(announced == RCH_COMPLETE ? m->change.narcs : announced), "arcs_done",
+		      (int)done, "moved_share", rch_moved_share(&m->change), "ring_sent",
+		      (json_int_t)m->ring_sent, "ring_acks", (json_int_t)m->ring_acks,
+		      "ring_refused", (json_int_t)m->ring_refused, "rehomed",
+		      (json_int_t)m->rehomed, "nodes", nodes);
+	/* With peers: who drives, what we are ready for, whom a step waits for. */
+	json_object_set_new(o, "published", json_integer((json_int_t)published_epoch(m)));
+	json_object_set_new(o, "ready", json_integer((json_int_t)m->ready));
+	json_object_set_new(o, "driving", json_boolean(m->changing && m->driving));
+	json_object_set_new(
+	    o, "following",
+	    json_string(m->changing && !m->driving ? cluster_switch_name(sw, m->leader) : ""));
+	json_object_set_new(o, "waiting_for",
+			    json_string(m->changing && m->driving && m->waiting_for
+					    ? cluster_switch_name(sw, m->waiting_for)
+					    : ""));
+	json_object_set_new(o, "follows", json_integer((json_int_t)m->follows));
+	json_object_set_new(o, "follow_refused", json_integer((json_int_t)m->follow_refused));
+	json_object_set_new(o, "peer_waits", json_integer((json_int_t)m->peer_waits));
+	return o;
 }
 
 static json_t *cmd_ring(struct sw *sw, int argc, char **argv, void *aux)

@@ -18,14 +18,21 @@
 struct sw;
 struct wire_msg;
 
-#define MEMBERS_RESEND_MS 100 /* RING again to a node that has not answered the epoch */
-#define MEMBERS_POLL_MS	  500 /* RING again to a previous home whose warm-up runs */
-#define MEMBERS_STEP_MS	  100 /* a ramp's steps at most this often: each one is a RING round */
+#define MEMBERS_RESEND_MS	100 /* RING again to a node that has not answered the epoch */
+#define MEMBERS_POLL_MS		500 /* RING again to a previous home whose warm-up runs */
+#define MEMBERS_STEP_MS		100 /* a ramp's steps at most this often: each one is a RING round */
+#define MEMBERS_FOLLOW_RETRY_MS 1000 /* a peer's change our config file lacks: read it again */
 
 int members_init(struct sw *sw, char *err, size_t errlen);
 void members_fini(struct sw *sw);
-/* One round of the change in progress, if any. */
+/* One round of the change this switch drives, if any. */
 void members_run(struct sw *sw, uint64_t now_us);
+/*
+ * With peers, before the round's policy (daemon.c, after intake): follow a
+ * peer's change from the ring fields of its SYNCs (peers.h). A switch that
+ * was away catches up here, before it can hold a lease again.
+ */
+void members_follow(struct sw *sw, uint64_t now_us);
 /* A node's RING reply (intake.c). */
 void members_take_reply(struct sw *sw, const struct wire_msg *msg);
 

@@ -132,6 +132,7 @@ static void forget_peer(struct peer_state *ps, struct peer_slot *sl)
 	sl->their_ts_us = 0;
 	sl->lease_echo_us = 0;
 	sl->lease_confirmed = 0;
+	sl->ring_epoch = sl->ring_ready = sl->ring_prev = 0;
 	memset(sl->score_rx_us, 0, sizeof(sl->score_rx_us));
 	memset(sl->sent_any, 0, sizeof(sl->sent_any));
 }
@@ -276,6 +277,14 @@ enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		sl->lease_confirmed = m.confirmed;
 		sl->lag_us = now_us - m.echo_ts_us;
 	}
+	/* Its ring: epochs only grow, so a datagram reordered behind a newer one changes nothing.
+	 */
+	if (m.ring_ready >= sl->ring_ready) {
+		sl->ring_ready = m.ring_ready;
+		sl->ring_prev = m.ring_prev;
+	}
+	if (m.ring_epoch > sl->ring_epoch)
+		sl->ring_epoch = m.ring_epoch;
 	switch (m.kind) {
 	case SYNC_K_SCORES:
 		for (unsigned i = 0; i < m.count; i++) {
@@ -296,6 +305,24 @@ enum sync_error peer_receive(struct peer_state *ps, const void *buf, size_t len,
 		break;
 	}
 	return SYNC_OK;
+}
+
+void peer_set_ring(struct peer_state *ps, uint64_t epoch, uint64_t ready, uint64_t prev)
+{
+	ps->slot[0].ring_epoch = epoch;
+	ps->slot[0].ring_ready = ready > epoch ? ready : epoch;
+	ps->slot[0].ring_prev = prev;
+}
+
+bool peer_ring_ready(const struct peer_state *ps, uint64_t epoch, uint64_t now_us,
+		     unsigned *lagging)
+{
+	for (unsigned s = 1; s < ps->nslots; s++)
+		if (peer_live(ps, s, now_us) && ps->slot[s].ring_ready < epoch) {
+			*lagging = s;
+			return false;
+		}
+	return true;
 }
 
 bool peer_live(const struct peer_state *ps, unsigned slot, uint64_t now_us)
@@ -592,14 +619,11 @@ static bool score_moved(const struct peer_state *ps, const struct peer_slot *sl,
 	return diff * 100u > ps->delta_pct * (old ? old : 1u);
 }
 
-void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
-		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
-		void *arg)
+/* The common header of what we send peer slot sl at now_us. */
+static struct sync_msg header_for(const struct peer_state *ps, const struct peer_slot *sl,
+				  uint64_t now_us)
 {
-	struct peer_slot *sl = &ps->slot[slot];
-	uint8_t buf[WIRE_MAX_DATAGRAM];
-	struct sync_enc e;
-	struct sync_msg h = {
+	return (struct sync_msg){
 	    .sender = ps->slot[0].id,
 	    .incarnation = ps->slot[0].incarnation,
 	    .seq = ps->seq ? ps->seq : 1,
@@ -607,7 +631,32 @@ void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t ca
 	    .ts_us = now_us,
 	    .echo_ts_us = sl->their_ts_us,
 	    .confirmed = sl->applied_version,
+	    .ring_epoch = ps->slot[0].ring_epoch,
+	    .ring_ready = ps->slot[0].ring_ready,
+	    .ring_prev = ps->slot[0].ring_prev,
 	};
+}
+
+void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us, peer_emit_fn emit,
+			  void *arg)
+{
+	uint8_t buf[SYNC_HDR_LEN];
+	struct sync_msg h = header_for(ps, &ps->slot[slot], now_us);
+	struct sync_enc e;
+
+	h.kind = SYNC_K_SCORES;
+	if (sync_enc_begin(&e, buf, sizeof(buf), &h) == 0)
+		emit(arg, buf, sync_enc_end(&e));
+}
+
+void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
+		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
+		void *arg)
+{
+	struct peer_slot *sl = &ps->slot[slot];
+	uint8_t buf[WIRE_MAX_DATAGRAM];
+	struct sync_enc e;
+	struct sync_msg h = header_for(ps, sl, now_us);
 	bool full = h.seq % PEER_FULL_EVERY == 0;
 	const struct peer_window *w = newest(ps, &ps->slot[0]);
 

@@ -18,7 +18,11 @@
  *   windows    the last sync.window candidate windows (hot keys with counts);
  *   claims     the keys a peer says it owns (its versioned owned list), and
  *              which version of OUR owned list it confirmed routing to us;
- *   scores     the peer's view of each node (health, alive, digest age).
+ *   scores     the peer's view of each node (health, alive, digest age);
+ *   ring       the epoch the peer routes by, the epoch it is ready for and
+ *              the version its change runs from (docs/design.md section 12,
+ *              "Peer switches"); slot 0 holds this switch's own, which every
+ *              SYNC datagram carries.
  * From these it computes the cluster hot set (sliding-window consensus) and
  * the owner of a key (rendezvous hash over the live switches).
  */
@@ -93,6 +97,8 @@ struct peer_slot {
 	bool sent_any[CFG_MAX_NODES + 1];
 	/* the version of ITS owned list we have applied (reconcile.c sets it) */
 	uint64_t applied_version;
+	/* its ring (highest heard in this incarnation); slot 0: ours (members.c sets it) */
+	uint64_t ring_epoch, ring_ready, ring_prev;
 };
 
 struct peer_state {
@@ -160,6 +166,17 @@ bool peer_tick(struct peer_state *ps, uint64_t now_us);
 /* Recompute the cluster hot set from the windows of the live switches. */
 void peer_compute_hot(struct peer_state *ps, uint64_t now_us);
 
+/* This switch's ring, for every SYNC from now on (members.c). */
+void peer_set_ring(struct peer_state *ps, uint64_t epoch, uint64_t ready, uint64_t prev);
+/*
+ * Whether every configured peer is ready for ring epoch `epoch`: its SYNC
+ * said so, or it is not live (then its lease from us has ended: it reads
+ * no replica until it hears us again, and catches up first). Else false,
+ * with the first laggard's slot in *lagging.
+ */
+bool peer_ring_ready(const struct peer_state *ps, uint64_t epoch, uint64_t now_us,
+		     unsigned *lagging);
+
 /* Replace this switch's owned list (bumps the version when it changed). */
 void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t n);
 
@@ -170,6 +187,13 @@ void peer_set_owned(struct peer_state *ps, const struct peer_key *keys, uint32_t
  */
 typedef void (*peer_emit_fn)(void *arg, const uint8_t *buf, size_t len);
 typedef void (*peer_score_fn)(void *arg, uint16_t node, struct sync_score *s);
+/*
+ * A heartbeat alone (SCORES, no items) for peer `slot`: between two rounds,
+ * so that a change of our ring (peer_set_ring) reaches it at once rather
+ * than at the next interval. It is a heartbeat like any other.
+ */
+void peer_build_heartbeat(struct peer_state *ps, unsigned slot, uint64_t now_us,
+			  peer_emit_fn emit, void *arg);
 void peer_build(struct peer_state *ps, unsigned slot, uint64_t now_us, size_t cap,
 		const uint16_t *nodes, unsigned nnodes, peer_score_fn get_score, peer_emit_fn emit,
 		void *arg);

@@ -90,6 +90,9 @@ struct reconcile {
 	struct prom_hist update_delay; /* control thread writes, relaxed */
 	uint32_t nmoved, moved_cap;
 	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
+	/* Meanwhile: keys whose home moves in the step are not installed (NULL: none). */
+	bool (*moving)(void *arg, uint64_t keyhash);
+	void *moving_arg;
 };
 
 /* Update-delay buckets: a replica answers in about a round trip and a
@@ -302,8 +305,18 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 {
 	struct reconcile *r = sw->rec;
 	uint16_t home = ring_home(sw_ring(sw), keyhash);
-	struct cdt_entry *e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
+	struct cdt_entry *e;
 
+	/*
+	 * A ring step is under way and the key's home moves in it: the home the
+	 * workers' ring gives would soon be wrong (a REPLICATE there could copy
+	 * a version the new home is about to write over). Installed after the step.
+	 */
+	if (r->moving && r->moving(r->moving_arg, keyhash)) {
+		r->stats.held_moving++;
+		return NULL;
+	}
+	e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
 	if (!e) {
 		if (errno == ENOSPC)
 			r->stats.full++;
@@ -356,6 +369,8 @@ uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyh
 	uint32_t it = 0, n = 0, removed = 0;
 	struct cdt_entry *e;
 
+	r->moving = moves;
+	r->moving_arg = arg;
 	gone = calloc(sw->cdt->max_entries ? sw->cdt->max_entries : 1, sizeof(*gone));
 	if (!gone)
 		return 0;
@@ -399,6 +414,7 @@ uint32_t rec_rehome_install(struct sw *sw)
 	struct reconcile *r = sw->rec;
 	uint32_t done = 0;
 
+	r->moving = NULL; /* the step is published: every home is the workers' ring's */
 	for (uint32_t i = 0; i < r->nmoved; i++) {
 		struct rec_moved *m = &r->moved[i];
 		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
@@ -907,6 +923,8 @@ void rec_format_stats(struct sw *sw, struct fmt *f)
 	fmt_counter(f, "send_failed", "Directory datagrams that could not be sent", eg.send_failed);
 	fmt_counter(f, "full", "Hot keys not installed: directory full", d->full);
 	fmt_counter(f, "collisions", "Hot keys not installed: keyhash collision", d->collisions);
+	fmt_counter(f, "held_moving", "Hot keys not installed: their home moves in a ring step",
+		    d->held_moving);
 	fmt_gauge_double(f, "replication_lag_us_mean",
 			 "Mean replication lag (a write's completion to a replica's ack)",
 			 lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);

@@ -60,6 +60,7 @@ struct rec_stats {
 	uint64_t collisions;	   /* hot keys whose keyhash another installed key holds */
 	uint64_t never_served;	   /* installed keys retired (or 60 s) before a replica served */
 	uint64_t delay_unmeasured; /* installs whose update delay was not tracked (list full) */
+	uint64_t held_moving;	   /* hot keys not installed: their home moves in a ring step */
 };
 
 int rec_init(struct sw *sw, char *err, size_t errlen);
@@ -73,7 +74,9 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
  * every entry this switch owns whose home moves (moves(arg, keyhash) true),
  * UNREPLICATE its copies, and remember it; rec_rehome_install() installs the
  * remembered keys again at the home the ring now gives, set {home},
- * completed 0. Returns the entries removed.
+ * completed 0. Returns the entries removed. In between, no key for which
+ * moves() holds is installed (its home in the workers' ring is about to be
+ * wrong): arg must live until rec_rehome_install().
  */
 uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
 uint32_t rec_rehome_install(struct sw *sw);

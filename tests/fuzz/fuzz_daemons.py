@@ -80,8 +80,8 @@ def digest_payload(seq, queue=10):
 
 
 def sync_payload(kind, items, count, extra=b"", seq=1):
-    hdr = struct.pack("!BBHIIIQQQHH", 1, kind, 2, 0x46460001, seq, 0,
-                      int(time.monotonic() * 1e6), 0, 0, count, 0)
+    hdr = struct.pack("!BBHIIIQQQHHQQQ", 2, kind, 2, 0x46460001, seq, 0,
+                      int(time.monotonic() * 1e6), 0, 0, count, 0, 1 << 20, 1 << 20, 0)
     return hdr + extra + items
 
 

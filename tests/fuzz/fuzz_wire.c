@@ -177,12 +177,14 @@ static void fuzz_mig_record(const struct wire_msg *m)
 
 	if (wire_mig_prefix_decode(m, &p, &val, &vlen) != 0)
 		return;
-	if (vlen + WIRE_MIG_PREFIX_LEN != m->val_len ||
-	    (vlen && val != m->value + WIRE_MIG_PREFIX_LEN))
+	size_t plen = WIRE_MIG_PREFIX_LEN + (size_t)p.nwrites * WIRE_MIG_WRITE_LEN;
+
+	if (p.nwrites > WIRE_MIG_MAX_WRITES || vlen + plen != m->val_len ||
+	    (vlen && val != m->value + plen))
 		abort();
-	if (wire_mig_prefix_encode(&p, out, sizeof(out)) != WIRE_MIG_PREFIX_LEN)
+	if (wire_mig_prefix_encode(&p, out, sizeof(out)) != (int)plen)
 		abort();
-	same(out, m->value, WIRE_MIG_PREFIX_LEN);
+	same(out, m->value, plen);
 }
 
 /* The payload decoder op calls for, on a datagram wire_decode() accepted. */

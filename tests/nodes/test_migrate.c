@@ -24,6 +24,7 @@
 struct host {
 	char dir[256];
 	struct store *st;
+	struct dedup dedup; /* the at-most-once table: in memory, gone with a crash */
 	struct mig mig;
 	bool up;
 };
@@ -80,7 +81,8 @@ static void boot(int id, const struct ring *cfg_ring, bool join)
 
 	h->st = store_open(h->dir, &o, err, sizeof(err));
 	ck_assert_msg(h->st != NULL, "%s", err);
-	ck_assert_int_eq(mig_init(&h->mig, h->st, (uint16_t)id, &transport, NULL), 0);
+	dedup_init(&h->dedup);
+	ck_assert_int_eq(mig_init(&h->mig, h->st, &h->dedup, (uint16_t)id, &transport, NULL), 0);
 	ck_assert_int_eq(mig_restore(&h->mig, cfg_ring, join), 0);
 	h->up = true;
 }
@@ -92,6 +94,7 @@ static void crash(int id)
 
 	h->up = false;
 	mig_fini(&h->mig);
+	dedup_fini(&h->dedup);
 	store_close(h->st);
 	h->st = NULL;
 }
@@ -222,6 +225,43 @@ static uint32_t foreign_records(int id)
 	return n;
 }
 
+/*
+ * Node id's warm-up progress, checked arc by arc: the first *done of its arcs
+ * (as a previous home, in the order of the arcs) hold none of its records
+ * any more. Returns the phase.
+ */
+static enum mig_warm_phase arcs_checked(int id, uint32_t *out, uint32_t *done)
+{
+	struct mig_view *v = atomic_load(&hosts[id].mig.view);
+	enum mig_warm_phase phase = mig_warm_progress(&hosts[id].mig, out, done);
+	uint32_t seen = 0, last_done = 0;
+	bool any = false;
+
+	ck_assert_uint_le(*done, *out);
+	/* The arc index of the last of id's arcs that is done. */
+	for (uint32_t a = 0; a < v->change.narcs && seen < *done; a++)
+		if (v->change.arcs[a].from == id) {
+			seen++;
+			last_done = a;
+			any = true;
+		}
+	for (uint32_t i = 0; any && i < NKEYS; i++) {
+		char key[32];
+		size_t klen;
+		struct store_record rec;
+		const struct rch_arc *arc;
+
+		key_of(i, key, sizeof(key), &klen);
+		arc = rch_arc_of(&v->change, keyhash_point(keyhash(key, klen)));
+		if (arc && arc->from == id && (uint32_t)(arc - v->change.arcs) <= last_done)
+			ck_assert_msg(
+			    store_get(hosts[id].st, STORE_OWNED, key, klen, &rec, NULL, 0) == 0,
+			    "key %u is still at n%d, its arc %ld marked done", i, id,
+			    (long)(arc - v->change.arcs));
+	}
+	return phase;
+}
+
 static void warm_until_done(int id, uint32_t budget)
 {
 	bool done = false;
@@ -230,6 +270,9 @@ static void warm_until_done(int id, uint32_t budget)
 		ck_assert_int_ge(mig_warmup_step(&hosts[id].mig, budget, store_now_ms(), &done), 0);
 	ck_assert(done);
 	ck_assert_uint_eq(foreign_records(id), 0);
+	uint32_t out, arcs_done;
+	ck_assert_int_eq(arcs_checked(id, &out, &arcs_done), MIG_WARM_DONE);
+	ck_assert_uint_eq(arcs_done, out);
 }
 
 static uint32_t all_active(void)
@@ -317,9 +360,18 @@ START_TEST(add_then_remove_a_node)
 	for (uint32_t i = 0; i < NKEYS; i += 5)
 		ck_assert_int_eq(write_at_home(i, false), 0);
 
-	/* Warm-up: n1 pushes part of its keys, then the new home crashes. */
+	/* Warm-up: n1 indexes its moved keys by arc and pushes part of them, arc by
+	 * arc; then the new home crashes. */
 	bool done = false;
-	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), 0);
+	uint32_t out, arcs_done, before;
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_INDEX);
+	ck_assert_uint_gt(out, 1);
+	ck_assert_uint_eq(arcs_done, 0);
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 150, store_now_ms(), &done), 0);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_gt(arcs_done, 0); /* some arcs done, not all */
+	ck_assert_uint_lt(arcs_done, out);
+	before = arcs_done;
 	crash(3);
 	ck_assert_int_eq(mig_warmup_step(&hosts[1].mig, 300, store_now_ms(), &done), -EAGAIN);
 	ck_assert(!done);
@@ -335,10 +387,17 @@ START_TEST(add_then_remove_a_node)
 	boot(3, &r3, false);
 	ck_assert_uint_eq(mig_epoch(&hosts[3].mig), rch_epoch(2, narcs));
 	check_all();
-	/* n1 restarts in the middle of its warm-up and resumes from its cursor. */
-	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 600, store_now_ms(), &done), 0);
+	/* n1 restarts in the middle of its warm-up and resumes from its cursor, in its arc. */
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_eq(arcs_done, before); /* nothing was pushed while n3 was down */
+	ck_assert_int_gt(mig_warmup_step(&hosts[1].mig, 20, store_now_ms(), &done), 0);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	before = arcs_done;
 	crash(1);
 	boot(1, &r3, false);
+	ck_assert_int_eq(arcs_checked(1, &out, &arcs_done), MIG_WARM_PUSH);
+	ck_assert_uint_gt(arcs_done, 0); /* the progress survived the restart */
+	ck_assert_uint_le(arcs_done, before);
 	warm_until_done(1, 256);
 	warm_until_done(2, 256);
 	check_all();
@@ -402,9 +461,117 @@ START_TEST(one_change_at_a_time)
 	char err[256];
 	hosts[1].st = store_open(hosts[1].dir, &o, err, sizeof(err));
 	ck_assert_ptr_nonnull(hosts[1].st);
-	mig_init(&hosts[1].mig, hosts[1].st, 1, &transport, NULL);
+	dedup_init(&hosts[1].dedup);
+	mig_init(&hosts[1].mig, hosts[1].st, &hosts[1].dedup, 1, &transport, NULL);
 	ck_assert_int_eq(mig_restore(&hosts[1].mig, &r2, false), -ESTALE);
 	hosts[1].up = true;
+}
+END_TEST
+
+/*
+ * A PUT with req_id at key i's home as server.c's serve_write() does it:
+ * hand-over lock, read-through, then at most once per req_id. Returns the
+ * version the client is answered with; *retried: the at-most-once table
+ * answered (the write was not applied again).
+ */
+static uint64_t put_once(int home, uint32_t i, uint64_t req_id, const char *value, bool *retried)
+{
+	char key[32];
+	size_t klen;
+	uint64_t hash, v = 0;
+	const struct dedup_slot *done;
+
+	key_of(i, key, sizeof(key), &klen);
+	hash = keyhash(key, klen);
+	mig_lock(&hosts[home].mig, hash);
+	ck_assert_uint_eq(mig_home(&hosts[home].mig, hash), home);
+	ck_assert_int_eq(mig_ensure(&hosts[home].mig, hash, key, klen, store_now_ms()), 0);
+	done = dedup_begin(&hosts[home].dedup, req_id, hash);
+	*retried = done != NULL;
+	if (done) {
+		v = done->version;
+		dedup_end(&hosts[home].dedup, req_id, hash, false, 0, 0);
+	} else {
+		ck_assert_int_eq(store_put(hosts[home].st, hash, key, klen, value, strlen(value), 0,
+					   store_now_ms(), &v),
+				 0);
+		dedup_end(&hosts[home].dedup, req_id, hash, true, 0, v);
+	}
+	mig_unlock(&hosts[home].mig, hash);
+	return v;
+}
+
+/* The first key from `from` whose home moves to n3 (from 0: any), its previous home in *old. */
+static uint32_t moving_key(uint32_t from, int *old)
+{
+	for (uint32_t i = from; i < NKEYS; i++) {
+		char key[32];
+		size_t klen;
+		uint64_t hash;
+
+		key_of(i, key, sizeof(key), &klen);
+		hash = keyhash(key, klen);
+		if (ring_home(&r3, hash) == 3) {
+			*old = (int)ring_home(&r2, hash);
+			return i;
+		}
+	}
+	ck_abort_msg("no key moves to n3");
+	return 0;
+}
+
+/*
+ * A write applied at the old home whose reply was lost, retried (same
+ * req_id) after the cut-over at the new home, after another client's newer
+ * write there: the retry is answered with its first outcome, not applied
+ * again over the newer write. Once by read-through (FETCH), once by the
+ * warm-up (MIGRATE).
+ */
+START_TEST(retry_across_the_cut_over)
+{
+	uint32_t narcs = all_active(), a, b;
+	uint64_t v1, v2, again, newer, req_a = 5ull << 32 | 1, req_b = 5ull << 32 | 2;
+	int old_a, old_b;
+	bool retried;
+	char key[32];
+	size_t klen;
+	struct store_record rec;
+	char val[64];
+
+	boot(1, &r2, false);
+	boot(2, &r2, false);
+	boot(3, &r3, true);
+	a = moving_key(0, &old_a);
+	b = moving_key(a + 1, &old_b);
+	v1 = put_once(old_a, a, req_a, "first", &retried);
+	ck_assert(!retried);
+	v2 = put_once(old_b, b, req_b, "first", &retried);
+	ck_assert(!retried);
+
+	/* The cut-over: every arc active everywhere. */
+	for (int id = 1; id <= 3; id++) {
+		ck_assert_int_eq(mig_begin(&hosts[id].mig, &r2, &r3, 0), 0);
+		ck_assert_int_ge(mig_advance(&hosts[id].mig, rch_epoch(2, narcs)), 0);
+	}
+	/* Key a: another client writes it at the new home (read-through first), then the retry. */
+	newer = put_once(3, a, 9ull << 32 | 1, "newer", &retried);
+	ck_assert(!retried);
+	ck_assert_uint_gt(newer, v1);
+	again = put_once(3, a, req_a, "first", &retried);
+	ck_assert_msg(retried, "the retry was applied a second time at the new home");
+	ck_assert_uint_eq(again, v1);
+	key_of(a, key, sizeof(key), &klen);
+	memset(val, 0, sizeof(val));
+	ck_assert_int_eq(store_get(hosts[3].st, STORE_OWNED, key, klen, &rec, val, sizeof(val) - 1),
+			 1);
+	ck_assert_uint_eq(rec.version, newer);
+	ck_assert_str_eq(val, "newer");
+
+	/* Key b: moved by the warm-up, then retried at the new home. */
+	warm_until_done(old_b, 1000);
+	again = put_once(3, b, req_b, "first", &retried);
+	ck_assert_msg(retried, "the retry of a pushed key was applied a second time");
+	ck_assert_uint_eq(again, v2);
 }
 END_TEST
 
@@ -419,6 +586,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, add_then_remove_a_node);
 	tcase_add_test(tc, one_change_at_a_time);
+	tcase_add_test(tc, retry_across_the_cut_over);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

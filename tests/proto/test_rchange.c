@@ -217,7 +217,7 @@ END_TEST
 START_TEST(ring_payloads_round_trip_and_reject)
 {
 	struct wire_ring r = {.prev_version = 7, .nmembers = 3}, back;
-	uint8_t buf[64], pbuf[32];
+	uint8_t buf[64], pbuf[WIRE_MIG_PREFIX_MAX + 8];
 	struct wire_msg m = {.op = WIRE_OP_RING, .value = buf};
 	int len;
 
@@ -255,6 +255,29 @@ START_TEST(ring_payloads_round_trip_and_reject)
 	pbuf[0] = 2; /* no such kind */
 	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
 	m.val_len = 4;
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+
+	/* With the key's at-most-once outcomes between the prefix and the value. */
+	p.nwrites = 2;
+	p.writes[0] = (struct wire_mig_write){.req_id = 7ull << 32 | 9, .version = 12, .status = 0};
+	p.writes[1] = (struct wire_mig_write){.req_id = 8ull << 32 | 1, .version = 11, .status = 1};
+	int plen = wire_mig_prefix_encode(&p, pbuf, sizeof(pbuf));
+	ck_assert_int_eq(plen, WIRE_MIG_PREFIX_LEN + 2 * WIRE_MIG_WRITE_LEN);
+	memcpy(pbuf + plen, "xy", 2);
+	m.val_len = (uint32_t)plen + 2;
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), 0);
+	ck_assert_uint_eq(q.nwrites, 2);
+	ck_assert_uint_eq(q.writes[0].req_id, 7ull << 32 | 9);
+	ck_assert_uint_eq(q.writes[1].version, 11);
+	ck_assert_uint_eq(q.writes[1].status, 1);
+	ck_assert_uint_eq(vlen, 2);
+	ck_assert(!memcmp(val, "xy", 2));
+	m.val_len = WIRE_MIG_PREFIX_LEN + WIRE_MIG_WRITE_LEN; /* the second write cut off */
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+	m.val_len = (uint32_t)plen + 2;
+	pbuf[WIRE_MIG_PREFIX_LEN + 16] = 6; /* a status no write ends with */
+	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
+	pbuf[1] = WIRE_MIG_MAX_WRITES + 1;
 	ck_assert_int_eq(wire_mig_prefix_decode(&m, &q, &val, &vlen), -EINVAL);
 }
 END_TEST

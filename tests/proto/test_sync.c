@@ -20,6 +20,9 @@ static size_t sample_datagram(uint8_t *buf, uint8_t kind)
 			     .ts_us = 123456789,
 			     .echo_ts_us = 1111,
 			     .confirmed = 3,
+			     .ring_epoch = 2ull << 20 | 5,
+			     .ring_ready = 2ull << 20 | 9,
+			     .ring_prev = 1,
 			     .window_id = 42,
 			     .samples = 1000,
 			     .owned_version = 4,
@@ -58,6 +61,9 @@ START_TEST(codec_round_trips_every_kind)
 	ck_assert_uint_eq(m.echo_incarnation, 5);
 	ck_assert_uint_eq(m.ts_us, 123456789);
 	ck_assert_uint_eq(m.echo_ts_us, 1111);
+	ck_assert_uint_eq(m.ring_epoch, 2ull << 20 | 5);
+	ck_assert_uint_eq(m.ring_ready, 2ull << 20 | 9);
+	ck_assert_uint_eq(m.ring_prev, 1);
 	ck_assert_uint_eq(m.confirmed, 3);
 	ck_assert_uint_eq(m.count, 2);
 	sync_msg_score(&m, 0, &s);
@@ -118,8 +124,11 @@ START_TEST(codec_rejects_bad_fields)
 		bad[off] = (uint8_t)(val);                                                         \
 		ck_assert_int_eq(sync_decode(bad, blen, &m), err);                                 \
 	} while (0)
-	BAD(buf, len, 0, 2, SYNC_ERR_LAYOUT);
+	BAD(buf, len, 0, 3, SYNC_ERR_LAYOUT);
+	BAD(buf, len, 0, 1, SYNC_ERR_LAYOUT); /* the layout before the ring fields */
 	BAD(buf, len, 1, 3, SYNC_ERR_KIND);
+	/* A ring ready for less than it routes by. */
+	BAD(buf, len, 44 + 7, 10, SYNC_ERR_RING);
 	memcpy(bad, buf, len);
 	memset(bad + 2, 0, 2);
 	ck_assert_int_eq(sync_decode(bad, len, &m), SYNC_ERR_SENDER);

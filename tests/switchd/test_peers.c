@@ -354,6 +354,72 @@ START_TEST(a_restarted_peer_is_forgotten)
 }
 END_TEST
 
+/* ---- Ring changes travel with every SYNC (docs/design.md section 12). ------------------------ */
+
+/*
+ * A's ring reaches b in every datagram; a step waits for a live peer that is
+ * not ready for it, not for one that is not live (its lease from us has
+ * ended); a reordered older datagram does not take a peer's ring back; a
+ * restarted peer's ring is forgotten until it tells it again.
+ */
+START_TEST(ring_epochs_travel_and_gate_the_steps)
+{
+	struct peer_state a, b;
+	uint64_t T0 = 10000 * MS, v2_0 = 2ull << 20, v2_7 = 2ull << 20 | 7;
+	uint64_t v1_done = 1ull << 20 | 0xfffff;
+	unsigned lagging = 0;
+
+	load_cfg("");
+	two(&a, &b);
+	peer_set_ring(&a, v1_done, v1_done, 0);
+	peer_set_ring(&b, v1_done, v1_done, 0);
+	ck_assert_uint_gt(exchange(&a, &b, T0, 1 * MS), 1); /* every datagram carries it */
+	exchange(&b, &a, T0 + 1 * MS, 1 * MS);
+	ck_assert_uint_eq(b.slot[1].ring_epoch, v1_done);
+	/* a applies version 2 and makes its first step ready: b is live and not ready. */
+	peer_set_ring(&a, v2_0, v2_7, 1);
+	ck_assert(!peer_ring_ready(&a, v2_7, T0 + 2 * MS, &lagging));
+	ck_assert_uint_eq(lagging, 1);
+	/* A heartbeat alone carries it at once (members.c sends one when its ring changes). */
+	net.log.n = 0;
+	peer_build_heartbeat(&a, 1, T0 + 150 * MS, emit_fake, &net);
+	ck_assert_uint_eq(net.log.n, 1);
+	ck_assert_uint_eq(net.log.len[0], SYNC_HDR_LEN);
+	ck_assert_int_eq(peer_receive(&b, net.log.buf[0], net.log.len[0], T0 + 151 * MS), SYNC_OK);
+	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
+	exchange(&a, &b, T0 + 200 * MS, 1 * MS);
+	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
+	ck_assert_uint_eq(b.slot[1].ring_epoch, v2_0);
+	ck_assert_uint_eq(b.slot[1].ring_prev, 1);
+	/* b follows (members.c) and says so: the step may go. */
+	peer_set_ring(&b, v1_done, v2_7, 0);
+	exchange(&b, &a, T0 + 210 * MS, 1 * MS);
+	ck_assert(peer_ring_ready(&a, v2_7, T0 + 211 * MS, &lagging));
+	ck_assert(!peer_ring_ready(&a, v2_7 + 1, T0 + 211 * MS, &lagging));
+	/* An older datagram of a's arriving late changes nothing at b. */
+	peer_set_ring(&a, v1_done, v1_done, 0);
+	net.log.n = 0;
+	uint16_t nodes[1] = {1};
+	peer_build(&a, 1, T0 + 150 * MS, CAP, nodes, 1, fake_score, emit_fake, &net);
+	ck_assert_int_eq(peer_receive(&b, net.log.buf[0], net.log.len[0], T0 + 220 * MS), SYNC_OK);
+	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
+	ck_assert_uint_eq(b.slot[1].ring_epoch, v2_0);
+	/* b goes silent: once it is not live, a's steps no longer wait for it. */
+	ck_assert(!peer_ring_ready(&a, v2_7 + 5, T0 + 1000 * MS, &lagging));
+	ck_assert(peer_ring_ready(&a, v2_7 + 5, T0 + 1300 * MS, &lagging));
+	ck_assert(!peer_lease(&b, 1, T0 + 1300 * MS)); /* and its lease from a is gone */
+	/* b restarts: what it said before is forgotten with its incarnation. */
+	peer_fini(&b);
+	ck_assert_int_eq(peer_init(&b, cfg, 2, 0xb9, 0), 0);
+	peer_set_ring(&b, v1_done, v1_done, 0);
+	exchange(&b, &a, T0 + 1400 * MS, 1 * MS);
+	ck_assert_uint_eq(a.slot[1].ring_ready, v1_done);
+	ck_assert(!peer_ring_ready(&a, v2_7 + 5, T0 + 1401 * MS, &lagging));
+	peer_fini(&a);
+	peer_fini(&b);
+}
+END_TEST
+
 /* ---- Owned lists and confirmations. ---------------------------------------------------------- */
 
 START_TEST(owned_list_spans_datagrams_and_completes_only_whole)
@@ -460,6 +526,7 @@ int main(void)
 	tcase_add_test(t, lease_ends_before_the_peer_judges_us_dead);
 	tcase_add_test(t, echoes_of_another_incarnation_or_the_future_are_ignored);
 	tcase_add_test(t, a_restarted_peer_is_forgotten);
+	tcase_add_test(t, ring_epochs_travel_and_gate_the_steps);
 	tcase_add_test(t, owned_list_spans_datagrams_and_completes_only_whole);
 	tcase_add_test(t, scores_are_sent_when_moved_and_all_every_fifth_sync);
 	suite_add_tcase(s, t);

@@ -44,6 +44,7 @@
 #include "keyhash.h"
 #include "payload.h"
 #include "peers.h"
+#include "rchange.h"
 #include "switchd.h"
 #include "wire.h"
 
@@ -2138,6 +2139,153 @@ START_TEST(peer_lease_held_then_lost)
 }
 END_TEST
 
+/* Write text to path (the test's private config file). */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* peers_json at ring version 2 with n4 drained (weight 0). */
+static void peers_json_v2(char *out, size_t cap)
+{
+	static const char n4[] = "{\"id\": 4, \"name\": \"n4\", \"ip\": \"10.77.0.4\"}";
+	const char *at = strstr(peers_json, n4);
+
+	ck_assert_ptr_nonnull(at);
+	snprintf(out, cap,
+		 "{\"ring\": {\"version\": 2},%.*s{\"id\": 4, \"name\": \"n4\", \"ip\": "
+		 "\"10.77.0.4\", \"weight\": 0}%s",
+		 (int)(at - peers_json - 1), peers_json + 1, at + strlen(n4));
+}
+
+/* Rounds against s2 until done() or 2 s; whether done() came true. */
+static bool rounds_until(struct peer_state *s2, bool (*done)(struct peer_state *s2))
+{
+	for (uint64_t t0 = clock_mono_us(); clock_mono_us() - t0 < 2000000;) {
+		peer_round(s2, true);
+		if (done(s2))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static uint64_t want_epoch;
+static bool s1_ready(struct peer_state *s2)
+{
+	return s2->slot[1].ring_ready >= want_epoch;
+}
+static bool s1_routes(struct peer_state *s2)
+{
+	(void)s2;
+	return sw.ring->version == want_epoch;
+}
+static bool s1_stable(struct peer_state *s2)
+{
+	(void)s2;
+	return command_has("ring show", "\"state\":\"stable\",\"version\":2,");
+}
+
+/*
+ * A ring change driven by the peer s2 (its SYNCs' ring fields; no command at
+ * s1): s1 reloads its config file, removes its directory entry whose home
+ * moves before it says it is ready for the step, routes by the step only once
+ * s2 published it, installs the entry again at its new home, and completes
+ * with s2.
+ */
+START_TEST(peer_ring_change_followed)
+{
+	static struct cfg two, two_v2; /* large: not on the stack */
+	static struct peer_state s2;
+	static char v2[8192];
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true};
+	char dir[] = "/tmp/skl-sw-ring-XXXXXX", path[64], err[CFG_ERR_LEN], key[16] = "", line[96];
+	struct ring r1 = {0}, r2 = {0};
+	struct rchange c;
+	uint32_t k, later = 0;
+	uint16_t new_home = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/peers.json", dir);
+	write_file(path, peers_json);
+	peers_json_v2(v2, sizeof(v2));
+	ck_assert_msg(cfg_load(path, &two, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(cfg_load_string(v2, "v2.json", &two_v2, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg_build_ring(&two, &r1), 0);
+	ck_assert_int_eq(cfg_build_ring(&two_v2, &r2), 0);
+	ck_assert_int_eq(rch_build(&c, &r1, &r2), 0);
+	k = c.narcs / 2;
+	ck_assert_uint_gt(k, 0);
+	/* A key whose home moves at step k, and one that moves only later. */
+	for (int i = 0; i < 100000 && (!new_home || !later); i++) {
+		char name[16];
+		uint32_t p;
+
+		snprintf(name, sizeof(name), "r%d", i);
+		p = keyhash_point(keyhash(name, strlen(name)));
+		if (!new_home && rch_home(&c, 0, p) != rch_home(&c, k, p)) {
+			snprintf(key, sizeof(key), "%s", name);
+			new_home = rch_home(&c, k, p);
+		} else if (!later && rch_home(&c, k, p) != rch_home(&c, RCH_COMPLETE, p)) {
+			later = 1;
+		}
+	}
+	ck_assert_uint_ne(new_home, 0);
+	drain_all();
+	ck_assert_msg(sw_init(&sw, &two, cfg_switch_lookup(&two, "s1"), &opts, err, sizeof(err)) ==
+			  0,
+		      "sw_init: %s", err);
+	learn_nodes();
+	ck_assert_int_eq(peer_init(&s2, &two, 2, 0x5eee, clock_mono_us()), 0);
+	want_epoch = rch_epoch(1, RCH_COMPLETE);
+	peer_set_ring(&s2, want_epoch, want_epoch, 0);
+	ck_assert(rounds_until(&s2, s1_ready));
+	command_ok("cdt pin %s%s", key, "");
+	snprintf(line, sizeof(line), "\"key\":\"%s\"", key);
+	ck_assert(command_has("cdt show", line));
+
+	/* s2 applies version 2 and makes step k ready; s1 has the file (installed first). */
+	write_file(path, v2);
+	want_epoch = rch_epoch(2, k);
+	peer_set_ring(&s2, rch_epoch(2, 0), want_epoch, 1);
+	ck_assert_msg(rounds_until(&s2, s1_ready), "s1 never said it was ready for the step");
+	ck_assert(command_has("ring show", "\"state\":\"following\",\"version\":2,"));
+	ck_assert(command_has("ring show", "\"following\":\"s2\""));
+	char *out = ctl_command(&sw, "cdt show");
+	ck_assert_msg(strstr(out, line) == NULL, "%s is still in the directory: %s", key, out);
+	free(out);
+	ck_assert_uint_eq(sw.ring->version, 1); /* s2 has not published the step */
+
+	/* s2 published it (every node has it): s1 routes by it, the entry back at its new home. */
+	peer_set_ring(&s2, want_epoch, want_epoch, 1);
+	ck_assert_msg(rounds_until(&s2, s1_routes), "s1 never routed by the step");
+	ck_assert_uint_eq(ring_home(sw.ring, keyhash(key, strlen(key))), new_home);
+	snprintf(line, sizeof(line), "\"key\":\"%s\",\"keyhash\"", key);
+	ck_assert(command_has("cdt show", line));
+	snprintf(line, sizeof(line), "\"home\":\"n%u\"", new_home);
+	ck_assert(command_has("cdt show", line));
+
+	/* s2 completes: so does s1. */
+	want_epoch = rch_epoch(2, RCH_COMPLETE);
+	peer_set_ring(&s2, want_epoch, want_epoch, 0);
+	ck_assert_msg(rounds_until(&s2, s1_stable), "s1 never completed the change");
+	ck_assert_uint_eq(sw.ring->version, 2);
+	ck_assert(command_has("ring show", "\"follows\":1,"));
+	sw_fini(&sw);
+	drain_all();
+	peer_fini(&s2);
+	rch_free(&c);
+	ring_free(&r1);
+	ring_free(&r2);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -2178,6 +2326,7 @@ static Suite *suite(void)
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, peer_lease_held_then_lost);
+	tcase_add_test(tc, peer_ring_change_followed);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("state");
 	tcase_add_test(tc, state_transitions);
