@@ -33,6 +33,15 @@ BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-2}
 PFX=${SKL_BENCH_PREFIX:-skl-fp-$$-}
 L3FWD_SRC=${L3FWD_SRC:-/usr/share/dpdk/examples}
+# BASELINE_SWITCHD=PATH: another skewless-switchd (say, built from an older
+# tree; the cdtctl beside it drives it) runs after switchd in every round, 8
+# nodes, same pcap and config; its median and switchd/baseline are printed
+# before the last line. Only figures of one invocation compare.
+BASELINE_SWITCHD=${BASELINE_SWITCHD:-}
+if [ -n "$BASELINE_SWITCHD" ] && ! [ -x "$BASELINE_SWITCHD" -a -x "$(dirname "$BASELINE_SWITCHD")/cdtctl" ]; then
+	echo "fastpath.sh: BASELINE_SWITCHD=$BASELINE_SWITCHD: no such program, or no cdtctl beside it" >&2
+	exit 1
+fi
 [ -x "$BUILD/switchd/skewless-switchd" ] || { echo "fastpath.sh: build first (ninja -C $BUILD)" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "fastpath.sh: dpdk-testpmd missing (apt-get install dpdk-dev)" >&2; exit 1; }
 [ -f "$L3FWD_SRC/l3fwd/main.c" ] || { echo "fastpath.sh: $L3FWD_SRC/l3fwd missing (apt-get install dpdk-doc)" >&2; exit 1; }
@@ -97,21 +106,21 @@ PY
 
 # stat EXPR: evaluate a Python expression over cdtctl stats --json (as s).
 stat() {
-	"$BUILD/switchd/cdtctl" --socket "$TMP/sw.sock" --json stats |
+	"${CDTCTL:-$BUILD/switchd/cdtctl}" --socket "$TMP/sw.sock" --json stats |
 		python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
 }
 
-run_switchd() { # NODES [PCAP] -> prints "mpps busy_cpp hz"
+run_switchd() { # NODES [PCAP] -> prints "mpps busy_cpp hz" (SWITCHD, CDTCTL: other binaries)
 	local n=$1 pcap=${2:-req.pcap}
 	make_config "$n" "$pcap"
-	"$BUILD/switchd/skewless-switchd" -l 0,1 --no-huge -m 256 --no-pci \
+	"${SWITCHD:-$BUILD/switchd/skewless-switchd}" -l 0,1 --no-huge -m 256 --no-pci \
 		--file-prefix "${PFX}sw-$n" --log-level lib.eal:error -- \
 		--config "$TMP/fp-$n.json" --switch bench --no-digest-timeout \
 		>"$TMP/sw-$n.log" 2>&1 &
 	SW_PID=$!
 	for _ in $(seq 50); do [ -S "$TMP/sw.sock" ] && break; sleep 0.1; done
 	[ -S "$TMP/sw.sock" ] || { cat "$TMP/sw-$n.log" >&2; exit 1; }
-	local ctl="$BUILD/switchd/cdtctl --socket $TMP/sw.sock"
+	local ctl="${CDTCTL:-$BUILD/switchd/cdtctl} --socket $TMP/sw.sock"
 	for i in $(seq 1 "$n"); do
 		$ctl neigh add "10.78.$((i / 250)).$((i % 250 + 1))" "02:00:00:00:$(printf %02x $((i / 256))):$(printf %02x $((i % 256)))" out >/dev/null
 	done
@@ -205,13 +214,17 @@ cpp() { python3 -c "print('%.0f' % ($HZ/($1*1e6)) if $1 > 0 else '-')"; }
 median() { python3 -c "import statistics, sys; print('%.6g' % statistics.median(map(float, sys.argv[1:])))" "$@"; }
 
 echo "fast path: 1 worker lcore, net_pcap (2048 keys, 1000 flows, infinite_rx) -> net_null, ${SECS} s per run"
-L3S=() SW8S=() CPP8S=()
+L3S=() SW8S=() CPP8S=() B8S=() BCPP8S=()
 for r in $(seq "$ROUNDS"); do
 	L3=$(run_l3fwd)
 	L3S+=("$L3")
 	read -r SW8 CPP8 HZ < <(run_switchd 8)
 	SW8S+=("$SW8") CPP8S+=("$CPP8")
 	echo "round $r: l3fwd -E ${L3} Mpps ($(cpp "$L3") cycles/packet), switchd 8 nodes ${SW8} Mpps ($(cpp "$SW8") cycles/packet, ${CPP8} busy)"
+	[ -z "$BASELINE_SWITCHD" ] && continue
+	read -r B8 BCPP8 _ < <(SWITCHD=$BASELINE_SWITCHD CDTCTL=$(dirname "$BASELINE_SWITCHD")/cdtctl run_switchd 8)
+	B8S+=("$B8") BCPP8S+=("$BCPP8")
+	echo "round $r: baseline switchd 8 nodes ${B8} Mpps ($(cpp "$B8") cycles/packet, ${BCPP8} busy)"
 done
 L3=$(median "${L3S[@]}") SW8=$(median "${SW8S[@]}") CPP8=$(median "${CPP8S[@]}")
 echo "l3fwd -E, one rule per flow:          ${L3} Mpps, $(cpp "$L3") cycles/packet (wall), median of ${ROUNDS}"
@@ -222,4 +235,9 @@ read -r SWR CPPR _ < <(run_switchd 8 rep.pcap)
 echo "switchd   8 nodes, replies to the same:  ${SWR} Mpps, $(cpp "$SWR") cycles/packet (wall), ${CPPR} cycles/packet (busy polls)"
 TP=$(run_testpmd)
 echo "testpmd macswap, same vdevs and pcap: ${TP} Mpps, $(cpp "$TP") cycles/packet (wall)"
+if [ -n "$BASELINE_SWITCHD" ]; then
+	B8=$(median "${B8S[@]}") BCPP8=$(median "${BCPP8S[@]}")
+	echo "baseline $BASELINE_SWITCHD, 8 nodes: ${B8} Mpps, ${BCPP8} cycles/packet (busy polls), median of ${ROUNDS}"
+	echo "switchd_vs_baseline: switchd_mpps=${SW8} baseline_mpps=${B8} ratio=$(python3 -c "print('%.3f' % ($SW8/$B8) if $B8 > 0 else 'nan')") busy_cpp=${CPP8} baseline_busy_cpp=${BCPP8}"
+fi
 echo "switchd_mpps=${SW8} l3fwd_mpps=${L3} testpmd_mpps=${TP} ratio=$(python3 -c "print('%.2f' % ($SW8/$L3) if $L3 > 0 else 'nan')")"

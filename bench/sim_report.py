@@ -2,10 +2,10 @@
 """sim_report.py RUN_DIR NODES... - bench/sim.sh's table, picture and last line.
 
 Reads the skewless-sim JSON files bench/sim.sh wrote (nN-uniform, nN-ring-S,
-nN-dir-S, nN-hotin, n1024-readonly-16), prints the scaling table, the
-reaction to hot-in changes and what max/mean <= 1.10 at the largest cluster
-would take, draws RUN_DIR/sim.png (throughput against nodes, gnuplot), and
-prints the last line:
+nN-dir-S, nN-hotin, n1024-mostly, n1024-mostly-hotin, n1024-readonly-16),
+prints the scaling table, the reaction to hot-in changes, the largest cluster
+read-mostly, and what max/mean <= 1.10 there takes, draws RUN_DIR/sim.png
+(throughput against nodes, gnuplot), and prints the last line (95% reads):
   nodes=N ring_maxmean=A dir_maxmean=B dir_vs_ring=C dir_vs_uniform=D rebalance_ms=E
 """
 import json
@@ -15,11 +15,17 @@ import subprocess
 import sys
 
 # What one directory entry costs the switch (switchd/cdt.h, x86-64): the entry
-# (48 B), its state (56 B: up to 16 replicas), the key bytes the control thread
-# keeps (WIRE_MAX_KEY 1024 + 2), two rte_hash slots (about 64 B) and 40 B of
-# counters per worker.
-ENTRY_BYTES = 48 + 56 + 1026 + 64
+# (48 B), its state (a 56 B object of the small pool, 192 B with the mempool's
+# header and trailer), the key bytes the control thread keeps (WIRE_MAX_KEY
+# 1024 + 2), two rte_hash slots (about 64 B), 40 B of counters per worker, and
+# reconcile.c's side tables (32 B of copy marks, 8 B of share).
+ENTRY_BYTES = 48 + 192 + 1026 + 64 + 32 + 8
 COUNTER_BYTES_PER_WORKER = 40
+# Sets past 16 (directory.max_replicas > 16): a second pool of states with
+# room for max_replicas, max_keys + 512 per worker + 1024 of them, each
+# CDT_STATE_SIZE(max) plus the mempool's 64 B header and trailer (448 B at
+# 128, rte_mempool_calc_obj_size()).
+LARGE_STATE_BYTES = {128: 448, 64: 320}
 
 
 def load(run, label):
@@ -69,8 +75,13 @@ def what_it_takes(nodes, keys, s, top_k, target=1.10, factor=2.0):
     }
 
 
-def plot(rows, png):
+def plot(rows, png, mostly=None):
     data = "\n".join(" ".join(str(v) for v in row) for row in rows)
+    extra = ""
+    if mostly:
+        n, ops, ratio_ = mostly
+        extra = (f", \\\n     '-' using 1:2 with points pt 7 ps 1.5 lc rgb 'black' "
+                 f"title 'directory, zipf 0.99, {100 * ratio_:g}% reads'\n{n} {ops}\ne")
     script = f"""
 set terminal pngcairo size 1000,600 font ',10'
 set output '{png}'
@@ -89,8 +100,7 @@ plot $d using 1:2 with linespoints lw 2 title 'uniform keys', \\
      $d using 1:3 with linespoints lw 2 title 'ring, zipf 0.99', \\
      $d using 1:4 with linespoints lw 2 title 'directory, zipf 0.99', \\
      $d using 1:5 with linespoints lw 2 dt 2 title 'ring, zipf 1.2', \\
-     $d using 1:6 with linespoints lw 2 dt 2 title 'directory, zipf 1.2'
-"""
+     $d using 1:6 with linespoints lw 2 dt 2 title 'directory, zipf 1.2'""" + extra + "\n"
     try:
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
@@ -130,7 +140,9 @@ def main():
                      r12["throughput_ops"], d12["throughput_ops"]))
         last = (n, u, r99, d99)
     if rows:
-        plot(rows, os.path.join(run, "sim.png"))
+        m = load(run, f"n{rows[-1][0]}-mostly")
+        plot(rows, os.path.join(run, "sim.png"),
+             (rows[-1][0], m["throughput_ops"], m["read_ratio"]) if m else None)
 
     print()
     rebalance = {}
@@ -154,10 +166,15 @@ def main():
                   f"({ratio(ro['throughput_ops'], u['throughput_ops']):.2f} x uniform)")
         keys = d99["keys"]
         top_k = d99["directory_state"]["top_k"]
+        max_rep = d99["directory_state"]["max_replicas"]
         w = what_it_takes(n, keys, 0.99, top_k)
         workers = 2
-        extra = max(0, w["policy_max"] - 16) * 2  # 2 B per replica beyond the 16 a state holds
-        mem = w["policy_keys"] * (ENTRY_BYTES + extra + COUNTER_BYTES_PER_WORKER * workers)
+        max_keys = 1024
+        large = 0
+        if max_rep > 16:
+            per = LARGE_STATE_BYTES.get(max_rep, 64 + ((22 + 2 * max_rep + 63) // 64) * 64 + 104)
+            large = (max_keys + 512 * workers + 1024) * per
+        mem = max_keys * (ENTRY_BYTES + COUNTER_BYTES_PER_WORKER * workers) + large
         print(f"what max/mean <= 1.10 takes at {n} nodes, zipf 0.99 over {keys:,} keys: the "
               f"hottest key carries {100 * w['top_share']:.1f}% of the load, "
               f"{w['top_share'] * n:.1f} nodes' worth, so it needs at least "
@@ -166,12 +183,32 @@ def main():
               f"({w['replicas_min']} replicas in all at that bound). The switch's rule "
               f"(1 + ceil(2 s n)) for its top {w['policy_keys']} keys "
               f"({100 * w['policy_share']:.0f}% of the load) asks {w['top_replicas_policy']} "
-              f"for the hottest and {w['replicas_policy']:,} in all; the directory holds at most "
-              f"16 per key (directory.max_replicas 8 by default). Switch memory for those "
-              f"entries: about {mem / 1024:.0f} KiB "
-              f"({ENTRY_BYTES + extra + COUNTER_BYTES_PER_WORKER * workers} B per entry with "
-              f"{workers} workers, most of it the key bytes). Every write to a hot key copies "
-              f"it to the whole set again.")
+              f"for the hottest and {w['replicas_policy']:,} in all; these runs allow "
+              f"{max_rep} per key (directory.max_replicas). Switch memory for a directory of "
+              f"{max_keys} entries with {workers} workers: about {mem / 1024:.0f} KiB, of which "
+              f"{large / 1024:.0f} KiB is the pool of sets past 16.")
+        for label, what in ((f"n{n}-mostly", "read-mostly"), (f"n{n}-mostly-hotin", "read-mostly hot-in")):
+            m = load(run, label)
+            if not m:
+                continue
+            if label.endswith("hotin"):
+                print(f"{what} ({100 * m['read_ratio']:g}% reads) at {n} nodes: back within 1.2 x "
+                      f"the settled max/mean ({m['settled_maxmean']:.2f}) in "
+                      f"{m['rebalance_ms']:.0f} ms on average, {m['rebalance_max_ms']:.0f} ms at "
+                      f"worst, over {m['changes']} changes")
+            else:
+                ms = m["directory_state"]
+                print(f"{what} ({100 * m['read_ratio']:g}% reads) at {n} nodes: "
+                      f"{m['throughput_ops']:,.0f} ops/s, "
+                      f"{ratio(m['throughput_ops'], u['throughput_ops']):.2f} x uniform, max/mean "
+                      f"{m['max_over_mean']:.3f}, {ms['entries']} entries, replicas mean "
+                      f"{ms['replicas_mean']:.1f} max {ms['replicas_max']}")
+        mostly, mostly_h = load(run, f"n{n}-mostly"), load(run, f"n{n}-mostly-hotin")
+        if mostly and mostly_h:
+            print(f"read-mostly: nodes={n} read_ratio={mostly['read_ratio']:g} "
+                  f"dir_maxmean={mostly['max_over_mean']:.3f} "
+                  f"dir_vs_uniform={ratio(mostly['throughput_ops'], u['throughput_ops']):.2f} "
+                  f"rebalance_ms={mostly_h['rebalance_ms']:.0f}")
         speed = load(run, "speed")
         if speed:
             print(f"speed: {speed['seconds']:.0f} s simulated at 1M ops/s, {speed['nodes']} nodes, "

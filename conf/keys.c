@@ -250,7 +250,9 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(DIRECTORY, "epoch_ms", epoch_ms, 1, 60000, 100, "hot-key epoch"),
     KEY_UINT(DIRECTORY, "retire_epochs", retire_epochs, 1, 10000, 5,
 	     "M: epochs a key may stay out of the top K before UNREPLICATE"),
-    KEY_UINT(DIRECTORY, "max_replicas", max_replicas, 1, CFG_MAX_REPLICAS, 8, "replicas per key"),
+    KEY_UINT(DIRECTORY, "max_replicas", max_replicas, 1, CFG_MAX_REPLICAS, 8,
+	     "replicas per key; above 16 the switch keeps a second pool of larger sets "
+	     "(docs/design.md section 5)"),
     KEY_DOUBLE(DIRECTORY, "replica_factor", replica_factor, 0, 64, 2,
 	       "f: a key with share s of the load wants `1 + ceil(f * s * n)` replicas"),
     KEY_UINT(DIRECTORY, "sample_every", sample_every, 1, 1u << 16, 1,

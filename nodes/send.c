@@ -86,19 +86,26 @@ int node_send(struct node *n, const struct sockaddr_in *to, const void *buf, siz
 	return node_send_on(n, n->fd, to, buf, len);
 }
 
-/* sendmmsg() msgs[0..count), counting each one that fails and going on with the rest. */
-static void send_batch(struct node *n, struct mmsghdr *msgs, unsigned count)
+/*
+ * sendmmsg() msgs[0..count) on fd, counting each one that fails and going on
+ * with the rest. Returns how many failed.
+ */
+static unsigned send_batch(struct node *n, int fd, struct mmsghdr *msgs, unsigned count)
 {
+	unsigned failed = 0;
+
 	for (unsigned sent = 0; sent < count;) {
-		int r = sendmmsg(n->fd, msgs + sent, count - sent, 0);
+		int r = sendmmsg(fd, msgs + sent, count - sent, 0);
 
 		if (r <= 0) {
 			node_count(n, NODE_CTR_send_errors);
+			failed++;
 			sent++;
 			continue;
 		}
 		sent += (unsigned)r;
 	}
+	return failed;
 }
 
 /* Datagrams node_send_many() seals at a time: each needs a second iovec and a MAC of its own. */
@@ -107,7 +114,7 @@ static void send_batch(struct node *n, struct mmsghdr *msgs, unsigned count)
 void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 {
 	if (!n->keyed) {
-		send_batch(n, msgs, count);
+		send_batch(n, n->fd, msgs, count);
 		return;
 	}
 	for (unsigned base = 0; base < count; base += SEAL_CHUNK) {
@@ -135,7 +142,7 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 			}
 			out++;
 		}
-		send_batch(n, batch, out);
+		send_batch(n, n->fd, batch, out);
 	}
 }
 
@@ -144,12 +151,21 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 	return node_send_msg_fd(n, n->fd, to, msg);
 }
 
+/*
+ * Chunks node_send_msg_fd() hands the kernel per sendmmsg(): 187 chunks of a
+ * 256 KB value at MTU 1500 leave in 6 system calls instead of 187. Each
+ * chunk's head (header, key, chunk header) is written into heads[] and its
+ * slice goes from the value itself: no copy of the value (a sealed chunk is
+ * copied once, to compute its MAC over the whole datagram).
+ */
+#define CHUNK_BATCH 32
+
 int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 		     const struct wire_msg *msg)
 {
 	/* A sealed datagram's MAC trailer must fit the MTU too. */
-	uint32_t mtu = n->cfg->service.mtu -
-		       (n->keyed && wire_op_authenticated(msg->op) ? WIRE_MAC_LEN : 0);
+	bool sealed = n->keyed && wire_op_authenticated(msg->op);
+	uint32_t mtu = n->cfg->service.mtu - (sealed ? WIRE_MAC_LEN : 0);
 	uint8_t one[NODE_MAX_DGRAM];
 	uint16_t count;
 	int len;
@@ -160,13 +176,42 @@ int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 	}
 	if (count == 0)
 		return -EMSGSIZE;
-	/* One system call per chunk: node_send_on() seals each one that needs it. */
-	for (uint16_t i = 0; i < count; i++) {
-		len = wire_chunk_encode(msg, i, count, one, mtu - WIRE_IP_UDP_LEN);
-		if (len < 0)
-			return len;
-		if (node_send_on(n, fd, to, one, (size_t)len) == 0)
-			node_count(n, NODE_CTR_chunks_sent);
+	for (uint32_t base = 0; base < count; base += CHUNK_BATCH) {
+		unsigned k = count - base < CHUNK_BATCH ? count - base : CHUNK_BATCH;
+		/* 35 KB at most (1,024-byte keys), on the stack of a thread of 8 MB. */
+		uint8_t heads[CHUNK_BATCH][WIRE_HDR_LEN + WIRE_MAX_KEY + WIRE_CHUNK_HDR_LEN];
+		uint8_t mac[CHUNK_BATCH][WIRE_MAC_LEN];
+		struct iovec iov[CHUNK_BATCH][3];
+		struct mmsghdr msgs[CHUNK_BATCH];
+
+		for (unsigned i = 0; i < k; i++) {
+			uint8_t *head = heads[i];
+			const uint8_t *slice;
+			uint32_t slice_len;
+
+			len = wire_chunk_encode_head(msg, (uint16_t)(base + i), count, head,
+						     sizeof(heads[i]), &slice, &slice_len);
+			if (len < 0)
+				return len;
+			iov[i][0] = (struct iovec){.iov_base = head, .iov_len = (size_t)len};
+			iov[i][1] = (struct iovec){.iov_base = (void *)slice, .iov_len = slice_len};
+			msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_name = (void *)to,
+							       .msg_namelen = sizeof(*to),
+							       .msg_iov = iov[i],
+							       .msg_iovlen = 2}};
+			if (sealed) {
+				memcpy(one, head, (size_t)len);
+				memcpy(one + len, slice, slice_len);
+				if (wire_mac(&n->key, one, (size_t)len + slice_len, mac[i]) != 0) {
+					node_count(n, NODE_CTR_send_errors);
+					return -EIO;
+				}
+				iov[i][2] =
+				    (struct iovec){.iov_base = mac[i], .iov_len = WIRE_MAC_LEN};
+				msgs[i].msg_hdr.msg_iovlen = 3;
+			}
+		}
+		node_count_n(n, NODE_CTR_chunks_sent, k - send_batch(n, fd, msgs, k));
 	}
 	return 0;
 }

@@ -70,8 +70,8 @@ bool wire_chunk_needed(const struct wire_msg *msg, uint32_t mtu, uint16_t *count
 	return true;
 }
 
-int wire_chunk_encode(const struct wire_msg *msg, uint16_t index, uint16_t count, void *buf,
-		      size_t cap)
+int wire_chunk_encode_head(const struct wire_msg *msg, uint16_t index, uint16_t count, void *buf,
+			   size_t cap, const uint8_t **slice, uint32_t *slice_len)
 {
 	struct wire_msg part = *msg;
 	uint32_t stride, offset, len;
@@ -92,15 +92,31 @@ int wire_chunk_encode(const struct wire_msg *msg, uint16_t index, uint16_t count
 	hdr_len = wire_encode(&part, buf, cap);
 	if (hdr_len < 0)
 		return hdr_len;
-	if ((size_t)hdr_len + WIRE_CHUNK_HDR_LEN + len > cap)
+	if ((size_t)hdr_len + WIRE_CHUNK_HDR_LEN > cap)
 		return -EMSGSIZE;
 	wire_put32(p + WIRE_OFF_VAL_LEN, WIRE_CHUNK_HDR_LEN + len);
 	p += hdr_len;
 	wire_put32(p, msg->val_len);
 	wire_put16(p + 4, index);
 	wire_put16(p + 6, count);
-	memcpy(p + WIRE_CHUNK_HDR_LEN, msg->value + offset, len);
-	return hdr_len + WIRE_CHUNK_HDR_LEN + (int)len;
+	*slice = msg->value + offset;
+	*slice_len = len;
+	return hdr_len + WIRE_CHUNK_HDR_LEN;
+}
+
+int wire_chunk_encode(const struct wire_msg *msg, uint16_t index, uint16_t count, void *buf,
+		      size_t cap)
+{
+	const uint8_t *slice;
+	uint32_t len;
+	int head = wire_chunk_encode_head(msg, index, count, buf, cap, &slice, &len);
+
+	if (head < 0)
+		return head;
+	if ((size_t)head + len > cap)
+		return -EMSGSIZE;
+	memcpy((uint8_t *)buf + head, slice, len);
+	return head + (int)len;
 }
 
 size_t wire_chunk_set_bytes(const struct wire_chunk *c, uint32_t lead)

@@ -103,6 +103,21 @@ bool wire_chunk_needed(const struct wire_msg *msg, uint32_t mtu, uint16_t *count
  */
 int wire_chunk_encode(const struct wire_msg *msg, uint16_t index, uint16_t count, void *buf,
 		      size_t cap);
+/*
+ * The same without the slice, for a sender that hands the kernel the slice
+ * from msg's value itself (one iovec each): encodes the header, the key and
+ * the chunk header into buf and points *slice (*slice_len bytes) into
+ * msg->value. Returns the length in buf (the datagram is that plus
+ * *slice_len), -EINVAL (bad index/count for the value) or -EMSGSIZE (buf
+ * cannot take the head).
+ */
+int wire_chunk_encode_head(const struct wire_msg *msg, uint16_t index, uint16_t count, void *buf,
+			   size_t cap, const uint8_t **slice, uint32_t *slice_len);
+/* Bytes wire_chunk_encode_head() writes for a key of key_len bytes. */
+static inline size_t wire_chunk_head_len(uint16_t key_len)
+{
+	return WIRE_HDR_LEN + (size_t)key_len + WIRE_CHUNK_HDR_LEN;
+}
 
 /*
  * An op's chunks being gathered. Fixed by the first chunk added: total,

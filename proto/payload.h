@@ -19,9 +19,9 @@
 
 #include "wire.h"
 
-/* ---- REPLICATE (switch -> home): be16 owner switch id, then 1..16 be16 target node ids. ---- */
+/* ---- REPLICATE (switch -> home): be16 owner switch id, then 1..128 be16 target node ids. ---- */
 
-#define WIRE_REPL_MAX_TARGETS  16
+#define WIRE_REPL_MAX_TARGETS  128
 #define WIRE_REPLICATE_MAX_LEN (2 + 2 * WIRE_REPL_MAX_TARGETS)
 
 struct wire_replicate {

@@ -14,6 +14,7 @@
 #include <rte_eal.h>
 #include <rte_random.h>
 
+#include "cdt_state.h"
 #include "sim.h"
 
 static void usage(FILE *f)
@@ -199,7 +200,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			rc = parse_double("digest-loss", optarg, 0, 1, &p->digest_loss);
 			break;
 		case O_MAXREP:
-			rc = parse_u32("max-replicas", optarg, 1, 16, &p->dir.max_replicas);
+			rc = parse_u32("max-replicas", optarg, 1, CDT_MAX_REPLICAS, &p->dir.max_replicas);
 			break;
 		case O_MAXKEYS:
 			rc = parse_u32("max-keys", optarg, 1, 65535, &p->dir.max_keys);

@@ -34,6 +34,7 @@
 #include "hotkeys.h"
 #include "keyhash.h"
 #include "meter.h"
+#include "place.h"
 #include "ring.h"
 #include "scores.h"
 #include "select.h"
@@ -50,7 +51,7 @@
 #define BUCKET_NS      (10 * NS_PER_MS)
 #define WINDOW_BUCKETS 5
 /* Copies of one key the model remembers the versions of (more than any replica set). */
-#define COPY_SLOTS 32
+#define COPY_SLOTS (CDT_MAX_REPLICAS + 32)
 /* Digest tables: node ids of one table are 1..CFG_MAX_NODES, as in the switch. */
 #define DIG_TABLE_NODES CFG_MAX_NODES
 #define NO_REQ		UINT32_MAX
@@ -123,9 +124,13 @@ struct dir_entry {
 	uint16_t home;
 	uint8_t want;
 	uint8_t used;
-	struct cdt_state st;
+	double share; /* of the requests, in the last epoch it was hot (reconcile.c's share[]) */
+	union cdt_state_room state; /* the switch's state of the entry (state.st) */
 	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
-	uint8_t ncopies;
+	/* Nodes REPLICATE named as targets since the install: where a retire sends
+	 * UNREPLICATE, with the home and the set (reconcile.c's struct rec_copies). */
+	uint64_t copied[SIM_MAX_NODES / 64 + 1];
+	uint16_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
 	uint64_t copy_ver[COPY_SLOTS];
 	/*
@@ -180,8 +185,9 @@ struct sim {
 	uint32_t dir_cap, dir_used;
 	uint32_t *dir_index; /* open addressing: entry + 1, 0 empty */
 	uint32_t index_mask;
-	uint32_t *stamp; /* [nodes + 1] pick_targets' "taken" marks */
-	uint32_t stamp_gen;
+	unsigned cap;	 /* replicas a set may hold: cdt_state_cap(max_replicas), as the switch's */
+	struct place place;	 /* the expected load of the sets on each node (place.h) */
+	struct place_cand *cand; /* [nodes] pick_targets' candidates */
 	/* Measurement. */
 	struct hist lat;
 	uint32_t bucket_at;
@@ -302,12 +308,12 @@ static void index_rebuild(struct sim *s)
 /* The copy version a node holds of e's key (0: none). */
 static uint64_t *copy_of(struct dir_entry *e, uint16_t node, bool make)
 {
-	uint8_t victim = COPY_SLOTS;
+	unsigned victim = COPY_SLOTS;
 
-	for (uint8_t i = 0; i < e->ncopies; i++) {
+	for (unsigned i = 0; i < e->ncopies; i++) {
 		if (e->copy_node[i] == node)
 			return &e->copy_ver[i];
-		if (victim == COPY_SLOTS && !cdt_state_has(&e->st, e->copy_node[i]))
+		if (victim == COPY_SLOTS && !cdt_state_has(&e->state.st, e->copy_node[i]))
 			victim = i;
 	}
 	if (!make)
@@ -365,39 +371,37 @@ static uint16_t pick_reader(struct sim *s, const struct cdt_state *st)
 }
 
 /*
- * Up to want alive nodes outside e's set, least expected delay first: what
- * reconcile.c's pick_targets() chooses (sel_cost(), ties to the lower id), in
- * one pass.
+ * Up to want alive nodes outside e's set: reconcile.c's pick_targets(), by
+ * place_pick() (the least expected load of the sets, then the least
+ * expected delay by sel_cost()'s formula, then the lower id).
  */
 static unsigned pick_targets(struct sim *s, const struct dir_entry *e, unsigned want, uint16_t *out)
 {
-	uint64_t cost[CDT_MAX_REPLICAS];
-	unsigned n = 0;
-
-	if (++s->stamp_gen == 0)
-		memset(s->stamp, 0, (s->nnodes + 1) * sizeof(*s->stamp)), s->stamp_gen = 1;
-	s->stamp[e->home] = s->stamp_gen;
-	for (unsigned i = 0; i < e->st.nreplicas; i++)
-		s->stamp[e->st.replicas[i]] = s->stamp_gen;
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
 		const struct node *nd = &s->node[id];
 
-		if (s->stamp[id] == s->stamp_gen || nd->delay_unit == 0)
-			continue;
-		uint64_t c = ((uint64_t)(nd->inflight > 0 ? nd->inflight : 0) + 1) * nd->delay_unit;
-
-		if (n == want && c >= cost[n - 1])
-			continue;
-		unsigned j = n < want ? n++ : n - 1;
-
-		for (; j > 0 && cost[j - 1] > c; j--) {
-			cost[j] = cost[j - 1];
-			out[j] = out[j - 1];
-		}
-		cost[j] = c;
-		out[j] = (uint16_t)id;
+		s->cand[id - 1] = (struct place_cand){
+		    .id = (uint16_t)id,
+		    .cost = ((uint64_t)(nd->inflight > 0 ? nd->inflight : 0) + 1) * nd->delay_unit};
 	}
-	return n;
+	return place_pick(&s->place, s->cand, s->nnodes, &e->state.st, e->home, e->share, want,
+			  out);
+}
+
+/* Every round: every set is charged again at its key's latest share, its copies
+ * counted, the rest by the ring's arcs (reconcile.c's charge_sets()). */
+static void charge_sets(struct sim *s)
+{
+	double hot = 0;
+
+	place_clear(&s->place);
+	for (uint32_t e = 0; e < s->dir_cap; e++) {
+		if (!s->dir[e].used)
+			continue;
+		place_charge_set(&s->place, &s->dir[e].state.st, s->dir[e].home, s->dir[e].share);
+		hot += s->dir[e].share;
+	}
+	place_charge_ring(&s->place, &s->ring, 1 - hot);
 }
 
 /* REPLICATE e's version (0: the home's current) to as many nodes as its set is short of. */
@@ -406,9 +410,9 @@ static void replicate(struct sim *s, struct dir_entry *e, uint64_t version)
 	uint16_t targets[CDT_MAX_REPLICAS];
 	unsigned n;
 
-	if (e->st.nreplicas >= e->want)
+	if (e->state.st.nreplicas >= e->want)
 		return;
-	n = pick_targets(s, e, e->want - e->st.nreplicas, targets);
+	n = pick_targets(s, e, e->want - e->state.st.nreplicas, targets);
 	if (n == 0)
 		return;
 	uint32_t i = req_new(s, RQ_REPLICATE, e->key);
@@ -419,6 +423,8 @@ static void replicate(struct sim *s, struct dir_entry *e, uint64_t version)
 	s->req[i].version = version;
 	s->req[i].ntargets = (uint8_t)n;
 	memcpy(s->targets[i], targets, n * sizeof(*targets));
+	for (unsigned t = 0; t < n; t++)
+		e->copied[targets[t] / 64] |= 1ull << (targets[t] % 64);
 	s->res->replicates++;
 	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
 }
@@ -449,22 +455,32 @@ static void install(struct sim *s, const struct hot_key *k)
 	e->key = key;
 	e->home = s->home[key];
 	e->want = (uint8_t)k->replicas;
-	e->st.nreplicas = 1;
-	e->st.replicas[0] = e->home;
+	e->share = k->share;
+	e->state.st.nreplicas = 1;
+	e->state.st.replicas[0] = e->home;
 	s->dir_used++;
 	index_add(s, at_slot);
 	s->res->installs++;
 	replicate(s, e, 0);
 }
 
-/* Remove e; UNREPLICATE goes to every node, each one a control-lane job there. */
+/*
+ * Remove e; UNREPLICATE goes to the nodes that may hold a copy (the home, the
+ * set, every REPLICATE target since the install: reconcile.c's
+ * remove_entry()), each one a control-lane job there.
+ */
 static void retire(struct sim *s, struct dir_entry *e)
 {
 	/* The home's state of the key goes with it: a push out ends, waiting writes go on. */
 	e->nholders = 0;
 	if (e->push_out)
 		push_end(s, e);
+	e->copied[e->home / 64] |= 1ull << (e->home % 64);
+	for (unsigned i = 0; i < e->state.st.nreplicas; i++)
+		e->copied[e->state.st.replicas[i] / 64] |= 1ull << (e->state.st.replicas[i] % 64);
 	for (uint32_t id = 1; id <= s->nnodes; id++) {
+		if (!(e->copied[id / 64] >> (id % 64) & 1))
+			continue;
 		uint32_t i = req_new(s, RQ_UNREPLICATE, e->key);
 
 		if (i == NO_REQ)
@@ -487,10 +503,10 @@ static void epoch(struct sim *s)
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		struct dir_entry *e = dir_find(s, r->hot[i].keyhash);
 
-		if (e)
+		if (e) {
 			e->want = (uint8_t)r->hot[i].replicas;
-		else
-			install(s, &r->hot[i]);
+			e->share = r->hot[i].share;
+		}
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct dir_entry *e = dir_find(s, r->retired[i]);
@@ -502,9 +518,13 @@ static void epoch(struct sim *s)
 	}
 	if (retired)
 		index_rebuild(s);
+	charge_sets(s);
+	for (uint32_t i = 0; i < r->nhot; i++)
+		if (!dir_find(s, r->hot[i].keyhash))
+			install(s, &r->hot[i]);
 	for (uint32_t e = 0; e < s->dir_cap; e++)
 		if (s->dir[e].used)
-			replicate(s, &s->dir[e], s->dir[e].st.completed);
+			replicate(s, &s->dir[e], s->dir[e].state.st.completed);
 }
 
 /* ---- Write-through at the home (docs/design.md section 5, nodes/repl.c). ------------------ */
@@ -728,10 +748,10 @@ static void at_switch(struct sim *s, uint32_t i)
 		struct dir_entry *e = dir_find(s, kh);
 
 		if (e) {
-			uint16_t pick = pick_reader(s, &e->st);
+			uint16_t pick = pick_reader(s, &e->state.st);
 
 			s->res->dir_reads++;
-			s->res->dir_reads_home_only += e->st.nreplicas == 1;
+			s->res->dir_reads_home_only += e->state.st.nreplicas == 1;
 			if (pick)
 				target = pick;
 		}
@@ -742,46 +762,61 @@ static void at_switch(struct sim *s, uint32_t i)
 }
 
 /* A reply, REPLICATE reply or RC_ACK reaches the switch: the coherence rules apply. */
+/* The coherence rules (cdt_state.h) on e's state, as cdt_apply() does: whether it changed. */
+static bool on_reply(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node)
+{
+	union cdt_state_room next;
+
+	if (!cdt_state_on_reply(&e->state.st, version, node, s->cap, &next.st))
+		return false;
+	cdt_state_copy(&e->state.st, &next.st);
+	return true;
+}
+
+static bool on_rc_ack(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node)
+{
+	union cdt_state_room next;
+
+	if (!cdt_state_on_rc_ack(&e->state.st, version, node, e->home, s->cap, &next.st))
+		return false;
+	cdt_state_copy(&e->state.st, &next.st);
+	return true;
+}
+
 static void at_switch_reply(struct sim *s, uint32_t i)
 {
 	struct req *r = &s->req[i];
 	struct dir_entry *e = s->dir_used ? dir_find(s, s->keyhash[r->key]) : NULL;
-	struct cdt_state next;
 
 	switch (r->kind) {
 	case RQ_READ:
 	case RQ_WRITE:
 		s->node[r->node].inflight--;
 		if (e && !r->overloaded) {
-			bool advanced = cdt_state_on_reply(&e->st, r->version, r->node, &next);
+			bool advanced = on_reply(s, e, r->version, r->node);
 
-			if (advanced)
-				e->st = next;
 			/* A pushed write's holders join as their RC_ACKs would (add_holders()). */
 			for (unsigned h = 0; r->through && h < r->ntargets; h++)
-				if (cdt_state_on_rc_ack(&e->st, r->version, s->targets[i][h],
-							e->home, &next))
-					e->st = next;
+				on_rc_ack(s, e, r->version, s->targets[i][h]);
 			/* A write completed: the set is filled up now if short (rec_completed()).
 			 */
 			if (advanced && r->kind == RQ_WRITE) {
-				if (e->st.nreplicas == 1)
+				if (e->state.st.nreplicas == 1)
 					e->collapsed_ns = s->now;
-				replicate(s, e, e->st.completed);
+				replicate(s, e, e->state.st.completed);
 			}
 		}
 		to_agent(s, i);
 		return;
 	case RQ_REPLICATE:
-		if (e && cdt_state_on_reply(&e->st, r->version, r->node, &next))
-			e->st = next;
+		if (e)
+			on_reply(s, e, r->version, r->node);
 		break;
 	case RQ_RC_REQ: /* the RC_ACK */
-		if (e && cdt_state_on_rc_ack(&e->st, r->version, r->node, e->home, &next)) {
-			e->st = next;
+		if (e && on_rc_ack(s, e, r->version, r->node)) {
 			s->res->rc_acks++;
 			/* The first copy of a write's version: the key is spread again. */
-			if (e->collapsed_ns && e->st.nreplicas > 1) {
+			if (e->collapsed_ns && e->state.st.nreplicas > 1) {
 				s->res->repl_lag_sum_ms +=
 				    (double)(s->now - e->collapsed_ns) / NS_PER_MS;
 				s->res->repl_lags++;
@@ -977,6 +1012,8 @@ static void round_(struct sim *s)
 		s->res->node_down_events += dig_table_tick(&s->dig[t], now_us);
 	for (uint32_t id = 1; id <= s->nnodes; id++)
 		publish(s, id);
+	if (s->hot)
+		charge_sets(s);
 	if (s->now < s->next_epoch)
 		return;
 	s->next_epoch = s->now + (uint64_t)s->p->dir.epoch_ms * NS_PER_MS;
@@ -1179,12 +1216,13 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 	if (wl_init(&s->wl) != 0)
 		return fail(err, errlen, "cannot prepare the workload (--keys, --dist)");
 	s->nnodes = p->nodes;
+	s->cap = cdt_state_cap(p->dir.max_replicas);
 	s->keyhash = malloc(p->keys * sizeof(*s->keyhash));
 	s->home = malloc(p->keys * sizeof(*s->home));
 	s->version = calloc(p->keys, sizeof(*s->version));
 	s->node = calloc(p->nodes + 1, sizeof(*s->node));
 	s->nd = calloc(p->nodes + 1, sizeof(*s->nd));
-	s->stamp = calloc(p->nodes + 1, sizeof(*s->stamp));
+	s->cand = calloc(p->nodes, sizeof(*s->cand));
 	s->pick_scores = calloc(1, sizeof(*s->pick_scores));
 	s->one = calloc(1, sizeof(*s->one));
 	s->ntables = (p->nodes + DIG_TABLE_NODES - 1) / DIG_TABLE_NODES;
@@ -1196,7 +1234,8 @@ static int setup(struct sim *s, const struct sim_params *p, char *err, size_t er
 		s->index_mask <<= 1;
 	s->dir_index = calloc(s->index_mask, sizeof(*s->dir_index));
 	s->index_mask--;
-	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->stamp ||
+	if (!s->keyhash || !s->home || !s->version || !s->node || !s->nd || !s->cand ||
+	    place_init(&s->place, p->nodes) != 0 ||
 	    !s->pick_scores || !s->one || !s->dig || !s->dir || !s->dir_index)
 		return fail(err, errlen, "out of memory");
 	for (uint64_t k = 0; k < p->keys; k++) {
@@ -1296,7 +1335,7 @@ static int check(const struct sim_params *p, char *err, size_t errlen)
 		return fail(err, errlen, "--digest-loss: expected 0..1");
 	if (p->dir.max_replicas < 1 || p->dir.max_replicas > CDT_MAX_REPLICAS ||
 	    p->dir.epoch_ms < 1 || p->dir.sample_every < 1 || p->dir.max_keys < 1)
-		return fail(err, errlen, "--max-replicas 1..16, --epoch-ms >= 1, --max-keys >= 1");
+		return fail(err, errlen, "--max-replicas 1..128, --epoch-ms >= 1, --max-keys >= 1");
 	return 0;
 }
 
@@ -1320,9 +1359,9 @@ static void finish(struct sim *s)
 		if (!s->dir[e].used)
 			continue;
 		r->dir_entries++;
-		reps += s->dir[e].st.nreplicas;
-		if (s->dir[e].st.nreplicas > r->dir_replicas_max)
-			r->dir_replicas_max = s->dir[e].st.nreplicas;
+		reps += s->dir[e].state.st.nreplicas;
+		if (s->dir[e].state.st.nreplicas > r->dir_replicas_max)
+			r->dir_replicas_max = s->dir[e].state.st.nreplicas;
 	}
 	r->dir_replicas_mean = r->dir_entries ? (double)reps / r->dir_entries : 0;
 	rebalance(s);
@@ -1340,7 +1379,8 @@ static void teardown(struct sim *s)
 	free(s->node);
 	free(s->nd);
 	free(s->targets);
-	free(s->stamp);
+	free(s->cand);
+	place_free(&s->place);
 	free(s->pick_scores);
 	free(s->one);
 	free(s->dig);

@@ -49,13 +49,14 @@ static int cdt_key_cmp(const void *a, const void *b, size_t len)
 }
 
 struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers,
-		       struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread)
+		       unsigned max_replicas, struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread)
 {
 	char nm[RTE_HASH_NAMESIZE];
 	struct cdt_priv *p;
 	struct cdt *c;
 
-	if (max_entries == 0 || max_entries > 65535 || nworkers == 0 || !qsbr) {
+	if (max_entries == 0 || max_entries > 65535 || nworkers == 0 || !qsbr ||
+	    max_replicas == 0 || max_replicas > CDT_MAX_REPLICAS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -67,6 +68,7 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	c = &p->pub;
 	c->max_entries = max_entries;
 	c->nworkers = nworkers;
+	c->cap = cdt_state_cap(max_replicas);
 	c->qsbr = qsbr;
 	c->ctl_thread = ctl_thread;
 
@@ -90,8 +92,22 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	 * mempool caches per lcore, and slack for states being built.
 	 */
 	unsigned nstates = max_entries + nworkers * (CDT_LIMBO + 512) + 1024;
-	c->states = rte_mempool_create(nm, nstates, sizeof(struct cdt_state), 256, 0, NULL, NULL,
-				       NULL, NULL, SOCKET_ID_ANY, 0);
+	c->states = rte_mempool_create(nm, nstates, CDT_STATE_SMALL, 256, 0, NULL, NULL, NULL,
+				       NULL, SOCKET_ID_ANY, 0);
+	/*
+	 * Larger sets, only when the cap allows them: every entry may be one,
+	 * and slack for those in the workers' limbo and being built. A limbo full
+	 * of large states is not provided for: past the slack, growing a set fails
+	 * as -ENOMEM (counted; a set that does not grow is still correct), while
+	 * versions advance in small states (a completion leaves one or two
+	 * replicas).
+	 */
+	if (c->cap > CDT_SMALL_REPLICAS) {
+		snprintf(nm, sizeof(nm), "cdtl_%s", name);
+		c->states_large = rte_mempool_create(
+		    nm, max_entries + nworkers * 512 + 1024, CDT_STATE_SIZE(c->cap), 64, 0, NULL,
+		    NULL, NULL, NULL, SOCKET_ID_ANY, 0);
+	}
 	c->entries =
 	    rte_zmalloc("cdt_entries", sizeof(*c->entries) * max_entries, RTE_CACHE_LINE_SIZE);
 	c->counters = rte_zmalloc("cdt_counters", sizeof(*c->counters) * max_entries * nworkers,
@@ -107,8 +123,9 @@ struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers
 	c->key_len = calloc(max_entries, sizeof(*c->key_len));
 	c->keys = calloc(max_entries, sizeof(*c->keys));
 	c->free_idx = calloc(max_entries, sizeof(*c->free_idx));
-	if (!c->hash || !c->states || !c->entries || !c->counters || !p->limbo || !c->filter ||
-	    !c->key_len || !c->keys || !c->free_idx) {
+	if (!c->hash || !c->states || (c->cap > CDT_SMALL_REPLICAS && !c->states_large) ||
+	    !c->entries || !c->counters || !p->limbo || !c->filter || !c->key_len || !c->keys ||
+	    !c->free_idx) {
 		int err = rte_errno ? rte_errno : ENOMEM;
 
 		cdt_free(c);
@@ -130,6 +147,7 @@ void cdt_free(struct cdt *c)
 		return;
 	rte_hash_free(c->hash);
 	rte_mempool_free(c->states);
+	rte_mempool_free(c->states_large);
 	rte_free(c->entries);
 	rte_free(c->counters);
 	rte_free(p->limbo);
@@ -142,6 +160,25 @@ void cdt_free(struct cdt *c)
 
 /* ---- Publication and retirement. ----------------------------------------------------- */
 
+/* The pool a state of n replicas lives in: n never changes once a state is built. */
+static struct rte_mempool *pool_of(const struct cdt *c, unsigned n)
+{
+	return n <= CDT_SMALL_REPLICAS ? c->states : c->states_large;
+}
+
+static void state_put(struct cdt *c, struct cdt_state *s)
+{
+	rte_mempool_put(pool_of(c, s->nreplicas), s);
+}
+
+/* A state object for n replicas, or NULL. */
+static struct cdt_state *state_get(struct cdt *c, unsigned n)
+{
+	void *s;
+
+	return rte_mempool_get(pool_of(c, n), &s) == 0 ? s : NULL;
+}
+
 void cdt_reclaim(struct cdt *c, uint16_t worker)
 {
 	struct cdt_limbo *l = limbo_of(c, worker);
@@ -151,7 +188,7 @@ void cdt_reclaim(struct cdt *c, uint16_t worker)
 
 		if (rte_rcu_qsbr_check(c->qsbr, l->slot[i].token, false) != 1)
 			break;
-		rte_mempool_put(c->states, l->slot[i].state);
+		state_put(c, l->slot[i].state);
 		l->head++;
 	}
 }
@@ -169,7 +206,7 @@ static void retire(struct cdt *c, uint16_t worker, struct cdt_state *old)
 	if (worker >= c->nworkers) {
 		/* Control thread: block for the grace period (never on the fast path). */
 		rte_rcu_qsbr_synchronize(c->qsbr, c->ctl_thread);
-		rte_mempool_put(c->states, old);
+		state_put(c, old);
 		return;
 	}
 	l = limbo_of(c, worker);
@@ -204,25 +241,28 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 
 	for (;;) {
 		struct cdt_state *cur = (struct cdt_state *)cdt_entry_state(e);
-		struct cdt_state tmp;
+		union cdt_state_room tmp;
 		bool changed;
 
 		if (!cur)
 			changed = false;
 		else if (ev == CDT_EV_REPLY)
-			changed = cdt_state_on_reply(cur, version, node, &tmp);
+			changed = cdt_state_on_reply(cur, version, node, c->cap, &tmp.st);
 		else
-			changed = cdt_state_on_rc_ack(cur, version, node, e->home, &tmp);
-		if (!changed) {
-			if (next)
-				rte_mempool_put(c->states, next);
-			return 0;
+			changed = cdt_state_on_rc_ack(cur, version, node, e->home, c->cap, &tmp.st);
+		/* A state kept from a lost race may be of the other size now. */
+		if (next && (!changed || pool_of(c, next->nreplicas) !=
+						 pool_of(c, tmp.st.nreplicas))) {
+			state_put(c, next);
+			next = NULL;
 		}
-		if (!next && rte_mempool_get(c->states, (void **)&next) != 0)
+		if (!changed)
+			return 0;
+		if (!next && !(next = state_get(c, tmp.st.nreplicas)))
 			return -ENOMEM;
-		tmp.completed_tsc =
-		    tmp.completed != cur->completed ? rte_rdtsc() : cur->completed_tsc;
-		*next = tmp;
+		tmp.st.completed_tsc =
+		    tmp.st.completed != cur->completed ? rte_rdtsc() : cur->completed_tsc;
+		cdt_state_copy(next, &tmp.st);
 		if (publish(e, cur, next)) {
 			retire(c, worker, cur);
 			return 1;
@@ -258,21 +298,24 @@ struct cdt_entry *cdt_find(const struct cdt *c, uint64_t keyhash)
 static struct cdt_state *state_new(struct cdt *c, const uint16_t *replicas, unsigned n,
 				   uint64_t completed)
 {
+	union cdt_state_room tmp;
 	struct cdt_state *s;
 
-	if (rte_mempool_get(c->states, (void **)&s) != 0)
-		return NULL;
-	memset(s, 0, sizeof(*s));
-	s->completed = completed;
+	/* Duplicates dropped first: the count decides the state's size. */
+	memset(&tmp, 0, CDT_STATE_SMALL);
+	tmp.st.completed = completed;
 	for (unsigned i = 0; i < n; i++)
-		if (!cdt_state_has(s, replicas[i]))
-			s->replicas[s->nreplicas++] = replicas[i];
+		if (!cdt_state_has(&tmp.st, replicas[i]))
+			tmp.st.replicas[tmp.st.nreplicas++] = replicas[i];
+	s = state_get(c, tmp.st.nreplicas);
+	if (s)
+		cdt_state_copy(s, &tmp.st);
 	return s;
 }
 
-static bool replicas_valid(const uint16_t *replicas, unsigned n)
+static bool replicas_valid(const struct cdt *c, const uint16_t *replicas, unsigned n)
 {
-	if (n == 0 || n > CDT_MAX_REPLICAS)
+	if (n == 0 || n > c->cap)
 		return false;
 	for (unsigned i = 0; i < n; i++)
 		if (replicas[i] == 0)
@@ -288,7 +331,7 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	uint64_t fp;
 
 	if (!key || key_len == 0 || key_len > WIRE_MAX_KEY || home == 0 ||
-	    !replicas_valid(replicas, n)) {
+	    !replicas_valid(c, replicas, n)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -342,7 +385,7 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	filter_count(c, keyhash, +1);
 	if (rte_hash_add_key_data(c->hash, &keyhash, e) < 0) {
 		filter_count(c, keyhash, -1);
-		rte_mempool_put(c->states, e->state);
+		state_put(c, e->state);
 		e->state = NULL;
 		errno = ENOSPC;
 		return NULL;
@@ -357,7 +400,7 @@ int cdt_set_replicas(struct cdt *c, struct cdt_entry *e, const uint16_t *replica
 {
 	struct cdt_state *next, *cur;
 
-	if (!replicas_valid(replicas, n))
+	if (!replicas_valid(c, replicas, n))
 		return -EINVAL;
 	next = state_new(c, replicas, n, completed);
 	if (!next)
@@ -383,7 +426,7 @@ int cdt_remove(struct cdt *c, uint64_t keyhash)
 	/* No reader can find the key now; wait until none still holds e or its state. */
 	rte_rcu_qsbr_synchronize(c->qsbr, c->ctl_thread);
 	rte_hash_free_key_with_position(c->hash, pos);
-	rte_mempool_put(c->states, e->state);
+	state_put(c, e->state);
 	e->state = NULL;
 	e->keyhash = 0;
 	c->key_len[e->index] = 0;

@@ -103,7 +103,9 @@ struct cdt {
 	 * stays there: a permanent false positive, never a false negative. */
 	uint8_t *filter;
 	uint32_t filter_mask;
-	struct rte_mempool *states;
+	struct rte_mempool *states;	  /* states of up to CDT_SMALL_REPLICAS replicas */
+	struct rte_mempool *states_large; /* larger ones (room for cap); NULL when cap is small */
+	unsigned cap;			  /* replicas a set may hold (cdt_state_cap()) */
 	struct rte_rcu_qsbr *qsbr;
 	uint32_t max_entries;
 	uint16_t nworkers;
@@ -190,11 +192,13 @@ static inline bool cdt_entry_is(const struct cdt_entry *e, const void *key, size
 
 /*
  * Create a directory of max_entries keys for nworkers workers, sharing qsbr
- * (threads 0..nworkers-1 are the workers, ctl_thread the control thread).
- * name makes the DPDK object names unique. Returns NULL with errno set.
+ * (threads 0..nworkers-1 are the workers, ctl_thread the control thread),
+ * whose sets hold up to cdt_state_cap(max_replicas) replicas (max_replicas
+ * 1..CDT_MAX_REPLICAS: directory.max_replicas). name makes the DPDK object
+ * names unique. Returns NULL with errno set.
  */
 struct cdt *cdt_create(const char *name, uint32_t max_entries, uint16_t nworkers,
-		       struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread);
+		       unsigned max_replicas, struct rte_rcu_qsbr *qsbr, uint16_t ctl_thread);
 void cdt_free(struct cdt *c);
 
 /* Acquire-load of an entry's current state; valid until the caller's next quiescent point. */
@@ -223,7 +227,7 @@ void cdt_reclaim(struct cdt *c, uint16_t worker);
 
 /*
  * Install key (keyhash, key bytes) with home `home` and replica set
- * replicas[0..n) (n >= 1; the home should be among them) at version
+ * replicas[0..n) (1 <= n <= c->cap; the home should be among them) at version
  * `completed` (0: unknown). An existing entry for keyhash gets the new state.
  * Returns the entry or NULL with errno (ENOSPC full, EINVAL bad args,
  * EEXIST another key with the same keyhash is installed).

@@ -7,24 +7,25 @@
 
 static void state_single(struct cdt_state *next, uint64_t version, uint16_t node)
 {
-	memset(next, 0, sizeof(*next));
+	memset(next, 0, CDT_STATE_SMALL);
 	next->completed = version;
 	next->nreplicas = 1;
 	next->replicas[0] = node;
 }
 
-/* next = cur plus node; false when node is already there or the set is full. */
-static bool state_add(const struct cdt_state *cur, uint16_t node, struct cdt_state *next)
+/* next = cur plus node; false when node is already there or the set has cap replicas. */
+static bool state_add(const struct cdt_state *cur, uint16_t node, unsigned cap,
+		      struct cdt_state *next)
 {
-	if (cdt_state_has(cur, node) || cur->nreplicas >= CDT_MAX_REPLICAS)
+	if (cur->nreplicas >= cap || cdt_state_has(cur, node))
 		return false;
-	*next = *cur;
+	cdt_state_copy(next, cur);
 	next->replicas[next->nreplicas++] = node;
 	return true;
 }
 
 bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
-			struct cdt_state *next)
+			unsigned cap, struct cdt_state *next)
 {
 	if (version == 0 || replier == 0 || version < cur->completed)
 		return false;
@@ -32,11 +33,11 @@ bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t 
 		state_single(next, version, replier);
 		return true;
 	}
-	return state_add(cur, replier, next);
+	return state_add(cur, replier, cap, next);
 }
 
 bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
-			 uint16_t home, struct cdt_state *next)
+			 uint16_t home, unsigned cap, struct cdt_state *next)
 {
 	/* Unknown completed: an ack may be a late one for an older version (see cdt_state.h). */
 	if (version == 0 || replica == 0 || cur->completed == 0 || version < cur->completed)
@@ -47,5 +48,5 @@ bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t
 			next->replicas[next->nreplicas++] = replica;
 		return true;
 	}
-	return state_add(cur, replica, next);
+	return state_add(cur, replica, cap, next);
 }

@@ -10,18 +10,66 @@
 #define SKL_SW_CDT_STATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#define CDT_MAX_REPLICAS 16
+/*
+ * Replica sets come in two sizes. Up to CDT_SMALL_REPLICAS a state is one
+ * 56-byte object, the layout every set had before larger ones existed: the
+ * common sets cost what they did. A larger set (a key hotter than 16 nodes can
+ * serve, at hundreds of nodes; directory.max_replicas above 16) is a larger
+ * object of the same layout with more replica slots after the header.
+ */
+#define CDT_SMALL_REPLICAS 16
+#define CDT_MAX_REPLICAS   128
 
 /* Immutable once published: what the directory knows of one key's copies. */
 struct cdt_state {
 	uint64_t completed;	/* completed version; 0 = unknown (fresh entry) */
 	uint64_t completed_tsc; /* when `completed` last advanced (replication lag) */
-	uint8_t nreplicas;	/* 1..CDT_MAX_REPLICAS once installed */
+	uint8_t nreplicas;	/* 1..the directory's cap once installed */
 	uint8_t pad[5];
-	uint16_t replicas[CDT_MAX_REPLICAS]; /* node ids holding `completed` */
+	uint16_t replicas[]; /* node ids holding `completed` (nreplicas of them) */
 };
+
+/* Bytes of a state with room for n replicas, rounded to its 8-byte alignment. */
+#define CDT_STATE_SIZE(n)                                                                          \
+	((offsetof(struct cdt_state, replicas) + (n) * sizeof(uint16_t) + 7) & ~(size_t)7)
+#define CDT_STATE_SMALL CDT_STATE_SIZE(CDT_SMALL_REPLICAS) /* 56 */
+
+/* Room for a state of any size: one built on the stack, or kept by value (sim/). */
+union cdt_state_room {
+	struct cdt_state st;
+	uint8_t bytes[CDT_STATE_SIZE(CDT_MAX_REPLICAS)];
+};
+
+/*
+ * The most replicas a set may hold when directory.max_replicas is max: the
+ * small size at least (sets grow past `want` by RC_ACKs of write-through
+ * holders up to there, as before larger sets existed), max above it.
+ */
+static inline unsigned cdt_state_cap(unsigned max_replicas)
+{
+	unsigned cap = max_replicas > CDT_SMALL_REPLICAS ? max_replicas : CDT_SMALL_REPLICAS;
+
+	return cap < CDT_MAX_REPLICAS ? cap : CDT_MAX_REPLICAS;
+}
+
+/* Bytes a state with n replicas occupies: a small state's copy is one fixed-size move. */
+static inline size_t cdt_state_size(unsigned n)
+{
+	return n <= CDT_SMALL_REPLICAS ? CDT_STATE_SMALL : CDT_STATE_SIZE(n);
+}
+
+/* dst = src; dst has room for src's replicas. */
+static inline void cdt_state_copy(struct cdt_state *dst, const struct cdt_state *src)
+{
+	if (src->nreplicas <= CDT_SMALL_REPLICAS)
+		memcpy(dst, src, CDT_STATE_SMALL);
+	else
+		memcpy(dst, src, CDT_STATE_SIZE(src->nreplicas));
+}
 
 static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
 {
@@ -46,11 +94,12 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
  *            unknown (0, a fresh entry) acks change nothing: one may be a late
  *            ack of a copy older than what the home served meanwhile; the
  *            home's REPLICATE reply makes its version the completed one.
- * A version of 0 never changes anything. A full set (16) stays as it is.
+ * A version of 0 never changes anything. A full set (cap replicas,
+ * cdt_state_cap()) stays as it is. next has room for cap replicas.
  */
 bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
-			struct cdt_state *next);
+			unsigned cap, struct cdt_state *next);
 bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
-			 uint16_t home, struct cdt_state *next);
+			 uint16_t home, unsigned cap, struct cdt_state *next);
 
 #endif

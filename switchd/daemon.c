@@ -16,6 +16,8 @@
  * the only thread that adds or removes CDT entries (see switchd.h).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,8 +148,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	for (unsigned t = 0; t < sw->nworkers + 2u; t++)
 		rte_rcu_qsbr_thread_register(sw->qsbr, t);
 
-	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers, sw->qsbr,
-			     sw->nworkers);
+	sw->cdt = cdt_create(sw->tag, RTE_MAX(cfg->directory.max_keys, 1u), sw->nworkers,
+			     cfg->directory.max_replicas, sw->qsbr, sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
 	scores_init(&sw->scores, cfg, sw->nworkers);
@@ -197,6 +199,32 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	return 0;
 }
 
+/* The signals sw_block_rx_signals() blocks: every real-time one (the PMD takes the first free). */
+static void rx_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(set, sig);
+}
+
+void sw_block_rx_signals(void)
+{
+	sigset_t set;
+
+	rx_signals(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* A worker lcore's entry: take the Rx signals here, then poll. */
+static int worker_main(void *arg)
+{
+	sigset_t set;
+
+	rx_signals(&set);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	return pipeline_main(arg);
+}
+
 int sw_start(struct sw *sw)
 {
 	/*
@@ -210,7 +238,7 @@ int sw_start(struct sw *sw)
 	if (rc != 0)
 		return rc;
 	for (uint16_t i = 0; i < sw->nworkers; i++) {
-		rc = rte_eal_remote_launch(pipeline_main, sw->workers[i], sw->workers[i]->lcore);
+		rc = rte_eal_remote_launch(worker_main, sw->workers[i], sw->workers[i]->lcore);
 		if (rc != 0)
 			return rc;
 	}

@@ -65,6 +65,13 @@ uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_repl
 	return (uint16_t)(want < 1 ? 1 : want);
 }
 
+double hot_share_for_replicas(unsigned replicas, uint32_t nnodes, double factor)
+{
+	if (replicas <= 1 || nnodes == 0 || !(factor > 0))
+		return 0;
+	return (double)(replicas - 1) / (factor * (double)nnodes);
+}
+
 struct hot_detector *hot_create(const struct cfg *cfg, int socket)
 {
 	static unsigned instance;

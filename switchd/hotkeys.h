@@ -66,4 +66,11 @@ void hot_epoch(struct hot_detector *h, struct hot_report *out);
 uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_replicas,
 				double factor);
 
+/*
+ * The share hot_replicas_for_share() reads from a want of replicas: (R - 1) /
+ * (factor * n), 0 for one replica. For a key whose share is not measured (a
+ * pin, a peer's), so that its replicas weigh as the sizing rule meant them.
+ */
+double hot_share_for_replicas(unsigned replicas, uint32_t nnodes, double factor);
+
 #endif

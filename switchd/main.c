@@ -78,6 +78,7 @@ int main(int argc, char **argv)
 	int log_level = LOG_LVL_INFO;
 	int n, c;
 
+	sw_block_rx_signals(); /* before EAL starts its threads: they inherit the mask */
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "skewless-switchd: EAL initialisation failed: %s\n",

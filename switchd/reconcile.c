@@ -21,10 +21,12 @@
 #include "fmt.h"
 #include "keyhash.h"
 #include "payload.h"
+#include "place.h"
 #include "prom.h"
 #include "switchd.h"
 
 _Static_assert(CDT_MAX_REPLICAS <= WIRE_REPL_MAX_TARGETS, "a REPLICATE can name every replica");
+_Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.max_replicas");
 
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define REC_COMPLETIONS SW_COMPLETION_RING
@@ -59,8 +61,28 @@ struct rec_moved {
 	uint8_t key[WIRE_MAX_KEY];
 };
 
+/*
+ * The nodes that may hold a copy of an entry's key: a bit per node id for
+ * every target a REPLICATE of this switch named since the key was installed.
+ * A removal sends UNREPLICATE to these, the home and the set's members, not
+ * to every node: at hundreds of nodes one UNREPLICATE per node and removal,
+ * each a job at a node, outweighs the hot keys' own reads (docs/benchmarks.md,
+ * "Simulator"). A copy this switch never asked for (a peer's, before this
+ * switch owned the key) is left behind as one a lost UNREPLICATE leaves:
+ * harmless (remove_entry()).
+ */
+struct rec_copies {
+	uint64_t bits[(WIRE_MAX_NODE + 64) / 64];
+};
+
 struct reconcile {
 	struct rec_stats stats; /* control thread writes; commands read on the same thread */
+	struct rec_copies *copies; /* [cdt max_entries], by entry index */
+	/* By entry index: the key's share of the requests in the last epoch it was
+	 * hot (0: not known, a pin or a peer's key); what its replicas are charged. */
+	double *share;
+	struct place place;	 /* expected load of the sets on each node (place.h) */
+	struct place_cand *cand; /* [cfg nnodes]: pick_targets()' candidates */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
 	uint32_t npending;
@@ -71,9 +93,6 @@ struct reconcile {
 	/* Meanwhile: keys whose home moves in the step are not installed (NULL: none). */
 	bool (*moving)(void *arg, uint64_t keyhash);
 	void *moving_arg;
-	/* Copies each node holds for this switch's entries, besides homes:
-	 * counted each round (count_copies()), raised by each target picked. */
-	uint16_t copies[SCORES_NODES];
 };
 
 /* Update-delay buckets: a replica answers in about a round trip and a
@@ -92,6 +111,13 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 		return -1;
 	}
 	sw->rec = r;
+	r->copies = calloc(sw->cdt->max_entries, sizeof(*r->copies));
+	r->share = calloc(sw->cdt->max_entries, sizeof(*r->share));
+	r->cand = calloc(sw->cfg->nnodes ? sw->cfg->nnodes : 1, sizeof(*r->cand));
+	if (!r->copies || !r->share || !r->cand || place_init(&r->place, WIRE_MAX_NODE) != 0) {
+		snprintf(err, errlen, "out of memory for the directory manager");
+		return -1;
+	}
 	prom_hist_init(&r->update_delay, update_delay_bounds, RTE_DIM(update_delay_bounds));
 	r->stats.enabled = sw->cfg->directory.enabled;
 	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
@@ -101,8 +127,13 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 
 void rec_fini(struct sw *sw)
 {
-	if (sw->rec)
+	if (sw->rec) {
 		free(sw->rec->moved);
+		free(sw->rec->copies);
+		free(sw->rec->share);
+		free(sw->rec->cand);
+		place_free(&sw->rec->place);
+	}
 	free(sw->rec);
 	sw->rec = NULL;
 }
@@ -121,64 +152,72 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 /* ---- Replication. ---------------------------------------------------------------------- */
 
 /*
- * Count the copies each node holds for the entries this switch owns (the
- * home of an entry does not count: its key is its own).
+ * Pick up to want targets among alive nodes outside e's set st: the least
+ * expected load of the directory's sets first (place.h), then the least
+ * expected delay (sel_cost(), as reads are weighed) times one plus the copies
+ * the node holds, then the config's order. The chosen are charged e's share
+ * and a copy, so the keys filled in one round spread. Returns how many.
  */
-static void count_copies(struct sw *sw)
+/* e's share of the requests: measured, or else what its want of replicas implies. */
+static double share_of(const struct sw *sw, const struct cdt_entry *e)
+{
+	double s = sw->rec->share[e->index];
+
+	return s > 0 ? s
+		     : hot_share_for_replicas(e->want_replicas, sw->cfg->nnodes,
+					      sw->cfg->directory.replica_factor);
+}
+
+static unsigned pick_targets(const struct sw *sw, const struct cdt_entry *e,
+			     const struct cdt_state *st, unsigned want, uint16_t *out)
+{
+	struct reconcile *r = sw->rec;
+
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+
+		r->cand[i] = (struct place_cand){.id = id, .cost = sel_cost(&sw->scores, id)};
+	}
+	return place_pick(&r->place, r->cand, sw->cfg->nnodes, st, e->home, share_of(sw, e), want,
+			  out);
+}
+
+/*
+ * Every round (and after an epoch's retires): the sets of the entries this
+ * switch owns are charged again, at their keys' latest shares, and their
+ * copies counted, and the rest of the load by the ring's arcs (place.h).
+ */
+static void charge_sets(struct sw *sw)
 {
 	struct reconcile *r = sw->rec;
 	uint32_t it = 0;
 	struct cdt_entry *e;
 
-	memset(r->copies, 0, sizeof(r->copies));
+	double hot = 0;
+
+	place_clear(&r->place);
 	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
 		const struct cdt_state *st = cdt_entry_state(e);
 
-		for (unsigned i = 0; st && e->owner == 0 && i < st->nreplicas; i++)
-			if (st->replicas[i] != e->home && st->replicas[i] < SCORES_NODES)
-				r->copies[st->replicas[i]]++;
+		if (st && e->owner == 0) {
+			double share = share_of(sw, e);
+
+			place_charge_set(&r->place, st, e->home, share);
+			hot += share;
+		}
 	}
+	/* The rest of the requests go to the keys' homes on the ring. */
+	place_charge_ring(&r->place, sw_ring(sw), 1 - hot);
 }
 
-/*
- * Pick up to want targets among alive nodes outside the set: least expected
- * delay (sel_cost(), as reads are weighed) times one plus the copies the node
- * holds already. The delay is of this instant; the copies say where reads of
- * hot keys will go for as long as those keys stay hot: without them, the keys
- * installed in one round (all of them, when a skewed load starts) would all
- * pick the same few nodes. Returns how many.
- */
-static unsigned pick_targets(struct sw *sw, const struct cdt_state *st, uint16_t home,
-			     unsigned want, uint16_t *out)
+static void copies_add(struct rec_copies *c, uint16_t node)
 {
-	uint16_t *copies = sw->rec->copies;
-	unsigned n = 0;
+	c->bits[node / 64] |= 1ull << (node % 64);
+}
 
-	while (n < want) {
-		uint16_t best = 0;
-		uint64_t best_cost = 0;
-
-		for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
-			uint16_t id = sw->cfg->nodes[i].id;
-			bool taken = id == home || cdt_state_has(st, id);
-
-			for (unsigned j = 0; j < n && !taken; j++)
-				taken = out[j] == id;
-			if (taken || !scores_alive(&sw->scores, id))
-				continue;
-			uint64_t cost = sel_cost(&sw->scores, id) * (1u + copies[id]);
-
-			if (!best || cost < best_cost) {
-				best = id;
-				best_cost = cost;
-			}
-		}
-		if (!best)
-			break;
-		copies[best]++;
-		out[n++] = best;
-	}
-	return n;
+static bool copies_has(const struct rec_copies *c, uint16_t node)
+{
+	return c->bits[node / 64] >> (node % 64) & 1;
 }
 
 /*
@@ -198,9 +237,11 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
 	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
 		return;
-	req.ntargets = (uint8_t)pick_targets(sw, st, e->home, want - st->nreplicas, req.targets);
+	req.ntargets = (uint8_t)pick_targets(sw, e, st, want - st->nreplicas, req.targets);
 	if (req.ntargets == 0)
 		return;
+	for (unsigned i = 0; i < req.ntargets; i++)
+		copies_add(&sw->rec->copies[e->index], req.targets[i]);
 	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
 }
 
@@ -217,38 +258,50 @@ static void replicate_completed(struct sw *sw, struct cdt_entry *e)
 static int remove_entry(struct sw *sw, struct cdt_entry *e)
 {
 	uint8_t key[WIRE_MAX_KEY];
-	uint16_t key_len;
+	uint16_t key_len, home = e->home;
 	uint64_t kh = e->keyhash;
 	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
+	struct rec_copies *copies = &sw->rec->copies[e->index];
+	const struct cdt_state *st = cdt_entry_state(e);
 	int rc;
 
 	bool owned = e->owner == 0;
 
 	memcpy(key, k, key_len);
+	/* The last set's members too (a forced pin names nodes no REPLICATE did). */
+	for (unsigned i = 0; i < st->nreplicas; i++)
+		copies_add(copies, st->replicas[i]);
+	copies_add(copies, home);
 	rc = cdt_remove(sw->cdt, kh);
 	if (rc != 0)
 		return rc;
 	hot_forget(sw->hot, kh);
-	if (!owned) /* routed to a peer: the copies are the owner's business */
-		return 0;
-	/*
-	 * After the removal (and its grace period) no read goes to a replica any
-	 * more: drop the copies everywhere; the home forgets where it pushed them
-	 * (nodes/repl.c). A copy left behind by a lost UNREPLICATE is harmless:
-	 * reads go only to nodes in a set, and a node joins a set only by acking
-	 * the completed version.
-	 */
-	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-		eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+	if (owned) {
+		/*
+		 * After the removal (and its grace period) no read goes to a
+		 * replica any more: drop the copies where this switch put them;
+		 * the home forgets where it pushed them (nodes/repl.c). A copy
+		 * left behind (a lost UNREPLICATE) is harmless: reads go only to
+		 * nodes in a set, and a node joins a set only by acking the
+		 * completed version.
+		 */
+		for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+			if (copies_has(copies, sw->cfg->nodes[i].id))
+				eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+	}
+	/* Routed to a peer: the copies are the owner's business. */
+	memset(copies, 0, sizeof(*copies));
+	sw->rec->share[copies - sw->rec->copies] = 0;
 	return 0;
 }
 
 /*
- * Install a key this switch owns with set {home}, want replicas, and send the
- * home REPLICATE(0). The entry, or NULL (directory full, keyhash collision).
+ * Install a key this switch owns with set {home}, want replicas, its share of
+ * the requests (0: not known), and send the home REPLICATE(0). The entry, or
+ * NULL (directory full, keyhash collision).
  */
 static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
-				 uint16_t key_len, uint8_t want)
+				 uint16_t key_len, uint8_t want, double share)
 {
 	struct reconcile *r = sw->rec;
 	uint16_t home = ring_home(sw_ring(sw), keyhash);
@@ -272,6 +325,7 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 		return NULL;
 	}
 	e->want_replicas = want;
+	r->share[e->index] = share;
 	r->stats.installs++;
 	if (want > 1 && r->npending < REC_PENDING)
 		r->pending[r->npending++] = (struct rec_pending){keyhash, clock_mono_us()};
@@ -363,7 +417,7 @@ uint32_t rec_rehome_install(struct sw *sw)
 	r->moving = NULL; /* the step is published: every home is the workers' ring's */
 	for (uint32_t i = 0; i < r->nmoved; i++) {
 		struct rec_moved *m = &r->moved[i];
-		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want);
+		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
 
 		if (e) {
 			e->pinned = m->pinned;
@@ -388,25 +442,35 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 		st->epochs++;
 		return;
 	}
+	/* The hot keys installed already take their new want and share; the cold go. */
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		const struct hot_key *k = &r->hot[i];
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
 
-		if (e) {
-			if (!cdt_entry_is(e, k->key, k->key_len))
-				st->collisions++;
-			else if (!e->pinned)
-				e->want_replicas = (uint8_t)k->replicas;
+		if (!e)
+			continue;
+		if (!cdt_entry_is(e, k->key, k->key_len)) {
+			st->collisions++;
 			continue;
 		}
-		if (install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas))
-			installs++;
+		sw->rec->share[e->index] = k->share;
+		if (!e->pinned)
+			e->want_replicas = (uint8_t)k->replicas;
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct cdt_entry *e = cdt_find(sw->cdt, r->retired[i]);
 
 		if (e && !e->pinned && remove_entry(sw, e) == 0)
 			retires++;
+	}
+	/* Then the new ones, hottest first, each placed by the load the sets put on nodes. */
+	charge_sets(sw);
+	for (uint32_t i = 0; i < r->nhot; i++) {
+		const struct hot_key *k = &r->hot[i];
+
+		if (!cdt_find(sw->cdt, k->keyhash) &&
+		    install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas, k->share))
+			installs++;
 	}
 	st->hot_set = r->nhot;
 	st->last_installs = installs;
@@ -541,6 +605,10 @@ static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
 
 	if (!e)
 		return;
+	if (!owned) { /* a peer's key: none of its copies are this switch's to drop */
+		memset(&sw->rec->copies[e->index], 0, sizeof(sw->rec->copies[0]));
+		sw->rec->share[e->index] = 0;
+	}
 	if (owned ? remove_entry(sw, e) : cdt_remove(sw->cdt, keyhash)) /* nonzero: failed */
 		return;
 	if (owned)
@@ -624,7 +692,7 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 				e->want_replicas = (uint8_t)k->replicas;
 			continue;
 		}
-		e = install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas);
+		e = install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas, 0);
 		if (e)
 			c->st.owned_installs++;
 	}
@@ -758,7 +826,7 @@ void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
 {
 	struct reconcile *r = sw->rec;
 
-	count_copies(sw);
+	charge_sets(sw);
 	if (cluster_on(sw))
 		follow_cluster(sw, now_us, want);
 	/* A write shrank a set to {home}: copy the new version out right away. */
@@ -941,8 +1009,10 @@ static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
 			char *end;
 			unsigned long n = strtoul(argv[i + 1], &end, 10);
 
-			if (*end || n < 1 || n > CDT_MAX_REPLICAS)
-				return ctl_error("cdt pin: replicas: expected 1..16, got \"%s\"",
+			if (*end || n < 1 || n > sw->cdt->cap)
+				return ctl_error("cdt pin: replicas: expected 1 up to the directory's "
+						 "cap (16, or directory.max_replicas above it), "
+						 "got \"%s\"",
 						 argv[i + 1]);
 			want = (unsigned)n;
 		} else if (!strcmp(argv[i], "force")) {
@@ -953,7 +1023,7 @@ static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
 			     t = strtok_r(NULL, ",", &save)) {
 				const struct cfg_node *n = cfg_node_lookup(sw->cfg, t);
 
-				if (!n || nforce == CDT_MAX_REPLICAS)
+				if (!n || nforce == sw->cdt->cap)
 					return ctl_error(
 					    "cdt pin: force: unknown node or too many: \"%s\"", t);
 				force[nforce++] = n->id;

@@ -61,8 +61,8 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
  */
 #define SEL_DOWN_COST (UINT64_MAX << 8)
 
-static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
-				uint64_t *rng)
+static inline uint16_t sel_pick_among(const struct scores *s, const uint16_t *cand, unsigned n,
+				      uint64_t *rng)
 {
 	uint64_t best_cost = UINT64_MAX, jitter = 0;
 	uint16_t best = SEL_NONE;
@@ -82,7 +82,39 @@ static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, un
 	return best_cost < SEL_DOWN_COST ? best : SEL_NONE;
 }
 
-/* Record what sel_pick() weighs for cand[0..n) (up to 16), for a decision log. */
+/*
+ * Candidates one read weighs at most. A set larger than this (a key hotter
+ * than 16 nodes can serve) is sampled: SEL_WINDOW candidates in a row from a
+ * random place, wrapping, so every replica is weighed by the same share of
+ * reads and a read costs what a read of a 16-replica key does. Least
+ * expected delay among 16 random replicas balances as well as among all of
+ * them (power of d choices, d = 16). A window of 16 replicas that are all
+ * down gives SEL_NONE, and the read goes home, as for a small set.
+ */
+#define SEL_WINDOW 16
+
+static inline uint16_t sel_pick_window(const struct scores *s, const uint16_t *cand, unsigned n,
+				       uint64_t *rng)
+{
+	uint16_t win[SEL_WINDOW];
+	/* A random start in 0..n-1 by multiply and shift, not a division. */
+	unsigned at = (unsigned)(((sel_rand(rng) >> 32) * n) >> 32);
+
+	for (unsigned i = 0; i < SEL_WINDOW; i++, at = at + 1 == n ? 0 : at + 1)
+		win[i] = cand[at];
+	return sel_pick_among(s, win, SEL_WINDOW, rng);
+}
+
+/* The read target among cand[0..n): sel_pick_among(), over a window of a set past 16. */
+static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
+				uint64_t *rng)
+{
+	if (__builtin_expect(n > SEL_WINDOW, 0))
+		return sel_pick_window(s, cand, n, rng);
+	return sel_pick_among(s, cand, n, rng);
+}
+
+/* Record cand[0..n) (the first 16) with what sel_pick() weighs, for a decision log. */
 void sel_explain(const struct scores *s, const uint16_t *cand, unsigned n, struct sel_trace *trace);
 
 #endif

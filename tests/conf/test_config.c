@@ -122,8 +122,8 @@ START_TEST(error_messages)
 	/* Out of range. */
 	expect_error("{" SERVICE "," NODES2 ",\"agent\":{\"timeout_ms\":0}}",
 		     "conf/x.json: agent.timeout_ms: expected integer 1..60000, got 0");
-	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"max_replicas\":17}}",
-		     "conf/x.json: directory.max_replicas: expected integer 1..16, got 17");
+	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"max_replicas\":129}}",
+		     "conf/x.json: directory.max_replicas: expected integer 1..128, got 129");
 	/* Bad enum. */
 	expect_error("{" SERVICE "," NODES2 ",\"agent\":{\"mode\":\"fast\"}}",
 		     "conf/x.json: agent.mode: expected one of \"inpath\", \"hint\", \"direct\", "

@@ -1,8 +1,9 @@
 /*
  * test_chunk.c - the chunk codec and chunk set (proto/chunk.c): every chunk
  * of a value encodes and decodes back to its slice, the stride rule, the
- * documented bytes, rejection of each bad header, and a set that refuses
- * duplicates and chunks of another op.
+ * documented bytes, rejection of each bad header, a set that refuses
+ * duplicates and chunks of another op, and the head-only encoder (a sender's
+ * iovecs: head, then the slice from the value) giving the same bytes.
  */
 #include <check.h>
 #include <errno.h>
@@ -72,6 +73,39 @@ START_TEST(every_chunk_round_trips)
 		ck_assert_int_eq(memcmp(set.buf, value, sizes[s]), 0);
 		wire_chunk_set_free(&set);
 	}
+}
+END_TEST
+
+START_TEST(head_and_slice_are_the_chunk)
+{
+	struct wire_msg whole = put_of(262144);
+	uint8_t head[WIRE_HDR_LEN + 3 + WIRE_CHUNK_HDR_LEN];
+	const uint8_t *slice;
+	uint32_t slice_len;
+	uint16_t count;
+
+	fill();
+	ck_assert(wire_chunk_needed(&whole, MTU, &count));
+	ck_assert_uint_eq(wire_chunk_head_len(3), sizeof(head));
+	for (uint16_t i = 0; i < count; i++) {
+		int len = wire_chunk_encode(&whole, i, count, dgram, sizeof(dgram));
+		int hlen = wire_chunk_encode_head(&whole, i, count, head, sizeof(head), &slice,
+						  &slice_len);
+
+		ck_assert_int_eq(hlen, (int)sizeof(head));
+		ck_assert_int_eq(hlen + (int)slice_len, len);
+		ck_assert_int_eq(memcmp(dgram, head, sizeof(head)), 0);
+		/* The slice is the value's own bytes, not a copy. */
+		ck_assert_ptr_eq(slice, value + (size_t)i * wire_chunk_stride(262144, count));
+		ck_assert_int_eq(memcmp(dgram + hlen, slice, slice_len), 0);
+	}
+	/* A buffer one byte short of the head, and bad indexes, are refused. */
+	ck_assert_int_eq(wire_chunk_encode_head(&whole, 0, count, head, sizeof(head) - 1, &slice,
+						&slice_len),
+			 -EMSGSIZE);
+	ck_assert_int_eq(
+	    wire_chunk_encode_head(&whole, count, count, head, sizeof(head), &slice, &slice_len),
+	    -EINVAL);
 }
 END_TEST
 
@@ -188,6 +222,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, every_chunk_round_trips);
+	tcase_add_test(tc, head_and_slice_are_the_chunk);
 	tcase_add_test(tc, small_values_are_not_chunked);
 	tcase_add_test(tc, documented_bytes);
 	tcase_add_test(tc, bad_headers_are_refused);

@@ -266,6 +266,38 @@ START_TEST(write_through_keeps_hot_keys_spread)
 }
 END_TEST
 
+/*
+ * 256 nodes, read-only, zipf 0.99: the hottest key carries 17 nodes' worth of
+ * reads. With sets of up to 64 (directory.max_replicas past 16, the larger
+ * states) placed by expected load, max/mean stays near 1; held to 16 it
+ * cannot.
+ */
+START_TEST(sets_past_sixteen_balance_256_nodes)
+{
+	struct sim_params p;
+	struct sim_result small, large;
+	char err[256];
+
+	ck_assert_int_eq(sim_params_default(&p, err, sizeof(err)), 0);
+	p.nodes = 256;
+	p.keys = 100000;
+	p.read_ratio = 1;
+	p.concurrency = 6 * 256;
+	p.seconds = 2;
+	p.dir.max_replicas = 16;
+	run(&p, &small);
+	p.dir.max_replicas = 64;
+	run(&p, &large);
+	ck_assert_uint_le(small.dir_replicas_max, 16);
+	ck_assert_uint_gt(large.dir_replicas_max, 16);
+	ck_assert_double_gt(small.max_over_mean, 1.3);
+	ck_assert_double_lt(large.max_over_mean, 1.15);
+	ck_assert_double_gt(large.throughput_ops, 1.3 * small.throughput_ops);
+	sim_result_free(&small);
+	sim_result_free(&large);
+}
+END_TEST
+
 START_TEST(bad_parameters_are_refused)
 {
 	struct sim_params p;
@@ -328,6 +360,7 @@ int main(int argc, char **argv)
 	tcase_set_timeout(exact, 300);
 	tcase_add_test(model, directory_balances_the_hot_keys);
 	tcase_add_test(model, write_through_keeps_hot_keys_spread);
+	tcase_add_test(model, sets_past_sixteen_balance_256_nodes);
 	tcase_add_test(model, bad_parameters_are_refused);
 	tcase_set_timeout(model, 300);
 	suite_add_tcase(s, exact);

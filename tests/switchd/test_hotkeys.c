@@ -154,6 +154,26 @@ START_TEST(replicas_grow_with_share)
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 3, 2), 3);
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 2, 8, 2), 2);
 	ck_assert_uint_eq(hot_replicas_for_share(0.5, 8, 8, 0), 1); /* factor 0: home only */
+	/* Sets past 16 at hundreds of nodes: key:0 of zipf 0.99 at 1024 nodes wants 135. */
+	ck_assert_uint_eq(hot_replicas_for_share(0.065, 1024, 128, 2), 128);
+	ck_assert_uint_eq(hot_replicas_for_share(0.065, 255, 128, 2), 35);
+}
+END_TEST
+
+/* A want of replicas read back as the share the rule gave it (a pin's, a peer's key's). */
+START_TEST(share_implied_by_replicas)
+{
+	ck_assert_double_eq(hot_share_for_replicas(1, 8, 2), 0);
+	ck_assert_double_eq(hot_share_for_replicas(0, 8, 2), 0);
+	ck_assert_double_eq_tol(hot_share_for_replicas(3, 8, 2), 0.125, 1e-12);
+	ck_assert_double_eq(hot_share_for_replicas(3, 8, 0), 0);
+	ck_assert_double_eq(hot_share_for_replicas(3, 0, 2), 0);
+	for (unsigned r = 2; r <= 8; r++) { /* within one replica of the rule's inverse */
+		uint16_t back = hot_replicas_for_share(hot_share_for_replicas(r, 8, 2), 8, 8, 2);
+
+		ck_assert_uint_ge(back, r);
+		ck_assert_uint_le(back, r + 1);
+	}
 }
 END_TEST
 
@@ -178,6 +198,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, cold_keys_retire_after_m_epochs);
 	tcase_add_test(tc, long_keys_are_never_installed);
 	tcase_add_test(tc, replicas_grow_with_share);
+	tcase_add_test(tc, share_implied_by_replicas);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* EAL state lives in this process: no fork per test. */

@@ -27,6 +27,7 @@
 #include <rte_ip.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
@@ -1037,6 +1038,68 @@ START_TEST(write_completion_and_acks)
 }
 END_TEST
 
+/* Frames with op the switch sent to each node in 300 ms of control rounds (epochs of
+ * 100 ms: the repair of short sets), counted by node. */
+static void ops_sent(uint8_t op, unsigned count[5], unsigned *targets)
+{
+	struct rte_mbuf *out[16];
+	uint64_t until = clock_mono_us() + 300 * 1000;
+
+	memset(count, 0, 5 * sizeof(*count));
+	while (clock_mono_us() < until) {
+		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
+		sw_control_poll(&sw, 0);
+		run();
+		for (uint16_t id = 1; id <= 4; id++) {
+			unsigned n = collect(id, out, 16);
+
+			for (unsigned k = 0; k < n; k++) {
+				struct parsed p;
+
+				parse_out(out[k], &p);
+				if (p.msg.op != op)
+					continue;
+				count[id]++;
+				if (op == WIRE_OP_REPLICATE && targets) {
+					struct wire_replicate r;
+
+					ck_assert_int_eq(wire_replicate_decode(&p.msg, &r), 0);
+					ck_assert_uint_eq(r.ntargets, 1);
+					*targets |= 1u << r.targets[0];
+				}
+			}
+			free_all(out, n);
+		}
+	}
+}
+
+/* A removed entry's UNREPLICATE goes to the home and the nodes it was copied to, no others. */
+START_TEST(unreplicate_only_where_copied)
+{
+	uint16_t home = home_of("w");
+	unsigned count[5], targets = 0, none = 0;
+	char line[64], hex[8];
+
+	command_ok("cdt pin %s replicas 2%s", "w", "");
+	/* No acks come: every epoch's repair asks the home again. */
+	ops_sent(WIRE_OP_REPLICATE, count, &targets);
+	ck_assert_uint_ge(count[home], 1);
+	ck_assert_uint_ne(targets, 0);
+	ck_assert(!(targets & (1u << home)));
+	snprintf(line, sizeof(line), "cdt unpin %s", hexkey("w", hex));
+	free(ctl_command(&sw, line));
+	ck_assert_ptr_null(cdt_find(sw.cdt, keyhash("w", 1)));
+	ops_sent(WIRE_OP_UNREPLICATE, count, NULL);
+	for (uint16_t id = 1; id <= 4; id++) {
+		bool copied = id == home || targets >> id & 1;
+
+		ck_assert_msg(count[id] == copied, "node %u: %u UNREPLICATE", id, count[id]);
+		none += !copied;
+	}
+	ck_assert_uint_ge(none, 1); /* some node had no copy, and got nothing */
+}
+END_TEST
+
 /* A frame from node id: a write reply of `home` listing the holders of its write-through. */
 static struct rte_mbuf *through_reply(uint16_t id, const char *key, uint64_t version,
 				      const uint16_t *holders, unsigned n)
@@ -1521,32 +1584,186 @@ END_TEST
 
 /* ---- Pure state transitions (the coherence rules the directory builds on). ------------------ */
 
+/* A state with the given replicas, in room for any size. */
+static struct cdt_state *state_of(union cdt_state_room *room, uint64_t completed,
+				  const uint16_t *replicas, unsigned n)
+{
+	memset(room, 0, sizeof(*room));
+	room->st.completed = completed;
+	room->st.nreplicas = (uint8_t)n;
+	memcpy(room->st.replicas, replicas, n * sizeof(*replicas));
+	return &room->st;
+}
+
 START_TEST(state_transitions)
 {
-	struct cdt_state cur = {.completed = 5, .nreplicas = 2, .replicas = {1, 2}}, next;
+	union cdt_state_room cur_room, next_room;
+	struct cdt_state *cur = state_of(&cur_room, 5, (const uint16_t[]){1, 2}, 2);
+	struct cdt_state *next = &next_room.st;
+	unsigned cap = cdt_state_cap(8);
 
-	ck_assert(!cdt_state_on_reply(&cur, 4, 3, &next)); /* older: nothing */
-	ck_assert(!cdt_state_on_reply(&cur, 0, 3, &next)); /* no version: nothing */
-	ck_assert(cdt_state_on_reply(&cur, 5, 3, &next));  /* equal: replier joins */
-	ck_assert_uint_eq(next.nreplicas, 3);
-	ck_assert(!cdt_state_on_reply(&cur, 5, 2, &next)); /* already in the set */
-	ck_assert(cdt_state_on_reply(&cur, 6, 1, &next));  /* newer: completion */
-	ck_assert_uint_eq(next.completed, 6);
-	ck_assert_uint_eq(next.nreplicas, 1);
-	ck_assert_uint_eq(next.replicas[0], 1);
-	ck_assert(!cdt_state_on_rc_ack(&cur, 4, 3, 1, &next)); /* late ack */
-	ck_assert(cdt_state_on_rc_ack(&cur, 5, 3, 1, &next));
-	ck_assert_uint_eq(next.replicas[2], 3);
-	ck_assert(cdt_state_on_rc_ack(&cur, 9, 4, 1, &next)); /* unknown write: {home, r} */
-	ck_assert_uint_eq(next.completed, 9);
-	ck_assert_uint_eq(next.nreplicas, 2);
-	ck_assert_uint_eq(next.replicas[0], 1);
-	ck_assert_uint_eq(next.replicas[1], 4);
+	ck_assert(!cdt_state_on_reply(cur, 4, 3, cap, next)); /* older: nothing */
+	ck_assert(!cdt_state_on_reply(cur, 0, 3, cap, next)); /* no version: nothing */
+	ck_assert(cdt_state_on_reply(cur, 5, 3, cap, next));  /* equal: replier joins */
+	ck_assert_uint_eq(next->nreplicas, 3);
+	ck_assert(!cdt_state_on_reply(cur, 5, 2, cap, next)); /* already in the set */
+	ck_assert(cdt_state_on_reply(cur, 6, 1, cap, next));  /* newer: completion */
+	ck_assert_uint_eq(next->completed, 6);
+	ck_assert_uint_eq(next->nreplicas, 1);
+	ck_assert_uint_eq(next->replicas[0], 1);
+	ck_assert(!cdt_state_on_rc_ack(cur, 4, 3, 1, cap, next)); /* late ack */
+	ck_assert(cdt_state_on_rc_ack(cur, 5, 3, 1, cap, next));
+	ck_assert_uint_eq(next->replicas[2], 3);
+	ck_assert(cdt_state_on_rc_ack(cur, 9, 4, 1, cap, next)); /* unknown write: {home, r} */
+	ck_assert_uint_eq(next->completed, 9);
+	ck_assert_uint_eq(next->nreplicas, 2);
+	ck_assert_uint_eq(next->replicas[0], 1);
+	ck_assert_uint_eq(next->replicas[1], 4);
 	/* A fresh entry (completed unknown) takes no ack: it may be a late one. */
-	cur = (struct cdt_state){.completed = 0, .nreplicas = 1, .replicas = {1}};
-	ck_assert(!cdt_state_on_rc_ack(&cur, 9, 4, 1, &next));
-	ck_assert(cdt_state_on_reply(&cur, 9, 1, &next)); /* the home's REPLICATE reply */
-	ck_assert_uint_eq(next.completed, 9);
+	cur = state_of(&cur_room, 0, (const uint16_t[]){1}, 1);
+	ck_assert(!cdt_state_on_rc_ack(cur, 9, 4, 1, cap, next));
+	ck_assert(cdt_state_on_reply(cur, 9, 1, cap, next)); /* the home's REPLICATE reply */
+	ck_assert_uint_eq(next->completed, 9);
+}
+END_TEST
+
+/*
+ * Sets past 16: the cap is max_replicas above 16 (16 below it, as before),
+ * a set grows one ack at a time up to the cap and not past it, keeps its
+ * members in order, and a completion leaves a small set again.
+ */
+START_TEST(state_sets_past_sixteen)
+{
+	union cdt_state_room a, b;
+	struct cdt_state *cur = state_of(&a, 7, (const uint16_t[]){1}, 1), *next = &b.st;
+	unsigned cap = cdt_state_cap(64);
+
+	ck_assert_uint_eq(cdt_state_cap(1), CDT_SMALL_REPLICAS);
+	ck_assert_uint_eq(cdt_state_cap(16), 16);
+	ck_assert_uint_eq(cdt_state_cap(17), 17);
+	ck_assert_uint_eq(cap, 64);
+	ck_assert_uint_eq(cdt_state_cap(1000), CDT_MAX_REPLICAS);
+	ck_assert_uint_eq(CDT_STATE_SMALL, 56); /* the small state's size is unchanged */
+	ck_assert_uint_eq(cdt_state_size(16), 56);
+	ck_assert_uint_eq(cdt_state_size(17), CDT_STATE_SIZE(17));
+	for (uint16_t r = 2; r <= 80; r++) {
+		bool joined = cdt_state_on_rc_ack(cur, 7, r, 1, cap, next);
+
+		ck_assert_msg(joined == (r <= 64), "replica %u: joined %d", r, joined);
+		if (joined)
+			a = b;
+	}
+	ck_assert_uint_eq(cur->nreplicas, 64);
+	for (unsigned i = 0; i < 64; i++)
+		ck_assert_uint_eq(cur->replicas[i], i + 1);
+	ck_assert(cdt_state_has(cur, 64));
+	ck_assert(!cdt_state_has(cur, 65));
+	/* The same replier again, at the cap: nothing. */
+	ck_assert(!cdt_state_on_reply(cur, 7, 30, cap, next));
+	/* With the old cap (max_replicas 8) the same set stops at 16. */
+	cur = state_of(&a, 7, (const uint16_t[]){1}, 1);
+	for (uint16_t r = 2; r <= 20; r++)
+		if (cdt_state_on_rc_ack(cur, 7, r, 1, cdt_state_cap(8), next))
+			a = b;
+	ck_assert_uint_eq(cur->nreplicas, 16);
+	/* A write completes: {home, replier}, small again. */
+	ck_assert(cdt_state_on_rc_ack(cur, 8, 40, 1, cap, next));
+	ck_assert_uint_eq(next->nreplicas, 2);
+	ck_assert_uint_eq(next->replicas[1], 40);
+}
+END_TEST
+
+/* A directory of small sets only (cap 16) has no second pool and refuses a larger set. */
+START_TEST(directory_sets_past_sixteen)
+{
+	size_t qs = rte_rcu_qsbr_get_memsize(2);
+	struct rte_rcu_qsbr *q = rte_zmalloc("test_qsbr", qs, RTE_CACHE_LINE_SIZE);
+	uint16_t set[40];
+	struct cdt *small, *large;
+	struct cdt_entry *e;
+	unsigned retries = 0;
+
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(rte_rcu_qsbr_init(q, 2), 0);
+	rte_rcu_qsbr_thread_register(q, 0);
+	rte_rcu_qsbr_thread_register(q, 1);
+	for (unsigned i = 0; i < 40; i++)
+		set[i] = (uint16_t)(i + 1);
+	errno = 0;
+	ck_assert_ptr_null(cdt_create("t0", 16, 1, 0, q, 1));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(cdt_create("t0", 16, 1, CDT_MAX_REPLICAS + 1, q, 1));
+	small = cdt_create("ts", 16, 1, 8, q, 1);
+	large = cdt_create("tl", 16, 1, 40, q, 1);
+	ck_assert_ptr_nonnull(small);
+	ck_assert_ptr_nonnull(large);
+	ck_assert_ptr_null(small->states_large);
+	ck_assert_uint_eq(small->cap, 16);
+	ck_assert_uint_eq(large->cap, 40);
+	ck_assert_uint_eq(large->states_large->elt_size, CDT_STATE_SIZE(40));
+	errno = 0;
+	ck_assert_ptr_null(cdt_install(small, 1, "k", 1, 1, set, 17, 3));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(cdt_install(large, 1, "k", 1, 1, set, 41, 3));
+
+	/* 16 replicas: a small state; the 17th ack moves the set to the large pool. */
+	rte_rcu_qsbr_thread_online(q, 1);
+	e = cdt_install(large, 1, "k", 1, 1, set, 16, 3);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(rte_mempool_in_use_count(large->states_large), 0);
+	ck_assert_int_eq(cdt_apply(large, 1, e, CDT_EV_RC_ACK, 3, 17, &retries), 1);
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 17);
+	ck_assert_uint_eq(cdt_entry_state(e)->replicas[16], 17);
+	ck_assert_uint_eq(rte_mempool_in_use_count(large->states_large), 1);
+	for (uint16_t r = 18; r <= 45; r++)
+		cdt_apply(large, 1, e, CDT_EV_RC_ACK, 3, r, &retries);
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 40); /* the cap */
+	for (unsigned i = 0; i < 40; i++)
+		ck_assert_uint_eq(cdt_entry_state(e)->replicas[i], i + 1);
+	/* A completion: {replier}, a small state; every large one back in its pool. */
+	ck_assert_int_eq(cdt_apply(large, 1, e, CDT_EV_REPLY, 4, 1, &retries), 1);
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 1);
+	ck_assert_uint_eq(rte_mempool_in_use_count(large->states_large), 0);
+	/* The control thread sets a large set at once, and removes it. */
+	ck_assert_int_eq(cdt_set_replicas(large, e, set, 40, 5), 0);
+	ck_assert_uint_eq(cdt_entry_state(e)->nreplicas, 40);
+	ck_assert_uint_eq(rte_mempool_in_use_count(large->states_large), 1);
+	ck_assert_int_eq(cdt_remove(large, 1), 0);
+	ck_assert_uint_eq(rte_mempool_in_use_count(large->states_large), 0);
+	rte_rcu_qsbr_thread_offline(q, 1);
+	cdt_free(small);
+	cdt_free(large);
+	rte_free(q);
+}
+END_TEST
+
+/*
+ * Reads of a set past 16 weigh a window of 16 replicas: equal replicas are
+ * each chosen about equally, a loaded one less, a down one never.
+ */
+START_TEST(large_set_reads_spread)
+{
+	static struct scores s; /* large: not on the stack */
+	uint16_t cand[64];
+	unsigned won[65] = {0};
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+	scores_init(&s, &cfg, 1);
+	for (uint16_t id = 1; id <= 64; id++) {
+		scores_set(&s, id, 100, SCORES_UP);
+		cand[id - 1] = id;
+	}
+	scores_set(&s, 5, 100, SCORES_DOWN);
+	s.outstanding[0][9] = 3; /* three reads queued at n9 */
+	for (unsigned i = 0; i < 64000; i++)
+		won[sel_pick(&s, cand, 64, &rng)]++;
+	ck_assert_uint_eq(won[0], 0);
+	ck_assert_uint_eq(won[5], 0);
+	ck_assert_uint_lt(won[9], 100);
+	for (uint16_t id = 1; id <= 64; id++) /* about 64000 / 62 each */
+		if (id != 5 && id != 9)
+			ck_assert_msg(won[id] > 700 && won[id] < 1400, "node %u won %u of 64000",
+				      id, won[id]);
 }
 END_TEST
 
@@ -2162,6 +2379,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, arp_for_vip_answered);
 	tcase_add_test(tc, l2_learning_forwards);
 	tcase_add_test(tc, write_completion_and_acks);
+	tcase_add_test(tc, unreplicate_only_where_copied);
 	tcase_add_test(tc, write_through_reply_and_stamped_reads);
 	tcase_add_test(tc, moved_from_a_replica_forwarded);
 	tcase_add_test(tc, hint_answered);
@@ -2184,6 +2402,9 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("state");
 	tcase_add_test(tc, state_transitions);
+	tcase_add_test(tc, state_sets_past_sixteen);
+	tcase_add_test(tc, large_set_reads_spread);
+	tcase_add_test(tc, directory_sets_past_sixteen);
 	suite_add_tcase(s, tc);
 	return s;
 }
