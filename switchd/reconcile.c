@@ -82,7 +82,7 @@ struct reconcile {
 	 * hot (0: not known, a pin or a peer's key); what its replicas are charged. */
 	double *share;
 	struct place place;	 /* expected load of the sets on each node (place.h) */
-	struct place_cand *cand; /* [cfg nnodes]: pick_targets()' candidates */
+	struct place_cand *cand; /* [CFG_MAX_NODES]: pick_targets()' candidates */
 	uint32_t ncompleted;
 	struct rec_completion completed[REC_COMPLETIONS];
 	uint32_t npending;
@@ -113,7 +113,8 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 	sw->rec = r;
 	r->copies = calloc(sw->cdt->max_entries, sizeof(*r->copies));
 	r->share = calloc(sw->cdt->max_entries, sizeof(*r->share));
-	r->cand = calloc(sw->cfg->nnodes ? sw->cfg->nnodes : 1, sizeof(*r->cand));
+	/* Room for every node a config can name: a ring change may add nodes. */
+	r->cand = calloc(CFG_MAX_NODES, sizeof(*r->cand));
 	if (!r->copies || !r->share || !r->cand || place_init(&r->place, WIRE_MAX_NODE) != 0) {
 		snprintf(err, errlen, "out of memory for the directory manager");
 		return -1;
