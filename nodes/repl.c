@@ -332,6 +332,8 @@ void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
 {
 	if (rep->status == WIRE_ST_OK && rep->version)
 		push_and_list(n, m, owner, holders, rep);
+	/* Readers see the new version from here: its reply goes to the switch next. */
+	through_push_end(n->through, m->keyhash);
 }
 
 /* An RC_ACK held back by --ack-delay-ms, sent by a thread of its own. */

@@ -52,8 +52,9 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
  * until the turn ends. After applying (rep: the write's reply):
  * repl_through_push() pushes the new version to the holders, waits as long for
  * their RC_ACKs, and lists those that confirmed in rep's value (16-bit node
- * ids) with flag WIRE_F_WRITE_THROUGH. The caller sends the reply, then ends
- * the turn with repl_through_turn_end().
+ * ids) with flag WIRE_F_WRITE_THROUGH, and ends the push (readers, and a
+ * REPLICATE's reply, see the new version from then on). The caller sends the
+ * reply, then ends the turn with repl_through_turn_end().
  */
 #define REPL_THROUGH_WAIT_MS 50
 bool repl_through_turn(struct node *n, uint64_t keyhash);

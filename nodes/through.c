@@ -152,7 +152,7 @@ void through_turn_give(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->turn = false;
-	s->pushing = false; /* the reply has left: readers see the new version */
+	s->pushing = false;
 	pthread_cond_broadcast(&s->turn_given);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -164,6 +164,16 @@ void through_push_begin(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->pushing = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void through_push_end(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->pushing = false;
 	pthread_mutex_unlock(&s->lock);
 }
 

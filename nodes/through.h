@@ -69,11 +69,14 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms);
 void through_turn_give(struct through *t, uint64_t keyhash);
 /*
- * Within a turn: the write's push is out from here to the end of the turn;
- * the home's readers see the previous version (kept first with
- * through_keep_previous()).
+ * Within a turn: the write's push is out from begin to end (or the end of
+ * the turn); the home's readers see the previous version (kept first with
+ * through_keep_previous()). The push ends before the write's reply leaves,
+ * so that nothing the home answers after that reply (a REPLICATE's version)
+ * is older than it.
  */
 void through_push_begin(struct through *t, uint64_t keyhash);
+void through_push_end(struct through *t, uint64_t keyhash);
 /*
  * While a push of keyhash is out: 1 with its previous version in *rec (value
  * copied to buf, as through_previous()), which is what the home's readers
