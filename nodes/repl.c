@@ -38,14 +38,15 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 }
 
 /*
- * The version readers see at the home: while a write-through of the key is
- * out, the one before it (that write is not complete until the switch has its reply).
+ * The version a REPLICATE reply reports: 0 ("not known": the switch learns
+ * nothing from it and asks again next epoch) while a write of the key holds
+ * its turn, since that write's reply may reach the switch first, and a fresh
+ * entry, which ignores write-through replies, would take the older version
+ * as completed; else the current one.
  */
 static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t current)
 {
-	uint64_t before;
-
-	return through_pushing_over(n->through, keyhash, &before) ? before : current;
+	return through_writing(n->through, keyhash) ? 0 : current;
 }
 
 /*

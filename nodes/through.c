@@ -15,6 +15,7 @@ struct through_slot {
 	uint64_t keyhash;	   /* 0: free */
 	bool turn;		   /* a write of the key is between its apply and its reply */
 	bool pushing;		   /* its push is out: readers see the previous version */
+	bool pushed;		   /* the write holding the turn pushes (or pushed) */
 	bool has_holders;
 	uint8_t holders[THROUGH_HOLDERS];
 	/* Versions before the current one, newest at previous[newest]; .value is
@@ -153,6 +154,7 @@ void through_turn_give(struct through *t, uint64_t keyhash)
 		return;
 	s->turn = false;
 	s->pushing = false;
+	s->pushed = false;
 	pthread_cond_broadcast(&s->turn_given);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -164,6 +166,7 @@ void through_push_begin(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->pushing = true;
+	s->pushed = true;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -203,18 +206,16 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 	return found;
 }
 
-bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version)
+bool through_writing(struct through *t, uint64_t keyhash)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
-	bool pushing;
+	bool writing;
 
 	if (!s)
 		return false;
-	pushing = s->pushing && s->nprevious;
-	if (pushing)
-		*version = s->previous[s->newest].version;
+	writing = s->turn && s->pushed;
 	pthread_mutex_unlock(&s->lock);
-	return pushing;
+	return writing;
 }
 
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version,

@@ -34,11 +34,13 @@
 #define THROUGH_SLOTS	  1024 /* power of 2 */
 #define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
 /*
- * Previous versions kept per key. A read waits in a busy node's queue while
- * writes of its key pass it (their pushes go ahead, in the control lane): a
- * holder that kept only one would send it to the home once two had passed.
+ * Previous versions kept per key: the one before the current. Keeping more
+ * let a read wait in a busy holder's queue while two pushes pass it, but a
+ * direct read stamped with a stale HINT (the agent's fallback while its
+ * switch is down) was then served an older version: stale reads in the
+ * switch-kill scenario. More needs the HINT's stamp told apart first.
  */
-#define THROUGH_PREVIOUS 4
+#define THROUGH_PREVIOUS 1
 #define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
 
 struct through;
@@ -85,8 +87,8 @@ void through_push_end(struct through *t, uint64_t keyhash);
 int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
 			  uint8_t *buf, size_t cap);
 
-/* While a push of keyhash is out: true with the version its readers see in *version. */
-bool through_pushing_over(struct through *t, uint64_t keyhash, uint64_t *version);
+/* Whether a write of keyhash that pushes to its holders holds its turn now. */
+bool through_writing(struct through *t, uint64_t keyhash);
 
 /* Add nodes (a bitmap) to keyhash's holders. */
 void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);
