@@ -6,8 +6,9 @@
  * pushes the new version to the nodes holding copies before it answers. Until
  * the switch has seen that answer it still sends reads of the previous
  * version, stamped with it; so the home and every holder keep that previous
- * version (and a few before it) here, beside the new one in RocksDB, and
- * serve it to a read stamped with it. While the push is out, the home serves any other read the previous
+ * version here, beside the new one in RocksDB, and serve it to a read
+ * stamped with it. One only: a direct read stamped with a stale HINT (an
+ * agent whose switch is down) must not be served anything older. While the push is out, the home serves any other read the previous
  * version too: the new one is not complete before the switch has seen it, and
  * a read must never see a version that a later read, stamped by the switch,
  * would not. So the writes of a key take turns: one at a time is pushed and
@@ -33,14 +34,6 @@
 
 #define THROUGH_SLOTS	  1024 /* power of 2 */
 #define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
-/*
- * Previous versions kept per key: the one before the current. Keeping more
- * let a read wait in a busy holder's queue while two pushes pass it, but a
- * direct read stamped with a stale HINT (the agent's fallback while its
- * switch is down) was then served an older version: stale reads in the
- * switch-kill scenario. More needs the HINT's stamp told apart first.
- */
-#define THROUGH_PREVIOUS 1
 #define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
 
 struct through;
@@ -48,13 +41,10 @@ struct through;
 struct through *through_create(void);
 void through_destroy(struct through *t);
 
-/*
- * Keep rec (value bytes at rec->value) as keyhash's newest previous version
- * (the oldest of THROUGH_PREVIOUS kept is dropped); false when too large.
- */
+/* Keep rec (value bytes at rec->value) as keyhash's previous version; false when too large. */
 bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
 /*
- * keyhash's kept previous version that is exactly version: 1 with *rec filled
+ * keyhash's previous version when it is exactly version: 1 with *rec filled
  * and its value copied to buf (rec->value = buf), else 0 (also when it does
  * not fit cap).
  */
