@@ -6,14 +6,14 @@
  * pushes the new version to the nodes holding copies before it answers. Until
  * the switch has seen that answer it still sends reads of the previous
  * version, stamped with it; so the home and every holder keep that previous
- * version here, beside the new one in RocksDB, and serve it to a read
- * stamped with it. One only: a direct read stamped with a stale HINT (an
- * agent whose switch is down) must not be served anything older. While the push is out, the home serves any other read the previous
- * version too: the new one is not complete before the switch has seen it, and
- * a read must never see a version that a later read, stamped by the switch,
- * would not. So the writes of a key take turns: one at a time is pushed and
- * answered. The home also keeps
- * the key's holders: the nodes the switch has copies on now (those REPLICATE
+ * version here, beside the new one in RocksDB, and serve it to a read stamped
+ * with it. One only: a direct read stamped with a stale HINT (an agent whose
+ * switch is down) must not be served anything older. While the push is out,
+ * the home serves any other read the previous version too: the new one is not
+ * complete before the switch has seen it, and a read must never see a version
+ * that a later read, stamped by the switch, would not. So the writes of a key
+ * take turns: one at a time is pushed and answered. The home also keeps the
+ * key's holders: the nodes the switch has copies on now (those REPLICATE
  * pushed to, and those that confirmed the last write), which the next write
  * pushes to.
  *
