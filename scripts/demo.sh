@@ -85,10 +85,36 @@ rm -rf "$run/data" "$run/results"
 mkdir -p "$run/results"
 agent() { ip netns exec "$agent_ns" "$build/agent/skewless" --config "$config" "$@"; }
 
+# Wait until the nodes have answered what the switch forwarded them. A run's
+# agent leaves its requests still queued behind (a ring-only run, several
+# seconds' worth at its hottest node), and the nodes serve them; they are not
+# the next run's load. Prints the wait; stops when the count has not fallen
+# for 2 s (a reply lost on its way leaves its request counted), or after 60 s.
+drain() {
+	python3 - "$cdtctl" "$socket" <<'PY'
+import json, subprocess, sys, time
+t0 = time.monotonic()
+seen = []  # (time, requests still forwarded)
+while True:
+    nodes = json.loads(subprocess.run([sys.argv[1], "--socket", sys.argv[2], "--json", "nodes"],
+                                      capture_output=True, text=True).stdout)["nodes"]
+    left = sum(max(n["inflight"], 0) for n in nodes)
+    now = time.monotonic()
+    seen.append((now, left))
+    stuck = [l for t, l in seen if now - t >= 2]
+    if left == 0 or (stuck and stuck[-1] <= left) or now - t0 > 60:
+        break
+    time.sleep(0.5)
+print(f"demo: the nodes answered what was left of the last run in {time.monotonic() - t0:.1f} s"
+      f" ({left} requests still forwarded)")
+PY
+}
+
 # bench LABEL DIST on|off [SECONDS]: one measured run into results/LABEL.json,
 # then the switch's counters and directory and the nodes' RSS beside it.
 bench() {
 	local r=$run/results/$1
+	drain
 	"$cdtctl" --socket "$socket" directory "$3" >/dev/null
 	# The switch's counters as the window opens, and the directory as it
 	# stands three quarters into it.
