@@ -8,7 +8,9 @@
  * version, stamped with it; so the home and every holder keep that previous
  * version here, beside the new one in RocksDB, and serve it to a read stamped
  * with it. One only: a direct read stamped with a stale HINT (an agent whose
- * switch is down) must not be served anything older. While the push is out,
+ * switch is down) must not be served anything older, and around a switch
+ * outage the switch's own stamp can lag by more than one version (serving
+ * older ones to its reads alone still gave stale reads in e2e_switch_kill). While the push is out,
  * the home serves any other read the previous version too: the new one is not
  * complete before the switch has seen it, and a read must never see a version
  * that a later read, stamped by the switch, would not. So the writes of a key
