@@ -38,18 +38,6 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 }
 
 /*
- * The version a REPLICATE reply reports: 0 ("not known": the switch learns
- * nothing from it and asks again next epoch) while a write of the key holds
- * its turn, since that write's reply may reach the switch first, and a fresh
- * entry, which ignores write-through replies, would take the older version
- * as completed; else the current one.
- */
-static uint64_t visible_version(struct node *n, uint64_t keyhash, uint64_t current)
-{
-	return through_writing(n->through, keyhash) ? 0 : current;
-}
-
-/*
  * Keep the key's record in cf as its previous version, before a write-through
  * replaces it; false when it cannot be kept. At the home a key not stored yet
  * is kept as "not found" at version 0; a replica without a copy keeps nothing.
@@ -66,8 +54,9 @@ static bool keep_stored(struct node *n, enum store_cf cf, const struct wire_msg 
 	return through_keep_previous(n->through, m->keyhash, &cur);
 }
 
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
-		    size_t cap)
+/* REPLICATE's work, within the key's turn when turn is set (repl_replicate()). */
+static void replicate(struct node *n, const struct wire_msg *m, bool turn, struct wire_msg *rep,
+		      uint8_t *val, size_t cap)
 {
 	struct store_record rec;
 	struct wire_replicate req;
@@ -97,14 +86,15 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 		return;
 	}
 	rep->status = rc ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
-	rep->version = visible_version(n, m->keyhash, rc ? rec.version : 0);
+	/* Without the turn a write's reply may overtake this one: "not known" (0). */
+	rep->version = turn && rc ? rec.version : 0;
 	/*
 	 * Push only the exact version the switch saw complete (0: whatever is
 	 * current). A newer local version, or a write in progress, means a newer
 	 * write is in flight and its own REPLICATE follows. An expired value is
 	 * not pushed: its copy would have nothing left to serve.
 	 */
-	if (rc == 0 || !no_write || (m->version != 0 && m->version != rec.version) ||
+	if (rc == 0 || !turn || !no_write || (m->version != 0 && m->version != rec.version) ||
 	    (rec.kind == STORE_VALUE && !store_record_live(&rec, now))) {
 		node_count(n, NODE_CTR_replicate_skipped);
 		return;
@@ -161,6 +151,29 @@ void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 	}
 }
 
+bool repl_replicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		    struct wire_msg *rep, uint8_t *val, size_t cap)
+{
+	/*
+	 * The key's turn, from before the version is read until the reply has
+	 * left: a write of the key answers after it. A fresh directory entry
+	 * takes its version from this reply and ignores write-through replies,
+	 * so a write's reply that overtook it would leave the entry a version
+	 * behind one already acknowledged. Not waited for: while a write holds
+	 * it, the reply says "not known" and the switch asks again next epoch.
+	 */
+	bool turn = through_turn_take(n->through, m->keyhash, 0, true);
+	bool sent = false;
+
+	replicate(n, m, turn, rep, val, cap);
+	if (turn) {
+		rep->load = node_load(n);
+		sent = node_send_msg(n, from, rep) == 0;
+		through_turn_give(n->through, m->keyhash);
+	}
+	return !sent;
+}
+
 /* ---- Write-through (docs/design.md section 5): the home pushes before it answers. ---- */
 
 /* How long a home waits for its holders: their control lane's wait and one service time. */
@@ -171,7 +184,7 @@ static int through_wait_ms(const struct node *n)
 
 bool repl_through_turn(struct node *n, uint64_t keyhash)
 {
-	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n));
+	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n), false);
 }
 
 void repl_through_turn_end(struct node *n, uint64_t keyhash)
@@ -250,13 +263,13 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 		ssize_t got_len;
 		size_t len;
 
-		if (now >= deadline ||
-		    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+		if (now >= deadline || poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
 			break;
 		got_len = recv(fd, in, sizeof(in), 0);
 		len = got_len > 0 ? (size_t)got_len : 0;
-		if (len == 0 || !authentic_reply(n, in, &len) || wire_decode(in, len, &r) != WIRE_OK ||
-		    r.op != WIRE_OP_RC_ACK || r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
+		if (len == 0 || !authentic_reply(n, in, &len) ||
+		    wire_decode(in, len, &r) != WIRE_OK || r.op != WIRE_OP_RC_ACK ||
+		    r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
 			continue;
 		/* A holder that holds a newer version does not hold this one. */
 		if (ack.version != version || ack.node == 0 || ack.node > CFG_MAX_NODES ||

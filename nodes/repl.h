@@ -13,10 +13,12 @@
 /*
  * Home: push RC_REQ(v) to the listed targets if the local version is exactly
  * v; the value is read into val[0..cap) (room for max_value and the RC_REQ
- * prefix), and a copy too large for one datagram goes in chunks.
+ * prefix), and a copy too large for one datagram goes in chunks. Within the
+ * key's turn (through.h) it sends its reply to from itself, and returns
+ * false; true when rep is left for the caller to send.
  */
-void repl_replicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *val,
-		    size_t cap);
+bool repl_replicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		    struct wire_msg *rep, uint8_t *val, size_t cap);
 /*
  * Replica: store the copy if not stale, then RC_ACK the switch; a
  * write-through push (WIRE_F_WRITE_THROUGH) is acked to its sender, the home,

@@ -879,9 +879,7 @@ static bool on_probe(struct node *n, const struct wire_msg *m, const struct sock
 static bool on_replicate(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 			 struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	(void)from;
-	repl_replicate(n, m, rep, out, cap);
-	return true;
+	return repl_replicate(n, m, from, rep, out, cap);
 }
 
 /* RC_REQ is answered by the RC_ACK it sends (to the switch, or to a home writing through). */

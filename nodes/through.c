@@ -11,11 +11,10 @@
 
 struct through_slot {
 	pthread_mutex_t lock;
-	pthread_cond_t turn_given; /* signalled when a writer's turn ends */
+	pthread_cond_t turn_given; /* signalled when a turn ends */
 	uint64_t keyhash;	   /* 0: free */
-	bool turn;		   /* a write of the key is between its apply and its reply */
+	bool turn;		   /* a write or REPLICATE of the key: its version to its reply */
 	bool pushing;		   /* its push is out: readers see the previous version */
-	bool pushed;		   /* the write holding the turn pushes (or pushed) */
 	bool has_holders;
 	uint8_t holders[THROUGH_HOLDERS];
 	bool has_previous;
@@ -111,9 +110,9 @@ bool through_keep_previous(struct through *t, uint64_t keyhash, const struct sto
 	return kept;
 }
 
-bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms)
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim)
 {
-	struct through_slot *s = lock_slot(t, keyhash, false);
+	struct through_slot *s = lock_slot(t, keyhash, claim);
 	struct timespec until;
 	bool ok = true;
 
@@ -144,7 +143,6 @@ void through_turn_give(struct through *t, uint64_t keyhash)
 		return;
 	s->turn = false;
 	s->pushing = false;
-	s->pushed = false;
 	pthread_cond_broadcast(&s->turn_given);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -156,7 +154,6 @@ void through_push_begin(struct through *t, uint64_t keyhash)
 	if (!s)
 		return;
 	s->pushing = true;
-	s->pushed = true;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -193,18 +190,6 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 	found = s->pushing && s->has_previous && copy_previous(t, s, keyhash, rec, buf, cap);
 	pthread_mutex_unlock(&s->lock);
 	return found;
-}
-
-bool through_writing(struct through *t, uint64_t keyhash)
-{
-	struct through_slot *s = lock_slot(t, keyhash, false);
-	bool writing;
-
-	if (!s)
-		return false;
-	writing = s->turn && s->pushed;
-	pthread_mutex_unlock(&s->lock);
-	return writing;
 }
 
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version,

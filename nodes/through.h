@@ -54,13 +54,15 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
 		     struct store_record *rec, uint8_t *buf, size_t cap);
 
 /*
- * The writes of keyhash at its home take turns, each from before it applies
- * until its reply has left (so that the switch learns the key's versions in
- * order). take waits (up to wait_ms) for the previous write's turn to end and
- * takes it; false when it timed out or the key has no slot (no holders).
- * give ends it, and the push with it, and wakes the next writer.
+ * The writes of keyhash at its home take turns, and so does a REPLICATE of
+ * it, each from before it reads or applies a version until its reply has
+ * left (so that the switch learns the key's versions in order). take waits
+ * (up to wait_ms) for the turn before to end and takes it; false when it
+ * timed out, or the key has no slot (no holders) and claim is not set (a
+ * REPLICATE claims one: it is about to add holders). give ends it, and the
+ * push with it, and wakes the next in line.
  */
-bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms);
+bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim);
 void through_turn_give(struct through *t, uint64_t keyhash);
 /*
  * Within a turn: the write's push is out from begin to end (or the end of
@@ -78,9 +80,6 @@ void through_push_end(struct through *t, uint64_t keyhash);
  */
 int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
 			  uint8_t *buf, size_t cap);
-
-/* Whether a write of keyhash that pushes to its holders holds its turn now. */
-bool through_writing(struct through *t, uint64_t keyhash);
 
 /* Add nodes (a bitmap) to keyhash's holders. */
 void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);

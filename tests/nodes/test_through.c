@@ -64,7 +64,7 @@ START_TEST(readers_see_the_newest_previous_while_pushing)
 
 	ck_assert(through_keep_previous(t, kh, &r1));
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
-	ck_assert(through_turn_take(t, kh, 10));
+	ck_assert(through_turn_take(t, kh, 10, false));
 	/* The turn alone does not show the previous version: only the push does. */
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
 	struct store_record r2 = version_rec(11, buf, sizeof(buf));
@@ -73,15 +73,15 @@ START_TEST(readers_see_the_newest_previous_while_pushing)
 	through_push_begin(t, kh);
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
 	ck_assert_uint_eq(rec.version, 11);
-	ck_assert(through_writing(t, kh));
-	/* A second writer waits for the turn, and times out while it is held. */
-	ck_assert(!through_turn_take(t, kh, 20));
+	/* A second writer waits for the turn, and times out while it is held; a
+	 * REPLICATE (claim, no wait) does not get it either. */
+	ck_assert(!through_turn_take(t, kh, 20, false));
+	ck_assert(!through_turn_take(t, kh, 0, true));
 	/* Forgetting the key while a write has its turn keeps what its readers see. */
 	through_forget(t, kh);
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
 	through_turn_give(t, kh);
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
-	ck_assert(!through_writing(t, kh));
 	through_destroy(t);
 }
 END_TEST
@@ -90,7 +90,25 @@ START_TEST(a_key_without_holders_has_no_turn)
 {
 	struct through *t = through_create();
 
-	ck_assert(!through_turn_take(t, 0x99, 10));
+	ck_assert(!through_turn_take(t, 0x99, 10, false));
+	through_destroy(t);
+}
+END_TEST
+
+START_TEST(a_replicate_claims_the_turn_and_a_write_waits_for_it)
+{
+	struct through *t = through_create();
+	const uint64_t kh = 0x5a5a;
+
+	/* A REPLICATE of a key without a slot claims one and takes the turn. */
+	ck_assert(through_turn_take(t, kh, 0, true));
+	/* A write of the key now finds the slot: it waits, and times out while held. */
+	ck_assert(!through_turn_take(t, kh, 20, false));
+	through_turn_give(t, kh);
+	ck_assert(through_turn_take(t, kh, 20, false));
+	/* Another key of the same slot (through.c's slot_of()) cannot claim it meanwhile. */
+	ck_assert(!through_turn_take(t, kh ^ (1ull << 32) ^ 1, 0, true));
+	through_turn_give(t, kh);
 	through_destroy(t);
 }
 END_TEST
@@ -105,6 +123,7 @@ int main(void)
 	tcase_add_test(tc, keeps_the_previous_version);
 	tcase_add_test(tc, readers_see_the_newest_previous_while_pushing);
 	tcase_add_test(tc, a_key_without_holders_has_no_turn);
+	tcase_add_test(tc, a_replicate_claims_the_turn_and_a_write_waits_for_it);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
