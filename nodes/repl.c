@@ -167,8 +167,7 @@ bool repl_replicate(struct node *n, const struct wire_msg *m, const struct socka
 
 	replicate(n, m, turn, rep, val, cap);
 	if (turn) {
-		rep->load = node_load(n);
-		sent = node_send_msg(n, from, rep) == 0;
+		sent = node_send_reply(n, from, rep) == 0;
 		through_turn_give(n->through, m->keyhash);
 	}
 	return !sent;

@@ -151,6 +151,12 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 	return node_send_msg_fd(n, n->fd, to, msg);
 }
 
+int node_send_reply(struct node *n, const struct sockaddr_in *to, struct wire_msg *rep)
+{
+	rep->load = node_load(n);
+	return node_send_msg(n, to, rep);
+}
+
 /*
  * Chunks node_send_msg_fd() hands the kernel per sendmmsg(): 187 chunks of a
  * 256 KB value at MTU 1500 leave in 6 system calls instead of 187. Each

@@ -50,5 +50,10 @@ int node_send_msg(struct node *n, const struct sockaddr_in *to, const struct wir
 /* The same from another socket of the node's (a worker's own, to read the answers itself). */
 int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 		     const struct wire_msg *msg);
+/*
+ * A reply sent now rather than with its worker's batch (within a key's turn,
+ * or in chunks): stamped with the node's load, then sent as node_send_msg().
+ */
+int node_send_reply(struct node *n, const struct sockaddr_in *to, struct wire_msg *rep);
 
 #endif

@@ -834,8 +834,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	mig_unlock(&n->mig, m->keyhash);
 	if (push.through) {
 		repl_through_push(n, m, push.owner, push.holders, rep);
-		rep->load = node_load(n);
-		sent = node_send_msg(n, from, rep) == 0;
+		sent = node_send_reply(n, from, rep) == 0;
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn)
@@ -945,8 +944,7 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 		return 0;
 	if (!wire_chunk_needed(&rep, n->cfg->service.mtu, &count))
 		return reply_encode(n, &rep, out, cap);
-	rep.load = node_load(n);
-	rc = node_send_msg(n, &r->from, &rep);
+	rc = node_send_reply(n, &r->from, &rep);
 	if (rc == 0) {
 		node_count(n, NODE_CTR_chunked_replies);
 		return 0;
