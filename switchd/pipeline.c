@@ -122,15 +122,27 @@ static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
 	return (uint16_t)~csum_fold(acc + (uint16_t)~hc);
 }
 
-/* One's-complement sum of an IPv4 header: 0xffff when its checksum is right. */
+/*
+ * One's-complement sum of an IPv4 header: 0xffff when its checksum is right.
+ * Without options: two 64-bit words and a 32-bit one, each carry out of the
+ * top added back in (2^64 = 1 modulo 2^16 - 1).
+ */
 static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, uint16_t ihl)
 {
-	uint32_t word[5];
+	const uint8_t *h = (const uint8_t *)ip;
+	uint64_t a, b, sum;
+	uint32_t c;
 
-	if (unlikely(ihl != sizeof(word)))
+	if (unlikely(ihl != sizeof(*ip)))
 		return rte_raw_cksum(ip, ihl);
-	memcpy(word, ip, sizeof(word)); /* no options: five 32-bit words */
-	return csum_fold((uint64_t)word[0] + word[1] + word[2] + word[3] + word[4]);
+	memcpy(&a, h, 8);
+	memcpy(&b, h + 8, 8);
+	memcpy(&c, h + 16, 4);
+	sum = a + b;
+	sum += sum < a;
+	sum += c;
+	sum += sum < c;
+	return csum_fold(sum);
 }
 
 /*
