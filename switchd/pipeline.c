@@ -636,16 +636,17 @@ static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p
 static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16_t in_port,
 				uint32_t now_s)
 {
-	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
+	rte_be32_t ip = p->ip->src_addr; /* as it is on the wire: any order will do here */
 	uint64_t who = (uint64_t)ip << 32 | now_s, where;
-	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
+	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 24)) & 63];
 
-	/* The source MAC and the EtherType after it, which the port replaces. */
+	/* The source MAC and the EtherType after it (IPv4 here), the port xored in. */
 	memcpy(&where, &p->eth->src_addr, sizeof(where));
-	where = (rte_le_to_cpu_64(where) & 0xffffffffffffull) | (uint64_t)(uint8_t)in_port << 48;
+	where ^= (uint64_t)in_port << 48;
 	if (c->who == who && c->where == where)
 		return;
-	l2_nb_learn(w->sw->l2, ip, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s, false);
+	l2_nb_learn(w->sw->l2, rte_be_to_cpu_32(ip), p->eth->src_addr.addr_bytes, (uint8_t)in_port,
+		    now_s, false);
 	c->who = who;
 	c->where = where;
 }

@@ -79,8 +79,8 @@ struct sw_worker {
 	 * compare-and-swap). Two words each, compared whole.
 	 */
 	struct {
-		uint64_t who;	/* address << 32 | the second it was learnt */
-		uint64_t where; /* MAC bytes from the low byte up, then the port */
+		uint64_t who;	/* address (network order) << 32 | the second it was learnt */
+		uint64_t where; /* the 8 bytes from the source MAC on, the port xored in */
 	} learnt[64];
 	uint32_t idle_polls;
 	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
