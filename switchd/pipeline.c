@@ -146,29 +146,38 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
 }
 
 /*
- * Rewrite a service datagram in place, from the VIP and the service port:
+ * The wire header's flags, in network order as they are in the frame: those
+ * of keep stay, those of set are set, the rest cleared. Accumulates the change.
+ */
+static __rte_always_inline void patch_flags(uint64_t *acc, uint8_t *h, uint16_t keep, rte_be16_t set)
+{
+	rte_be16_t flags;
+
+	memcpy(&flags, h + WIRE_OFF_FLAGS, 2);
+	patch16(acc, h + WIRE_OFF_FLAGS, (flags & RTE_BE16(keep)) | set);
+}
+
+/*
+ * Readdress a service datagram in place, from the VIP and the service port:
  * Ethernet source to the VIP's MAC (the caller wrote the destination MAC
- * straight from the neighbour table), IPv4 src/dst, UDP ports, and the
- * wire header's flags, node and return address. Addresses and ports come in
- * network byte order, flags and node in host order; body_acc is the sum of
- * changes already made to the datagram (stamp_version()), 0 for none. IPv4
- * checksum updated incrementally; the UDP checksum too (RFC 1624) unless it
- * is 0 (none, allowed in IPv4), and never left as 0.
+ * straight from the neighbour table), IPv4 src/dst, UDP ports. Address and
+ * port in network byte order; body_acc is the sum of the changes the caller
+ * made to the wire header (patch16(), patch32(), patch_flags()), 0 for none.
+ * IPv4 checksum updated incrementally; the UDP checksum too (RFC 1624)
+ * unless it is 0 (none, allowed in IPv4), and never left as 0.
  *
  * Every datagram that gets here was sent to the VIP and the service port
  * (classify() drops the rest), which become its source: in both checksums
  * that pair cancels out, so only the old source and the new destination are
  * summed.
  */
-static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
-					rte_be16_t dport, uint16_t flags, uint16_t node,
-					rte_be32_t ret_ip, rte_be16_t ret_port, uint64_t body_acc)
+static __rte_always_inline void readdress(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
+					  rte_be16_t dport, uint64_t body_acc)
 {
 	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
 	struct rte_ether_hdr *eth = p->eth;
 	struct rte_ipv4_hdr *ip = p->ip;
 	struct rte_udp_hdr *udp = p->udp;
-	uint8_t *h = p->hdr;
 	uint64_t ip_acc, udp_acc;
 
 	eth->src_addr = sw->mac;
@@ -182,10 +191,6 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t
 	udp_acc = ip_acc + body_acc + (uint16_t)~udp->src_port + dport;
 	udp->src_port = sw->svc_port_be;
 	udp->dst_port = dport;
-	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
-	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
-	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);
-	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, ret_port);
 	if (udp->dgram_cksum != 0) {
 		uint16_t c = csum_apply(udp->dgram_cksum, udp_acc);
 
@@ -196,22 +201,34 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t
 /*
  * Stamp a read of a directory key with the version the directory has seen
  * complete: the node serves exactly that version (docs/design.md section 5,
- * "Write-through"). Returns the change to the UDP checksum's sum, for
- * rewrite() to apply with its own; the datagram is sent by no other way.
+ * "Write-through"). Accumulates the change, for readdress() to apply.
  */
-static __rte_always_inline uint64_t stamp_version(struct pkt *p, uint64_t version)
+static __rte_always_inline void stamp_version(uint64_t *acc, uint8_t *h, uint64_t version)
 {
-	uint8_t *h = p->hdr;
 	uint8_t be[8];
 	uint32_t hi, lo;
-	uint64_t acc = 0;
 
 	wire_put64(be, version);
 	memcpy(&hi, be, 4);
 	memcpy(&lo, be + 4, 4);
-	patch32(&acc, h + WIRE_OFF_VERSION, hi);
-	patch32(&acc, h + WIRE_OFF_VERSION + 4, lo);
-	return acc;
+	patch32(acc, h + WIRE_OFF_VERSION, hi);
+	patch32(acc, h + WIRE_OFF_VERSION + 4, lo);
+}
+
+/*
+ * A request on its way to a node or a peer: flags (REPLICA_READ as given,
+ * VIA_SWITCH set), node, and the client's return address in the wire header.
+ * Accumulates the changes.
+ */
+static __rte_always_inline void stamp_request(uint64_t *acc, uint8_t *h, bool replica_read,
+					      uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
+{
+	patch_flags(acc, h, (uint16_t)~WIRE_F_REPLICA_READ,
+		    replica_read ? RTE_BE16(WIRE_F_VIA_SWITCH | WIRE_F_REPLICA_READ)
+				 : RTE_BE16(WIRE_F_VIA_SWITCH));
+	patch16(acc, h + WIRE_OFF_NODE, __builtin_bswap16(node));
+	patch32(acc, h + WIRE_OFF_RET_IP, ret_ip);
+	patch16(acc, h + WIRE_OFF_RET_PORT, ret_port);
 }
 
 /*
@@ -677,6 +694,7 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
+	uint64_t acc;
 	uint8_t out;
 
 	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, p->eth->dst_addr.addr_bytes, &out, now_s) ||
@@ -685,9 +703,9 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	rewrite(sw, p, rte_cpu_to_be_32(peer->vip), sw->svc_port_be,
-		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
-		p->ip->src_addr, p->udp->src_port, 0);
+	acc = 0;
+	stamp_request(&acc, p->hdr, false, 0, p->ip->src_addr, p->udp->src_port);
+	readdress(sw, p, rte_cpu_to_be_32(peer->vip), sw->svc_port_be, acc);
 	CNT(w, SW_CNT_PEER_FORWARDED);
 	tx(w, out, p->m);
 }
@@ -719,8 +737,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	rte_be32_t ret_ip = p->ip->src_addr;
 	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t out;
-	uint16_t target, flags, owner;
-	uint64_t body_acc = 0; /* the version stamp's change to the UDP checksum's sum */
+	uint16_t target, owner;
+	uint64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
@@ -767,7 +785,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
 
 		if (now_st)
-			body_acc = stamp_version(p, now_st->completed);
+			stamp_version(&acc, p->hdr, now_st->completed);
 	}
 	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
 		log_decision(w, p, target, home, e != NULL, st);
@@ -784,11 +802,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
-	if (target != home)
-		flags |= WIRE_F_REPLICA_READ;
-	rewrite(sw, p, sw->node_ip_be[target], sw->node_port_be[target], flags, target, ret_ip,
-		ret_port, body_acc);
+	stamp_request(&acc, p->hdr, target != home, target, ret_ip, ret_port);
+	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (e) {
@@ -923,9 +938,8 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	const struct wire_msg *msg = &p->msg;
 	uint8_t out;
 	bool in_dir;
-	uint16_t flags, sender;
-	rte_be32_t ret_ip;
-	rte_be16_t ret_port;
+	uint16_t sender;
+	uint64_t acc = 0;
 
 	CNT(w, SW_CNT_REPLIES);
 	sender = accept_from_node(w, p, in_port, now_s);
@@ -952,12 +966,12 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	flags = (uint16_t)(msg->flags | WIRE_F_VIA_SWITCH);
-	flags = in_dir ? (flags | WIRE_F_REPLICATED) : (flags & ~WIRE_F_REPLICATED);
-	/* To the return address, which the header keeps. */
-	ret_ip = rte_cpu_to_be_32(msg->ret_ip);
-	ret_port = rte_cpu_to_be_16(msg->ret_port);
-	rewrite(sw, p, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port, 0);
+	/* To the return address, which the header keeps; flags VIA_SWITCH and,
+	 * exactly when the key is in the directory, REPLICATED. */
+	patch_flags(&acc, p->hdr, (uint16_t)~WIRE_F_REPLICATED,
+		    in_dir ? RTE_BE16(WIRE_F_VIA_SWITCH | WIRE_F_REPLICATED)
+			   : RTE_BE16(WIRE_F_VIA_SWITCH));
+	readdress(sw, p, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port), acc);
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }
