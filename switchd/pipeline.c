@@ -86,24 +86,28 @@ static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
  * one's-complement sum does not care about byte order, and a 32-bit word adds
  * its two 16-bit halves at once (2^16 = 1 modulo 2^16 - 1). Every patched
  * field sits at an even offset from the start of its header, as the
- * checksum's 16-bit words do.
+ * checksum's 16-bit words do. A change is summed as m' - m in a signed
+ * accumulator (~m is -m modulo 2^16 - 1): csum_apply() adds CSUM_BIAS, a
+ * multiple of 2^16 - 1 above any sum of a few dozen such changes, to make it
+ * positive before it folds it.
  */
+#define CSUM_BIAS ((int64_t)0xffff << 40)
 
 /* Replace the 32-bit field at p with new_raw; accumulate the change. */
-static __rte_always_inline void patch32(uint64_t *acc, void *p, uint32_t new_raw)
+static __rte_always_inline void patch32(int64_t *acc, void *p, uint32_t new_raw)
 {
 	uint32_t old;
 
 	memcpy(&old, p, 4);
-	*acc += (uint32_t)~old + (uint64_t)new_raw;
+	*acc += (int64_t)new_raw - old;
 	memcpy(p, &new_raw, 4);
 }
-static __rte_always_inline void patch16(uint64_t *acc, void *p, uint16_t new_raw)
+static __rte_always_inline void patch16(int64_t *acc, void *p, uint16_t new_raw)
 {
 	uint16_t old;
 
 	memcpy(&old, p, 2);
-	*acc += (uint16_t)~old + (uint32_t)new_raw;
+	*acc += (int64_t)new_raw - old;
 	memcpy(p, &new_raw, 2);
 }
 /*
@@ -117,9 +121,10 @@ static __rte_always_inline uint16_t csum_fold(uint64_t sum)
 
 	return (uint16_t)((s + (s >> 16 | s << 16)) >> 16);
 }
-static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
+/* The checksum hc with the changes acc made to what it covers. */
+static __rte_always_inline uint16_t csum_apply(uint16_t hc, int64_t acc)
 {
-	return (uint16_t)~csum_fold(acc + (uint16_t)~hc);
+	return (uint16_t)~csum_fold((uint64_t)(acc + CSUM_BIAS) + (uint16_t)~hc);
 }
 
 /*
@@ -149,7 +154,7 @@ static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, 
  * The wire header's flags, in network order as they are in the frame: those
  * of keep stay, those of set are set, the rest cleared. Accumulates the change.
  */
-static __rte_always_inline void patch_flags(uint64_t *acc, uint8_t *h, uint16_t keep, rte_be16_t set)
+static __rte_always_inline void patch_flags(int64_t *acc, uint8_t *h, uint16_t keep, rte_be16_t set)
 {
 	rte_be16_t flags;
 
@@ -172,23 +177,23 @@ static __rte_always_inline void patch_flags(uint64_t *acc, uint8_t *h, uint16_t 
  * summed.
  */
 static __rte_always_inline void readdress(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
-					  rte_be16_t dport, uint64_t body_acc)
+					  rte_be16_t dport, int64_t body_acc)
 {
 	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
 	struct rte_ether_hdr *eth = p->eth;
 	struct rte_ipv4_hdr *ip = p->ip;
 	struct rte_udp_hdr *udp = p->udp;
-	uint64_t ip_acc, udp_acc;
+	int64_t ip_acc, udp_acc;
 
 	eth->src_addr = sw->mac;
 
-	ip_acc = (uint32_t)~ip->src_addr + (uint64_t)dst_ip;
+	ip_acc = (int64_t)dst_ip - ip->src_addr;
 	ip->src_addr = sw->vip_be;
 	ip->dst_addr = dst_ip;
 	ip->hdr_checksum = csum_apply(ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
-	udp_acc = ip_acc + body_acc + (uint16_t)~udp->src_port + dport;
+	udp_acc = ip_acc + body_acc + dport - udp->src_port;
 	udp->src_port = sw->svc_port_be;
 	udp->dst_port = dport;
 	if (udp->dgram_cksum != 0) {
@@ -203,7 +208,7 @@ static __rte_always_inline void readdress(struct sw *sw, struct pkt *p, rte_be32
  * complete: the node serves exactly that version (docs/design.md section 5,
  * "Write-through"). Accumulates the change, for readdress() to apply.
  */
-static __rte_always_inline void stamp_version(uint64_t *acc, uint8_t *h, uint64_t version)
+static __rte_always_inline void stamp_version(int64_t *acc, uint8_t *h, uint64_t version)
 {
 	uint8_t be[8];
 	uint32_t hi, lo;
@@ -220,7 +225,7 @@ static __rte_always_inline void stamp_version(uint64_t *acc, uint8_t *h, uint64_
  * VIA_SWITCH set), node, and the client's return address in the wire header.
  * Accumulates the changes.
  */
-static __rte_always_inline void stamp_request(uint64_t *acc, uint8_t *h, bool replica_read,
+static __rte_always_inline void stamp_request(int64_t *acc, uint8_t *h, bool replica_read,
 					      uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
 {
 	patch_flags(acc, h, (uint16_t)~WIRE_F_REPLICA_READ,
@@ -694,7 +699,7 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
-	uint64_t acc;
+	int64_t acc;
 	uint8_t out;
 
 	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, p->eth->dst_addr.addr_bytes, &out, now_s) ||
@@ -738,7 +743,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t out;
 	uint16_t target, owner;
-	uint64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
+	int64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
@@ -939,7 +944,7 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	uint8_t out;
 	bool in_dir;
 	uint16_t sender;
-	uint64_t acc = 0;
+	int64_t acc = 0;
 
 	CNT(w, SW_CNT_REPLIES);
 	sender = accept_from_node(w, p, in_port, now_s);
