@@ -113,6 +113,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	snprintf(sw->tag, sizeof(sw->tag), "%u_%u", self->id, sw_seq++);
 	sw->vip = self->vip;
 	memcpy(sw->mac.addr_bytes, self->mac, 6);
+	memcpy(&sw->mac_word, self->mac, 6);
 	sw->svc_port = cfg->service.port;
 	sw->vip_be = rte_cpu_to_be_32(sw->vip);
 	sw->svc_port_be = rte_cpu_to_be_16(sw->svc_port);

@@ -84,7 +84,7 @@ struct sw_worker {
 	} learnt[64];
 	uint32_t idle_polls;
 	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
-	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
+	uint64_t burst_src;		 /* the last source MAC learnt in this burst, for mac_is() */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
@@ -150,6 +150,7 @@ struct sw {
 	rte_be32_t vip_be;	   /* the same two in network order, as the fast path compares */
 	rte_be16_t svc_port_be;	   /* and writes them */
 	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
+	uint64_t mac_word;	   /* the same, for mac_is() (pipeline.c) */
 	bool inline_mode;
 	bool close_ports;
 
