@@ -1048,8 +1048,8 @@ static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cd
 
 /*
  * A burst in stages, each prefetching for the next (as DPDK's l3fwd_em_hlm.h):
- *   parse    classify() every frame; prefetch the frame 4 ahead (its mbuf 8
- *            ahead) and, for each service datagram, its ring-table entry;
+ *   parse    classify() every frame; prefetch the frame 4 ahead and, for
+ *            each datagram the directory does not hold, its ring-table entry;
  *   look up  in the CDT, at once, the keyhashes its filter may hold (most
  *            keys are not in the directory); prefetch the entries found;
  *   handle   each datagram in order; prefetch the next one's replica set.
@@ -1067,20 +1067,15 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
 	uint8_t looked_up[SW_BURST]; /* keys[j] is pkts[looked_up[j]]'s */
+	struct pkt *p = pkts;
 	uint64_t hits = 0;
-	unsigned nk = 0, nl = 0;
+	unsigned nk, nl = 0;
 
-	/* Parse. */
+	/* Parse. The mbufs themselves are warm: the PMD has just written them. */
 	w->burst_src = 0;
-	for (uint16_t i = 0; i < n && i < 8; i++)
-		rte_prefetch0(mbufs[i]);
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
 	for (uint16_t i = 0; i < n; i++) {
-		struct pkt *p = &pkts[nk];
-
-		if (i + 8 < n)
-			rte_prefetch0(mbufs[i + 8]);
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 4], void *));
 		p->m = mbufs[i];
@@ -1091,15 +1086,17 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		if (cdt_may_hold(cdt, p->msg.keyhash)) {
 			keys[nl] = &p->msg.keyhash;
 			sigs[nl] = cdt_sig(p->msg.keyhash);
-			looked_up[nl++] = (uint8_t)nk;
+			looked_up[nl++] = (uint8_t)(p - pkts);
+		} else {
+			/* Not in the directory: stage 3 reads its home in the ring. */
+			ring_home_prefetch(ring, p->msg.keyhash);
 		}
-		/* Read in stage 3 by every key the directory does not hold. */
-		ring_home_prefetch(ring, p->msg.keyhash);
-		nk++;
+		p++;
 	}
+	nk = (unsigned)(p - pkts);
 	if (nk == 0)
 		return;
-	pkts[nk].e = NULL;
+	p->e = NULL;
 
 	/* Look up. */
 	if (nl) {
@@ -1113,9 +1110,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	}
 
 	/* Handle. */
-	for (unsigned k = 0; k < nk; k++) {
-		struct pkt *p = &pkts[k];
-
+	for (p = pkts; p < pkts + nk; p++) {
 		/*
 		 * The next datagram's replica set, when it is a hit: only a hint
 		 * (a prefetch never faults), under this burst's RCU read side.
