@@ -153,6 +153,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 			     cfg->directory.max_replicas, sw->qsbr, sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
+	for (uint16_t i = 0; i < sw->nworkers; i++)
+		sw->workers[i]->entry_counters = cdt_worker_row(sw->cdt, i);
 	scores_init(&sw->scores, cfg, sw->nworkers);
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));

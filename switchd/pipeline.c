@@ -754,7 +754,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
-	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
+	bool from_peer =
+	    unlikely(sw->npeers) && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
 	rte_be32_t ret_ip = p->ip->src_addr;
 	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t out;
@@ -828,7 +829,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (e) {
-		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
+		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
 
 		if (!is_read)
 			ec->writes++;
@@ -944,7 +945,7 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		add_holders(w, e, msg);
 	if (advanced) {
 		CNT(w, SW_CNT_WRITE_COMPLETIONS);
-		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
+		w->entry_counters[e->index].completions++;
 		/* The set is {home} and the holders now: have it filled up if short. */
 		intake_completed(w, e->keyhash, msg->version);
 	}
@@ -1019,7 +1020,7 @@ static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct 
 			CNT(w, SW_CNT_REPL_LAG_SAMPLES);
 		}
 		CNT(w, SW_CNT_RC_ACK_ADDED);
-		cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
+		w->entry_counters[e->index].acks_added++;
 	}
 	rte_pktmbuf_free(p->m);
 }

@@ -72,6 +72,7 @@ struct sw_worker {
 	uint64_t rng;
 	uint64_t last_drain_tsc;
 	uint32_t *outstanding; /* scores_row(&sw->scores, index): requests it forwarded */
+	struct cdt_entry_counters *entry_counters; /* cdt_worker_row(sw->cdt, index) */
 	/*
 	 * Clients this worker learnt recently (direct-mapped by address): a
 	 * request from a client already learnt this second skips learning it
