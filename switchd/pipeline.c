@@ -134,10 +134,10 @@ static __rte_always_inline uint16_t csum_fold(uint64_t sum)
 
 	return (uint16_t)((s + (s >> 16 | s << 16)) >> 16);
 }
-/* The checksum hc with the changes acc made to what it covers. */
+/* The checksum hc with the changes acc made to what it covers (~hc is -hc). */
 static __rte_always_inline uint16_t csum_apply(uint16_t hc, int64_t acc)
 {
-	return (uint16_t)~csum_fold((uint64_t)(acc + CSUM_BIAS) + (uint16_t)~hc);
+	return (uint16_t)~csum_fold((uint64_t)(acc + CSUM_BIAS - hc));
 }
 
 /*
