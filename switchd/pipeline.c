@@ -1064,10 +1064,9 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST + 1]; /* and an end with no entry, for stage 3's prefetch */
-	const void *keys[SW_BURST];
+	const void *keys[SW_BURST]; /* &p->msg.keyhash of the datagrams looked up */
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
-	uint8_t looked_up[SW_BURST]; /* keys[j] is pkts[looked_up[j]]'s */
 	struct pkt *p = pkts;
 	uint64_t hits = 0;
 	unsigned nk, nl = 0;
@@ -1086,8 +1085,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		p->e = NULL;
 		if (cdt_may_hold(cdt, p->msg.keyhash)) {
 			keys[nl] = &p->msg.keyhash;
-			sigs[nl] = cdt_sig(p->msg.keyhash);
-			looked_up[nl++] = (uint8_t)(p - pkts);
+			sigs[nl++] = cdt_sig(p->msg.keyhash);
 		} else {
 			/* Not in the directory: stage 3 reads its home in the ring. */
 			ring_home_prefetch(ring, p->msg.keyhash);
@@ -1105,7 +1103,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		for (uint64_t h = hits; h; h &= h - 1) {
 			unsigned j = (unsigned)__builtin_ctzll(h);
 
-			pkts[looked_up[j]].e = data[j];
+			container_of(keys[j], struct pkt, msg.keyhash)->e = data[j];
 			rte_prefetch0(data[j]);
 		}
 	}
