@@ -515,11 +515,27 @@ static inline uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t 
 	return other_kind(w, p, in_port, now_s);
 }
 
+/* Bursts mostly come from one host: learn each source once per burst (inline mode). */
+static inline void learn_source(struct sw_worker *w, const struct rte_ether_hdr *eth,
+				uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+
+	if (sw->inline_mode && !mac_is(&eth->src_addr, w->burst_src)) {
+		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
+		w->burst_src = 0;
+		memcpy(&w->burst_src, &eth->src_addr, RTE_ETHER_ADDR_LEN);
+	}
+}
+
 /*
- * Parse and validate one frame. Handles ARP, L2 and every drop itself and
- * returns K_DONE; returns the kind of a valid service datagram otherwise.
+ * Ethernet, IPv4 and UDP the careful way: every check in turn, ARP, L2
+ * forwarding and each drop counted by its reason. False when the frame went
+ * no further (sent or dropped); true, with p->eth, ip, udp and hdr and
+ * *udp_len set, for a datagram to the VIP and the service port.
  */
-static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+static __rte_noinline bool parse_careful(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+					 uint32_t now_s, uint16_t *udp_len)
 {
 	struct sw *sw = w->sw;
 	struct rte_mbuf *m = p->m;
@@ -527,45 +543,38 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	struct rte_ether_hdr *eth;
 	struct rte_ipv4_hdr *ip;
 	struct rte_udp_hdr *udp;
-	uint16_t ihl, ip_len, udp_len;
-	enum wire_error err;
+	uint16_t ihl, ip_len;
 
 	if (len < RTE_ETHER_HDR_LEN) {
 		drop(w, m, SW_CNT_DROP_RUNT);
-		return K_DONE;
+		return false;
 	}
 	if (m->nb_segs != 1) {
 		drop(w, m, SW_CNT_DROP_MULTISEG);
-		return K_DONE;
+		return false;
 	}
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	p->eth = eth;
-	/* Bursts mostly come from one host: learn each source once per burst. */
-	if (sw->inline_mode && !mac_is(&eth->src_addr, w->burst_src)) {
-		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
-		w->burst_src = 0;
-		memcpy(&w->burst_src, &eth->src_addr, RTE_ETHER_ADDR_LEN);
-	}
+	learn_source(w, eth, in_port, now_s);
 
 	/* ARP, whoever it is for; other traffic for other hosts; not IPv4. */
-	if (unlikely(eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))) {
+	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
 		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
 			do_arp(w, m, eth, in_port, now_s);
 		else if (!mac_is(&eth->dst_addr, sw->mac_word))
 			l2_forward(w, m, eth, in_port, now_s);
 		else
 			drop(w, m, SW_CNT_DROP_ETHERTYPE);
-		return K_DONE;
+		return false;
 	}
 	if (!mac_is(&eth->dst_addr, sw->mac_word)) {
 		l2_forward(w, m, eth, in_port, now_s);
-		return K_DONE;
+		return false;
 	}
 
 	/* IPv4: version, header length, total length within the frame, no fragments. */
 	if (len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
 		drop(w, m, SW_CNT_DROP_IP_HDR);
-		return K_DONE;
+		return false;
 	}
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
@@ -574,43 +583,102 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	if ((uint8_t)(ip->version_ihl - RTE_IPV4_VHL_DEF) > 0x4f - RTE_IPV4_VHL_DEF ||
 	    ip_len < ihl + sizeof(*udp) || RTE_ETHER_HDR_LEN + (uint32_t)ip_len > len) {
 		drop(w, m, SW_CNT_DROP_IP_HDR);
-		return K_DONE;
+		return false;
 	}
 	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
 	    ipv4_hdr_sum(ip, ihl) != 0xffff) {
 		drop(w, m, SW_CNT_DROP_IP_CSUM);
-		return K_DONE;
+		return false;
 	}
 	if (ip->fragment_offset &
 	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
 		drop(w, m, SW_CNT_DROP_IP_FRAG);
-		return K_DONE;
+		return false;
 	}
 	if (ip->next_proto_id != IPPROTO_UDP) {
 		drop(w, m, SW_CNT_DROP_NOT_UDP);
-		return K_DONE;
+		return false;
 	}
 	udp = (struct rte_udp_hdr *)((uint8_t *)ip + ihl);
-	udp_len = rte_be_to_cpu_16(udp->dgram_len);
-	if (udp_len < sizeof(*udp) || udp_len > ip_len - ihl) {
+	*udp_len = rte_be_to_cpu_16(udp->dgram_len);
+	if (*udp_len < sizeof(*udp) || *udp_len > ip_len - ihl) {
 		drop(w, m, SW_CNT_DROP_UDP_LEN);
-		return K_DONE;
+		return false;
 	}
 	if (ip->dst_addr != sw->vip_be || udp->dst_port != sw->svc_port_be) {
 		drop(w, m, SW_CNT_DROP_NOT_SERVICE);
-		return K_DONE;
+		return false;
 	}
+	p->eth = eth;
 	p->ip = ip;
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
+	return true;
+}
+
+/* The shortest frame of the common shape: every header, and a key of one byte. */
+#define COMMON_MIN_LEN                                                                     \
+	(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) +     \
+	 WIRE_HDR_LEN + 1)
+
+/*
+ * Whether m has the common shape, which parse_careful() takes without a
+ * second look (and with the same result): one segment of Ethernet to the
+ * VIP's MAC, IPv4 without options, unfragmented, with a right checksum,
+ * ending where the frame does, and UDP to the VIP and the service port,
+ * ending where the IPv4 datagram does. Its UDP length is then the frame's
+ * less the two headers before it.
+ */
+static inline bool common_shape(const struct sw *sw, const struct rte_mbuf *m)
+{
+	uint32_t len = rte_pktmbuf_data_len(m);
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+
+	return len >= COMMON_MIN_LEN && m->nb_segs == 1 &&
+	       eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4) &&
+	       mac_is(&eth->dst_addr, sw->mac_word) && ip->version_ihl == RTE_IPV4_VHL_DEF &&
+	       ip->total_length == rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN)) &&
+	       !(ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) &&
+	       ip->next_proto_id == IPPROTO_UDP &&
+	       udp->dgram_len ==
+		   rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN - sizeof(*ip))) &&
+	       ip->dst_addr == sw->vip_be && udp->dst_port == sw->svc_port_be &&
+	       ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD ||
+		ipv4_hdr_sum(ip, sizeof(*ip)) == 0xffff);
+}
+
+/*
+ * Parse and validate one frame. Handles ARP, L2 and every drop itself and
+ * returns K_DONE; returns the kind of a valid service datagram otherwise.
+ */
+static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	uint16_t udp_len;
+	enum wire_error err;
+
+	if (likely(common_shape(sw, p->m))) {
+		p->eth = rte_pktmbuf_mtod(p->m, struct rte_ether_hdr *);
+		p->ip = (struct rte_ipv4_hdr *)(p->eth + 1);
+		p->udp = (struct rte_udp_hdr *)(p->ip + 1);
+		p->hdr = (uint8_t *)(p->udp + 1);
+		udp_len = (uint16_t)(rte_pktmbuf_data_len(p->m) - RTE_ETHER_HDR_LEN -
+				     sizeof(struct rte_ipv4_hdr));
+		learn_source(w, p->eth, in_port, now_s);
+	} else if (!parse_careful(w, p, in_port, now_s, &udp_len)) {
+		return K_DONE;
+	}
 	/* The routing fields only: service_kind() reads the rest for what is not a request. */
-	err = wire_decode_route(p->hdr, udp_len - sizeof(*udp), &p->msg);
+	err = wire_decode_route(p->hdr, udp_len - sizeof(struct rte_udp_hdr), &p->msg);
 	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
 	 * without it here, checked by its handler once its source is. */
 	if (unlikely(err != WIRE_OK) &&
 	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
-	      wire_decode(p->hdr, udp_len - sizeof(*udp) - WIRE_MAC_LEN, &p->msg) == WIRE_OK)) {
-		drop(w, m, sw_cnt_wire(err));
+	      wire_decode(p->hdr, udp_len - sizeof(struct rte_udp_hdr) - WIRE_MAC_LEN,
+			  &p->msg) == WIRE_OK)) {
+		drop(w, p->m, sw_cnt_wire(err));
 		return K_DONE;
 	}
 	return service_kind(w, p, in_port, now_s);
