@@ -105,15 +105,32 @@ static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
  * positive before it folds it.
  */
 #define CSUM_BIAS ((int64_t)0xffff << 40)
+/*
+ * Hold the sum of changes in a register as it stands (the Linux kernel's
+ * OPTIMIZER_HIDE_VAR(); no instruction): GCC would otherwise reassociate a
+ * datagram's changes into one sum at its end and keep each old field's value
+ * on the stack until then (11 instructions per request, by callgrind).
+ */
+#define CSUM_HOLD(acc) __asm__("" : "+r"(acc))
 
-/* Replace the 32-bit field at p with new_raw; accumulate the change. */
+/* Replace the 32-bit (64-, 16-bit) field at p with new_raw; accumulate the change. */
 static __rte_always_inline void patch32(int64_t *acc, void *p, uint32_t new_raw)
 {
 	uint32_t old;
 
 	memcpy(&old, p, 4);
 	*acc += (int64_t)new_raw - old;
+	CSUM_HOLD(*acc);
 	memcpy(p, &new_raw, 4);
+}
+static __rte_always_inline void patch64(int64_t *acc, void *p, uint64_t new_raw)
+{
+	uint64_t old;
+
+	memcpy(&old, p, 8);
+	*acc += (int64_t)(new_raw >> 32) + (uint32_t)new_raw - (int64_t)(old >> 32) - (uint32_t)old;
+	CSUM_HOLD(*acc);
+	memcpy(p, &new_raw, 8);
 }
 static __rte_always_inline void patch16(int64_t *acc, void *p, uint16_t new_raw)
 {
@@ -121,6 +138,7 @@ static __rte_always_inline void patch16(int64_t *acc, void *p, uint16_t new_raw)
 
 	memcpy(&old, p, 2);
 	*acc += (int64_t)new_raw - old;
+	CSUM_HOLD(*acc);
 	memcpy(p, &new_raw, 2);
 }
 /*
@@ -223,14 +241,7 @@ static __rte_always_inline void readdress(struct sw *sw, struct pkt *p, rte_be32
  */
 static __rte_always_inline void stamp_version(int64_t *acc, uint8_t *h, uint64_t version)
 {
-	uint8_t be[8];
-	uint32_t hi, lo;
-
-	wire_put64(be, version);
-	memcpy(&hi, be, 4);
-	memcpy(&lo, be + 4, 4);
-	patch32(acc, h + WIRE_OFF_VERSION, hi);
-	patch32(acc, h + WIRE_OFF_VERSION + 4, lo);
+	patch64(acc, h + WIRE_OFF_VERSION, rte_cpu_to_be_64(version));
 }
 
 /*
