@@ -3,11 +3,14 @@
  *
  * Read top to bottom: pipeline_main() polls; process_burst() runs three
  * stages over a burst of up to 32 frames, each prefetching for the next:
- *   1. parse: classify(): Ethernet, ARP (answered for the VIP), L2 forwarding
- *      of everything that is not service traffic (inline mode), IPv4/UDP
- *      validation, wire_decode_route() (and the rest of the header for what
- *      is not a request). Frames that end here are sent or dropped
- *      (counted by reason); the rest are service datagrams with a key.
+ *   1. parse: classify(): a frame of the common shape (common_shape(): IPv4
+ *      without options to the VIP and service port, nothing around it) in a
+ *      few tests; any other the careful way (parse_careful(): Ethernet, ARP
+ *      answered for the VIP, L2 forwarding of everything that is not service
+ *      traffic in inline mode, IPv4/UDP validation step by step); then
+ *      wire_decode_route() (and the rest of the header for what is not a
+ *      request). Frames that end here are sent or dropped (counted by
+ *      reason); the rest are service datagrams with a key.
  *   2. look up: one bulk lookup in the CDT of the keyhashes its filter may
  *      hold (cdt_may_hold(): most keys are not in the directory);
  *      rte_hash_lookup_with_hash_bulk_data() is rte_hash_lookup_bulk_data()
