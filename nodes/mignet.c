@@ -113,8 +113,10 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 
 	if (request(n, from, &req, in, sizeof(in), &rep) != 0)
 		return -ETIMEDOUT;
-	if (rep.status == WIRE_ST_NOT_FOUND)
+	if (rep.status == WIRE_ST_NOT_FOUND) {
+		*rec = (struct mig_record){.version = rep.version}; /* its version floor */
 		return 0;
+	}
 	if (rep.status != WIRE_ST_OK || wire_mig_prefix_decode(&rep, &pre, &val, &vlen) != 0 ||
 	    pre.version_low != version_low(n) || vlen > cap)
 		return -EAGAIN;
@@ -242,22 +244,26 @@ void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 	}
 	pthread_mutex_lock(&ring_lock);
 	cur = mig_epoch(&n->mig);
-	if (want == rch_epoch_version(cur) && !mig_joining(&n->mig))
+	/* The floor first: at the complete epoch this node stops reading through. */
+	rc = mig_take_floor(&n->mig, r.floor);
+	if (rc == 0 && want == rch_epoch_version(cur) && !mig_joining(&n->mig))
 		rc = mig_advance(&n->mig, m->version);
-	else if (want > rch_epoch_version(cur) || mig_joining(&n->mig))
+	else if (rc == 0 && (want > rch_epoch_version(cur) || mig_joining(&n->mig)))
 		rc = begin_change(n, &r, m->version);
 	pthread_mutex_unlock(&ring_lock);
 	if (rc < 0)
 		rep->status = WIRE_ST_UNAVAILABLE;
 	rep->version = mig_epoch(&n->mig);
 	if (cap >= WIRE_HDR_LEN + WIRE_RING_REPLY_LEN) {
-		uint32_t arcs_out, arcs_done;
+		struct wire_ring_reply reply = {
+		    .flags = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0,
+		    .floor = mig_floor(&n->mig)};
+		uint32_t arcs_out;
 
-		mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
-		out[WIRE_HDR_LEN] = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0;
-		wire_put32(out + WIRE_HDR_LEN + 1, arcs_done);
+		mig_warm_progress(&n->mig, &arcs_out, &reply.arcs_done);
 		rep->value = out + WIRE_HDR_LEN;
-		rep->val_len = WIRE_RING_REPLY_LEN;
+		rep->val_len = (uint32_t)wire_ring_reply_encode(&reply, out + WIRE_HDR_LEN,
+								WIRE_RING_REPLY_LEN);
 	}
 }
 
@@ -275,6 +281,7 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
+		rep->version = rec.version; /* this node's version floor */
 		return;
 	}
 	if (rc < 0) {

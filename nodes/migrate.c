@@ -453,8 +453,9 @@ int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint6
 		return -EAGAIN;
 	}
 	if (rc == 0) {
+		/* Nothing there, maybe collected: our versions of it go above its floor. */
 		count(m, MIG_CTR_read_through_miss);
-		return 0;
+		return store_raise_floor(m->st, got.version) ? -EIO : 0;
 	}
 	struct store_record rec = stored_form(&got, now_ms);
 
@@ -491,6 +492,9 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 	if (rc > 0) {
 		*out = moving_form(&rec, now_ms);
 		writes_out(m, hash, out);
+	} else if (rc == 0) {
+		/* Read after the miss: a record collected since is below it. */
+		*out = (struct mig_record){.version = store_floor(m->st)};
 	}
 	mig_unlock(m, hash);
 	if (rc <= 0)
@@ -516,6 +520,16 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 		return rc;
 	count(m, rc ? MIG_CTR_push_stored : MIG_CTR_push_kept);
 	return 0;
+}
+
+uint64_t mig_floor(const struct mig *m)
+{
+	return store_floor(m->st);
+}
+
+int mig_take_floor(struct mig *m, uint64_t floor)
+{
+	return store_raise_floor(m->st, floor);
 }
 
 bool mig_warm_done(const struct mig *m)
