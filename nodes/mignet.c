@@ -346,15 +346,22 @@ static void sleep_ms(uint32_t ms)
 static void *warmup_main(void *arg)
 {
 	struct node *n = arg;
+	struct mig_pace pace = {0};
 	bool was_done = true;
 
 	while (!atomic_load(&n->stop_bg)) {
 		const struct cfg *cfg = __atomic_load_n(&n->cfg, __ATOMIC_ACQUIRE);
-		/* rate / 100 keys every 10 ms: the bound holds over any second. */
-		uint32_t budget = cfg->warmup_keys_per_s / (1000 / MIGNET_TICK_MS);
+		/* The pushes ring.warmup_keys_per_s allows since the last step. */
+		uint32_t budget =
+		    mig_pace_take(&pace, cfg->warmup_keys_per_s, clock_mono_us() / 1000);
 		bool done = false;
-		int rc = mig_warmup_step(&n->mig, budget ? budget : 1, store_now_ms(), &done);
+		int rc;
 
+		if (budget == 0) {
+			sleep_ms(MIGNET_TICK_MS);
+			continue;
+		}
+		rc = mig_warmup_step(&n->mig, budget, store_now_ms(), &done);
 		if (done && !was_done)
 			log_info("warm-up done: %lu keys pushed to their new homes",
 				 (unsigned long)atomic_load(&n->mig.ctr[MIG_CTR_pushed]));

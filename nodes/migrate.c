@@ -549,6 +549,22 @@ enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, u
 	return mig_warm_done(m) ? MIG_WARM_DONE : (enum mig_warm_phase)atomic_load(&w->warm_phase);
 }
 
+uint32_t mig_pace_take(struct mig_pace *p, uint32_t rate, uint64_t now_ms)
+{
+	uint64_t bucket = (rate + 49) / 50, pushes; /* 20 ms of pushes, rounded up */
+
+	if (!p->started || now_ms < p->last_ms) { /* the first step: one push at most */
+		p->started = true;
+		p->last_ms = now_ms;
+		p->milli = 1000;
+	}
+	p->milli += (now_ms - p->last_ms) * rate; /* rate per s = rate per ms x 1000 */
+	p->last_ms = now_ms;
+	pushes = p->milli / 1000;
+	p->milli %= 1000; /* a slow rate's fraction waits for the next step */
+	return (uint32_t)(pushes < bucket ? pushes : bucket); /* a stall is not made up */
+}
+
 struct warm_ctx {
 	struct mig *m;
 	const struct mig_view *v;

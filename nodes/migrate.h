@@ -234,6 +234,22 @@ int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done)
 uint64_t mig_floor(const struct mig *m);
 int mig_take_floor(struct mig *m, uint64_t floor);
 
+/*
+ * The warm-up's pace: pushes accrue at `rate` a second (ring.warmup_keys_per_s,
+ * any rate from 1), in thousandths so that a slow rate's fraction carries
+ * over to the next step, and a step takes at most 20 ms of them (at least
+ * 1): in any time T at most rate x T + rate / 50 pass, full rate while steps
+ * come at most 20 ms apart, and a stalled thread does not burst.
+ * mig_pace_take() returns the pushes available at now_ms (monotonic) and
+ * takes them; 0: none yet.
+ */
+struct mig_pace {
+	uint64_t last_ms;
+	uint64_t milli; /* accrued pushes x 1000 */
+	bool started;
+};
+uint32_t mig_pace_take(struct mig_pace *p, uint32_t rate, uint64_t now_ms);
+
 /* Whether this node's warm-up has finished for the running change. */
 bool mig_warm_done(const struct mig *m);
 /*

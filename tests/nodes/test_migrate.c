@@ -650,6 +650,48 @@ START_TEST(versions_above_what_was_collected)
 }
 END_TEST
 
+/* Pushes a pace allows from 0 to `ms`, taken every `every` ms. */
+static uint64_t paced(uint32_t rate, uint64_t ms, uint64_t every)
+{
+	struct mig_pace pace = {0};
+	uint64_t total = 0;
+
+	for (uint64_t t = 1000; t <= 1000 + ms; t += every)
+		total += mig_pace_take(&pace, rate, t);
+	return total;
+}
+
+/*
+ * The warm-up's pace keeps ring.warmup_keys_per_s at any rate the config
+ * allows (1..1000000), with steps every 10 ms or at odd times up to 20 ms
+ * apart, and a stall is not made up in a burst.
+ */
+START_TEST(warm_up_pace)
+{
+	static const uint32_t rates[] = {1, 7, 50, 99, 150, 5000, 1000000};
+	struct mig_pace pace = {0};
+
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		uint64_t want = (uint64_t)rates[i] * 10, bucket = (rates[i] + 49) / 50;
+
+		for (uint64_t every = 10; every <= 17; every += 7) {
+			uint64_t got = paced(rates[i], 10000, every);
+
+			ck_assert_msg(got <= want + bucket && got + bucket + 1 >= want,
+				      "rate %u, a step every %lu ms: %lu pushes in 10 s, want %lu",
+				      rates[i], (unsigned long)every, (unsigned long)got,
+				      (unsigned long)want);
+		}
+	}
+	/* 5 s without a step: no more than 20 ms of pushes after it. */
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 1000), 1);
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 6000), 100);
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 6000), 0);
+	/* A clock that went back starts again, with one push. */
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 10), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("migrate");
@@ -663,6 +705,7 @@ int main(void)
 	tcase_add_test(tc, one_change_at_a_time);
 	tcase_add_test(tc, retry_across_the_cut_over);
 	tcase_add_test(tc, versions_above_what_was_collected);
+	tcase_add_test(tc, warm_up_pace);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
