@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--history) [ $# -ge 2 ] || { echo "membership.sh: --history needs a file" >&2; exit 64; }
 		history=$(realpath -m "$2"); shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "usage: $0 [--history FILE]" >&2; exit 64 ;;
 	esac
 done
