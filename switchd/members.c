@@ -707,9 +707,9 @@ static json_t *apply(struct sw *sw, const char *path)
 	char err[CFG_ERR_LEN];
 
 	if (m->changing)
-		return json_pack("{s:b, s:s}", "ok", 0, "error",
-				 "a ring change is in progress; wait until `cdtctl ring show` "
-				 "says it is complete");
+		return ctl_error("%s: a ring change is in progress; wait until `cdtctl ring show` "
+				 "says it is stable",
+				 path);
 	if (m->ncfgs == MEMBERS_MAX_CFGS)
 		return ctl_error("%s: too many ring changes for one switch process; restart it",
 				 path);
