@@ -631,8 +631,8 @@ static __rte_noinline bool parse_careful(struct sw_worker *w, struct pkt *p, uin
 }
 
 /* The shortest frame of the common shape: every header, and a key of one byte. */
-#define COMMON_MIN_LEN                                                                     \
-	(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) +     \
+#define COMMON_MIN_LEN                                                                             \
+	(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) +            \
 	 WIRE_HDR_LEN + 1)
 
 /*
@@ -690,8 +690,8 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	 * without it here, checked by its handler once its source is. */
 	if (unlikely(err != WIRE_OK) &&
 	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
-	      wire_decode(p->hdr, udp_len - sizeof(struct rte_udp_hdr) - WIRE_MAC_LEN,
-			  &p->msg) == WIRE_OK)) {
+	      wire_decode(p->hdr, udp_len - sizeof(struct rte_udp_hdr) - WIRE_MAC_LEN, &p->msg) ==
+		  WIRE_OK)) {
 		drop(w, p->m, sw_cnt_wire(err));
 		return K_DONE;
 	}
@@ -1146,7 +1146,7 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST + 1]; /* and an end with no entry, for stage 3's prefetch */
-	const void *keys[SW_BURST]; /* &p->msg.keyhash of the datagrams looked up */
+	const void *keys[SW_BURST];    /* &p->msg.keyhash of the datagrams looked up */
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
 	struct pkt *p = pkts;

@@ -84,8 +84,8 @@ struct sw_worker {
 		uint64_t where; /* the 8 bytes from the source MAC on, the port xored in */
 	} learnt[64];
 	uint32_t idle_polls;
-	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
-	uint64_t burst_src;		 /* the last source MAC learnt in this burst, for mac_is() */
+	uint32_t sample_countdown; /* requests until the next hot-key sample */
+	uint64_t burst_src;	   /* the last source MAC learnt in this burst, for mac_is() */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];

@@ -905,12 +905,13 @@ START_TEST(uncommon_shapes_forwarded_like_the_common_one)
 	const uint16_t pads[][2] = {{0, 0}, {0, 6}, {4, 0}, {4, 6}};
 
 	for (unsigned i = 0; i < 4; i++)
-		inject(0, 0, with_padding(request(WIRE_OP_GET, "alpha", NULL), pads[i][0],
-					  pads[i][1]));
+		inject(0, 0,
+		       with_padding(request(WIRE_OP_GET, "alpha", NULL), pads[i][0], pads[i][1]));
 	run();
 	ck_assert_uint_eq(collect(home, out, 8), 4);
 	for (unsigned i = 0; i < 4; i++) {
-		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(out[i], struct rte_ipv4_hdr *, 14);
+		struct rte_ipv4_hdr *ip =
+		    rte_pktmbuf_mtod_offset(out[i], struct rte_ipv4_hdr *, 14);
 		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 		struct wire_msg msg;
 
