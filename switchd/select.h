@@ -76,7 +76,11 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
  */
 #define SEL_WINDOW 16
 
-/* The least cost of cand[0..n) (n <= SEL_FEW) and best_cost, given jitter's bytes in turn. */
+/*
+ * Lower *best_cost to the least cost among cand[0..n) (n <= SEL_FEW), the
+ * bytes of jitter breaking ties in turn; returns the candidate that has it,
+ * or best when none is below *best_cost.
+ */
 static inline uint16_t sel_least(const struct scores *s, const uint16_t *cand, unsigned n,
 				 uint64_t jitter, uint16_t best, uint64_t *best_cost)
 {
