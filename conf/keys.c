@@ -206,7 +206,7 @@ const struct cfg_key cfg_keys[] = {
     KEY_STRING(PORT, "name", name, NULL, "the port's name", .derive = port_name,
 	       .def_doc = "p<index>"),
     KEY_STRING(PORT, "vdev", vdev, "",
-	       "a DPDK vdev string (`net_tap0,iface=sw1-n1`; `net_tap` needs `iface=`); "
+	       "a DPDK vdev string (`net_af_packet0,iface=sw1-n1`; `net_tap` and `net_af_packet` need `iface=`); "
 	       "exactly one of `vdev` and `pci`"),
     KEY_STRING(PORT, "pci", pci, "", "a PCI address (`0000:3b:00.0`)"),
     KEY_STRING(PORT, "host", host, "",
