@@ -95,7 +95,7 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path, const 
 	const char *key;
 	json_t *v;
 
-	json_object_foreach ((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v) {
 		char list[CFG_ERR_LEN] = "", p[CFG_MAX_PATH];
 		size_t len = 0;
 
@@ -331,7 +331,7 @@ static int parse_u16_list(struct ctx *c, const struct cfg_key *k, const json_t *
 	json_t *v;
 
 	*n = 0;
-	json_array_foreach (arr, i, v) {
+	json_array_foreach(arr, i, v) {
 		char p[CFG_MAX_PATH], what[64];
 		json_int_t val = json_is_integer(v) ? json_integer_value(v) : -1;
 
@@ -367,8 +367,7 @@ static int parse_port(struct ctx *c, const json_t *v, const char *path, struct c
 		return -1;
 	if (!*port->vdev == !*port->pci)
 		return failf(c, path, "expected exactly one of \"vdev\" or \"pci\"");
-	/* Both drivers attach to a kernel interface by name: without one they would make or take
-	 * any. */
+	/* Each attaches to a kernel interface by name: without one it would make or take any. */
 	for (size_t i = 0; i < sizeof(iface_drivers) / sizeof(iface_drivers[0]); i++)
 		if (!strncmp(port->vdev, iface_drivers[i], strlen(iface_drivers[i])) &&
 		    !strstr(port->vdev, "iface="))
@@ -397,13 +396,13 @@ static int parse_switch(struct ctx *c, const json_t *v, const char *path, struct
 	join(p, sizeof(p), path, "peers");
 	if (get_array(c, v, path, "switches[]", "peers", &arr))
 		return -1;
-	if (arr &&
-	    parse_u16_list(c, cfg_key_find("switches[]", "peers"), arr, p, sw->peers, &sw->npeers))
+	if (arr && parse_u16_list(c, cfg_key_find("switches[]", "peers"), arr, p, sw->peers,
+				  &sw->npeers))
 		return -1;
 
 	if (get_array(c, v, path, "switches[]", "ports", &arr))
 		return -1;
-	json_array_foreach (arr, i, pv) {
+	json_array_foreach(arr, i, pv) {
 		snprintf(p, sizeof(p), "%s.ports[%zu]", path, i);
 		if (parse_port(c, pv, p, &sw->ports[i], i))
 			return -1;
@@ -434,13 +433,13 @@ static int parse_digest(struct ctx *c, const json_t *root, struct cfg_digest *d)
 		if (json_array_size(arr) != d->window)
 			return expected(c, "digest.window_weights",
 					"an array with one weight per window slot", arr);
-		json_array_foreach (arr, i, v) {
+		json_array_foreach(arr, i, v) {
 			char p[CFG_MAX_PATH], what[64] = "a number ";
 
 			snprintf(p, sizeof(p), "digest.window_weights[%zu]", i);
 			cfg_format_bounds(k->dmin, k->dmax, what + 9, sizeof(what) - 9);
-			if (!json_is_number(v) ||
-			    !(json_number_value(v) >= k->dmin && json_number_value(v) <= k->dmax))
+			if (!json_is_number(v) || !(json_number_value(v) >= k->dmin &&
+						     json_number_value(v) <= k->dmax))
 				return expected(c, p, what, v);
 			d->window_weights[i] = json_number_value(v);
 		}
@@ -481,16 +480,14 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 
 		snprintf(p, sizeof(p), "nodes[%d]", i);
 		if (all_digits(a->name))
-			return failf(c, p,
-				     "name \"%s\" is a number, which reads as a node id; "
-				     "give it a name that is not",
+			return failf(c, p, "name \"%s\" is a number, which reads as a node id; "
+					   "give it a name that is not",
 				     a->name);
 		for (int j = 0; j < i; j++) {
 			const struct cfg_node *b = &cfg->nodes[j];
 
 			if (a->id == b->id)
-				return failf(c, p, "duplicate node id %u (also nodes[%d])", a->id,
-					     j);
+				return failf(c, p, "duplicate node id %u (also nodes[%d])", a->id, j);
 			if (!strcmp(a->name, b->name))
 				return failf(c, p, "duplicate node name \"%s\" (also nodes[%d])",
 					     a->name, j);
@@ -513,36 +510,29 @@ static int check_unique(struct ctx *c, const struct cfg *cfg)
 
 		snprintf(p, sizeof(p), "switches[%d]", i);
 		if (all_digits(a->name))
-			return failf(c, p,
-				     "name \"%s\" is a number, which reads as a switch id; "
-				     "give it a name that is not",
+			return failf(c, p, "name \"%s\" is a number, which reads as a switch id; "
+					   "give it a name that is not",
 				     a->name);
 		for (int j = 0; j < i; j++) {
 			if (a->id == cfg->switches[j].id)
 				return failf(c, p, "duplicate switch id %u (also switches[%d])",
 					     a->id, j);
 			if (a->vip == cfg->switches[j].vip)
-				return failf(c, p,
-					     "duplicate switch vip (also switches[%d]); "
-					     "give each switch its own \"vip\"",
-					     j);
+				return failf(c, p, "duplicate switch vip (also switches[%d]); "
+						   "give each switch its own \"vip\"", j);
 			if (!strcmp(a->name, cfg->switches[j].name))
-				return failf(c, p,
-					     "duplicate switch name \"%s\" (also switches[%d])",
+				return failf(c, p, "duplicate switch name \"%s\" (also switches[%d])",
 					     a->name, j);
 			if (a->control_socket[0] &&
 			    !strcmp(a->control_socket, cfg->switches[j].control_socket))
-				return failf(c, p,
-					     "duplicate control_socket \"%s\" (also "
-					     "switches[%d]); give each switch its own",
+				return failf(c, p, "duplicate control_socket \"%s\" (also "
+						   "switches[%d]); give each switch its own",
 					     a->control_socket, j);
 		}
 		for (int k = 0; k < a->npeers; k++)
 			if (!cfg_switch_by_id(cfg, a->peers[k]) || a->peers[k] == a->id)
-				return failf(c, p,
-					     "peers[%d]: expected the id of another switch, "
-					     "got %u",
-					     k, a->peers[k]);
+				return failf(c, p, "peers[%d]: expected the id of another switch, "
+						   "got %u", k, a->peers[k]);
 	}
 	return 0;
 }
@@ -556,7 +546,7 @@ static int parse_hosts(struct ctx *c, const json_t *root, const char *key, const
 
 	if (get_array(c, root, "", "", key, &arr))
 		return -1;
-	json_array_foreach (arr, i, v) {
+	json_array_foreach(arr, i, v) {
 		char p[CFG_MAX_PATH];
 
 		snprintf(p, sizeof(p), "%s[%zu]", key, i);
@@ -584,7 +574,7 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 
 	if (get_array(c, root, "", "", "switches", &arr))
 		return -1;
-	json_array_foreach (arr, i, v) {
+	json_array_foreach(arr, i, v) {
 		snprintf(p, sizeof(p), "switches[%zu]", i);
 		if (parse_switch(c, v, p, &cfg->switches[i], i))
 			return -1;
@@ -593,8 +583,7 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 
 	if (get_section(c, root, "", "", "ring", cfg) ||
 	    get_section(c, root, "", "", "directory", &cfg->directory) ||
-	    parse_digest(c, root, &cfg->digest) ||
-	    get_section(c, root, "", "", "sync", &cfg->sync) ||
+	    parse_digest(c, root, &cfg->digest) || get_section(c, root, "", "", "sync", &cfg->sync) ||
 	    get_section(c, root, "", "", "agent", &cfg->agent) ||
 	    get_section(c, root, "", "", "node", &cfg->node) ||
 	    get_section(c, root, "", "", "auth", &cfg->auth))
@@ -602,7 +591,8 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 	return check_unique(c, cfg);
 }
 
-int cfg_load_string(const char *json, const char *name, struct cfg *cfg, char *err, size_t errlen)
+int cfg_load_string(const char *json, const char *name, struct cfg *cfg, char *err,
+		    size_t errlen)
 {
 	struct ctx c = {.file = name, .cfg = cfg, .err = err, .errlen = errlen};
 	json_error_t jerr;
@@ -709,7 +699,7 @@ const struct cfg_switch *cfg_switch_lookup(const struct cfg *cfg, const char *na
 		if (!strcmp(cfg->switches[i].name, name_or_id))
 			return &cfg->switches[i];
 	return cfg_parse_uint(name_or_id, 0, 65535, &id) != 0 ? NULL
-							      : cfg_switch_by_id(cfg, (uint16_t)id);
+							       : cfg_switch_by_id(cfg, (uint16_t)id);
 }
 
 int cfg_build_ring(const struct cfg *cfg, struct ring *ring)
@@ -751,7 +741,8 @@ int cfg_parse_ipv4(const char *s, uint32_t *ip)
 
 char *cfg_format_ipv4(uint32_t ip, char *buf)
 {
-	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff,
+		 ip & 0xff);
 	return buf;
 }
 
@@ -772,7 +763,7 @@ int cfg_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 
 static int hex_digit(char c)
 {
-	return c >= '0' && c <= '9'   ? c - '0'
+	return c >= '0' && c <= '9'	? c - '0'
 	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
 	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
 				      : -1;

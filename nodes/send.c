@@ -5,12 +5,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,7 +59,8 @@ static bool needs_mac(const struct node *n, const void *buf, size_t len)
 	       wire_op_authenticated(((const uint8_t *)buf)[WIRE_OFF_OP]);
 }
 
-int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const void *buf, size_t len)
+int node_send_on(struct node *n, int fd, const struct sockaddr_in *to, const void *buf,
+		 size_t len)
 {
 	uint8_t mac[WIRE_MAC_LEN];
 	struct iovec iov[2] = {{.iov_base = (void *)buf, .iov_len = len},
@@ -137,8 +138,8 @@ void node_send_many(struct node *n, struct mmsghdr *msgs, unsigned count)
 					continue;
 				}
 				iov[out][0] = h->msg_iov[0];
-				iov[out][1] =
-				    (struct iovec){.iov_base = mac[out], .iov_len = WIRE_MAC_LEN};
+				iov[out][1] = (struct iovec){.iov_base = mac[out],
+							     .iov_len = WIRE_MAC_LEN};
 				batch[out].msg_hdr.msg_iov = iov[out];
 				batch[out].msg_hdr.msg_iovlen = 2;
 			}
