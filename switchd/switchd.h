@@ -22,6 +22,7 @@
 #ifndef SKL_SWITCHD_H
 #define SKL_SWITCHD_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,6 +63,9 @@ struct sw_rxq {
 	uint16_t queue;
 };
 
+/* Descriptors an idle worker sleeps on, at most (ports.c, "wake"). */
+#define SW_MAX_WAKE 64
+
 struct sw_worker {
 	struct sw *sw;
 	uint16_t index; /* 0..nworkers-1: its RX/TX queue id and QSBR thread id */
@@ -83,6 +87,13 @@ struct sw_worker {
 		uint64_t where; /* MAC bytes from the low byte up, then the port */
 	} learnt[64];
 	uint32_t idle_polls;
+	/*
+	 * What ends this worker's idle sleep early: a descriptor per receive
+	 * ring that the kernel marks readable when a frame lands in it (the
+	 * AF_PACKET sockets of its net_af_packet ports; set by ports_init()).
+	 */
+	struct pollfd wake[SW_MAX_WAKE];
+	uint16_t nwake;
 	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
 	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
