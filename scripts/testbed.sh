@@ -302,14 +302,17 @@ start_switch() { # id name role socket
 	spawn "$sname" "$nsp$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
 		--no-pci --no-huge -m 256 --file-prefix "$(prefix_of "$sname")" \
 		--log-level=lib.member:crit -- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-}
-	# The switch creates its TAPs in its own namespace; hand each to its place
-	# as soon as the switch has started it (net_tap finds its interface by name
-	# until then: moved earlier, the port fails to start). Nodes cannot reach
-	# a switch before that, so every moment counts: it already times silence.
+	# Wait for each port to start before the nodes do (their first ARP and
+	# digests would be lost). The switch creates its TAPs in its own
+	# namespace; hand each to its place as soon as the switch has started it
+	# (net_tap finds its interface by name until then: moved earlier, the port
+	# fails to start). Nodes cannot reach a switch before that, so every
+	# moment counts: it already times silence.
 	while read -r kind a b c d e; do
-		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] && [ "$e" = net_tap ] || continue
+		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
 		wait_for "$timeout_s" "switch $sname to start port $c (log: $run/logs/$sname.log)" \
 			port_started "$nsp$sname" "$c" "$sock" || return 1
+		[ "$e" = net_tap ] || continue
 		# txqueuelen: the kernel's queue of frames waiting for the switch to
 		# read them from the TAP. Its default of 1000 overflows (counted as
 		# the TAP's TX drops) when the switch's lcore loses the CPU for a
@@ -327,9 +330,9 @@ start_switch() { # id name role socket
 	done < <(plan)
 }
 
-# port_started NAMESPACE IFACE SOCKET: the switch has started the TAP IFACE:
-# promiscuous mode is the last thing it sets by name, or, for a device that
-# refuses it, the control socket answers (every port is set up by then).
+# port_started NAMESPACE IFACE SOCKET: the switch has started its port on
+# IFACE: promiscuous mode is the last thing it sets by name, or, for a device
+# that refuses it, the control socket answers (every port is set up by then).
 port_started() {
 	ip -n "$1" link show "$2" 2>/dev/null | grep 'PROMISC' >/dev/null && return 0
 	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1

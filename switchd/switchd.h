@@ -87,13 +87,6 @@ struct sw_worker {
 		uint64_t where; /* MAC bytes from the low byte up, then the port */
 	} learnt[64];
 	uint32_t idle_polls;
-	/*
-	 * What ends this worker's idle sleep early: a descriptor per receive
-	 * ring that the kernel marks readable when a frame lands in it (the
-	 * AF_PACKET sockets of its net_af_packet ports; set by ports_init()).
-	 */
-	struct pollfd wake[SW_MAX_WAKE];
-	uint16_t nwake;
 	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
 	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
 	/* Written by this worker only; read by others with relaxed loads. */
@@ -101,6 +94,14 @@ struct sw_worker {
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
 	uint64_t busy_cycles;  /* cycles spent in polls that received packets */
 	uint64_t busy_packets; /* packets received in those polls */
+	/*
+	 * What ends this worker's idle sleep early: a descriptor per receive
+	 * ring that the kernel marks readable when a frame lands in it (the
+	 * AF_PACKET sockets of its net_af_packet ports; set by ports_init()).
+	 * Last: only an idle worker reads them.
+	 */
+	struct pollfd wake[SW_MAX_WAKE];
+	uint16_t nwake;
 } __rte_cache_aligned;
 
 struct sw_port {
