@@ -481,10 +481,10 @@ def scenario_values(tb):
           "256 KB GETs and PUTs and 128 B GETs under load, errors under 2%: "
           + ", ".join(f"{n} {f['errors']} of {f['attempts']}" for n, f in figures.items()))
     # The target is a p50 under 5 ms (docs/benchmarks.md has the measured
-    # figure); on this shared 2-core machine a loaded moment triples it, so the
-    # check keeps 5x of margin.
+    # figures: 1.4-3.6 ms in this test); the check keeps twice the highest p50
+    # seen under the full suite's load on a shared 2-core machine (5.4 ms).
     p50 = big["read_latency_us"]["p50"] / 1000
-    check(p50 < 25.0, f"a 256 KB GET's p50 is {p50:.2f} ms (target 5 ms; checked under 25)")
+    check(p50 < 12.0, f"a 256 KB GET's p50 is {p50:.2f} ms (target 5 ms; checked under 12)")
 
 
 def scenario_malformed(tb):
