@@ -10,9 +10,10 @@
 # this script moves it once the switch has started it. Inline: the other end
 # (or the TAP) is in the namespace of the host the port names. One-arm: it
 # joins a Linux bridge in namespace skl-fabric, to which every host is
-# attached by a veth pair (eth0 inside the host). Processes log to RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node
-# data lives in RUN/data/NAME. All service traffic stays inside these
-# namespaces: nothing of it is addressed in the root namespace.
+# attached by a veth pair (eth0 inside the host). Processes log to
+# RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node data lives in
+# RUN/data/NAME. All service traffic stays inside these namespaces: nothing
+# of it is addressed in the root namespace.
 #
 # Metrics: when the config has a switch or node with metrics_listen, every
 # switch, node and agent namespace also gets an interface mg0 on a management
