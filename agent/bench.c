@@ -37,6 +37,8 @@
 
 #define NODE_IDS       256
 #define PRELOAD_WINDOW 512
+/* The least value size a history takes: an agent id, a client and a sequence (fill_value()). */
+#define HISTORY_MIN_VALUE 24
 /* ...and at most this many value bytes in flight: 256 KB values (in chunks) go 4 at a time. */
 #define PRELOAD_BYTES (1u << 20)
 /* After the run, in-flight operations get this long to finish (they are
@@ -172,8 +174,12 @@ static void ctx_put(struct bench *b, struct op_ctx *c)
 
 static void fill_value(struct bench *b, char *buf, uint32_t client)
 {
-	/* Unique per write, so that a history checker can tell writes apart. */
-	int n = snprintf(buf, b->value_size + 1, "c%u-%llu-", client,
+	/*
+	 * Unique per write, so that a history checker can tell writes apart, also
+	 * across benches whose histories are checked together: the agent's id,
+	 * the client and the write's sequence (HISTORY_MIN_VALUE leaves room).
+	 */
+	int n = snprintf(buf, b->value_size + 1, "%08x.c%u-%llu-", skl_agent_id(b->agent), client,
 			 (unsigned long long)++b->value_seq);
 
 	for (uint32_t i = n > 0 ? (uint32_t)n : 0; i < b->value_size; i++)
@@ -885,6 +891,15 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		    "skewless bench: --value-size %u is above the service's max_value %u: every "
 		    "PUT would be TOO_LARGE\n",
 		    b->value_size, b->cfg->service.max_value);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	if (b->history_path && b->value_size < HISTORY_MIN_VALUE) {
+		fprintf(stderr,
+			"skewless bench: --history needs --value-size %u or more: each write's value "
+			"names its agent, client and sequence, so that a checker can tell writes "
+			"apart\n",
+			HISTORY_MIN_VALUE);
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}

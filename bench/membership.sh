@@ -5,7 +5,8 @@
 # loop (8 in flight, 50% writes, uniform over 2000 keys) runs for DURATION
 # seconds while a 9th node is added (`cdtctl ring apply`, the node started with
 # `testbed.sh start`, --join) and, once that change is complete, node n3 is
-# removed (weight 0: drained). Then a read-only pass reads the keys back. The
+# removed (weight 0: drained at ring.warmup_keys_per_s 40, ramp 5 s). Then a
+# read-only pass reads the keys back. The
 # driver is the e2e scenario (tests/e2e/e2e.py membership), which also checks
 # the figures; its last line is printed last here:
 #   ops=N errors=N moved_keys=N migrated=N seconds_to_migrate=S lost_acked=N
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--history) [ $# -ge 2 ] || { echo "membership.sh: --history needs a file" >&2; exit 64; }
 		history=$(realpath -m "$2"); shift 2 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "usage: $0 [--history FILE]" >&2; exit 64 ;;
 	esac
 done

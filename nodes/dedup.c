@@ -1,65 +1,77 @@
 /*
- * dedup.c - the recent-writes table of dedup.h.
+ * dedup.c - the recent-writes table of dedup.h: per stripe, a ring of the
+ * last writes' outcomes, searched whole (a few hundred compares under the
+ * lock a write takes anyway, beside a RocksDB write).
  */
 #include "dedup.h"
 
 #include <string.h>
 
-static unsigned stripe_of(uint64_t keyhash)
+static struct dedup_stripe *stripe_of(struct dedup *d, uint64_t keyhash)
 {
-	return (unsigned)(keyhash >> 58) % DEDUP_STRIPES; /* the top bits: the ring uses them too */
+	return &d->stripe[(keyhash >> 58) % DEDUP_STRIPES]; /* the top bits: the ring uses them too */
 }
 
-static struct dedup_slot *slot_of(struct dedup *d, uint64_t req_id, uint64_t keyhash)
+/* req_id's outcome for keyhash in s, or NULL. */
+static struct dedup_slot *find(struct dedup_stripe *s, uint64_t req_id, uint64_t keyhash)
 {
-	/* Fibonacci hashing of the req_id: agent ids and sequences both spread. */
-	uint64_t h = req_id * 0x9e3779b97f4a7c15ull;
+	for (unsigned i = 0; i < DEDUP_SLOTS_PER_STRIPE; i++) {
+		struct dedup_slot *o = &s->slot[i];
 
-	return &d->slot[stripe_of(keyhash)][h >> 57 & (DEDUP_SLOTS_PER_STRIPE - 1)];
+		if (o->req_id == req_id && o->keyhash == keyhash && o->used)
+			return o;
+	}
+	return NULL;
 }
 
 void dedup_init(struct dedup *d)
 {
-	memset(d->slot, 0, sizeof(d->slot));
+	memset(d, 0, sizeof(*d));
 	for (unsigned i = 0; i < DEDUP_STRIPES; i++)
-		pthread_mutex_init(&d->lock[i], NULL);
+		pthread_mutex_init(&d->stripe[i].lock, NULL);
 }
 
 void dedup_fini(struct dedup *d)
 {
 	for (unsigned i = 0; i < DEDUP_STRIPES; i++)
-		pthread_mutex_destroy(&d->lock[i]);
+		pthread_mutex_destroy(&d->stripe[i].lock);
 }
 
 const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t keyhash)
 {
-	const struct dedup_slot *s = slot_of(d, req_id, keyhash);
+	struct dedup_stripe *s = stripe_of(d, keyhash);
 
-	pthread_mutex_lock(&d->lock[stripe_of(keyhash)]);
-	return s->used && s->req_id == req_id && s->keyhash == keyhash ? s : NULL;
+	pthread_mutex_lock(&s->lock);
+	return find(s, req_id, keyhash);
 }
 
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
 	       uint64_t version)
 {
-	struct dedup_slot *s = slot_of(d, req_id, keyhash);
+	struct dedup_stripe *s = stripe_of(d, keyhash);
+	struct dedup_slot *o = applied ? find(s, req_id, keyhash) : NULL;
 
-	if (applied)
-		*s = (struct dedup_slot){.req_id = req_id,
+	if (applied && !o) { /* a new outcome takes the oldest's slot */
+		o = &s->slot[s->next];
+		s->next = (s->next + 1) % DEDUP_SLOTS_PER_STRIPE;
+	}
+	if (o)
+		*o = (struct dedup_slot){.req_id = req_id,
 					 .keyhash = keyhash,
 					 .version = version,
 					 .status = status,
 					 .used = 1};
-	pthread_mutex_unlock(&d->lock[stripe_of(keyhash)]);
+	pthread_mutex_unlock(&s->lock);
 }
 
 unsigned dedup_of_key(struct dedup *d, uint64_t keyhash, struct dedup_write *out, unsigned max)
 {
-	unsigned st = stripe_of(keyhash), n = 0;
+	struct dedup_stripe *st = stripe_of(d, keyhash);
+	unsigned n = 0;
 
-	pthread_mutex_lock(&d->lock[st]);
+	pthread_mutex_lock(&st->lock);
 	for (unsigned i = 0; i < DEDUP_SLOTS_PER_STRIPE; i++) {
-		const struct dedup_slot *s = &d->slot[st][i];
+		const struct dedup_slot *s = &st->slot[i];
 		unsigned at;
 
 		if (!s->used || s->keyhash != keyhash)
@@ -75,7 +87,7 @@ unsigned dedup_of_key(struct dedup *d, uint64_t keyhash, struct dedup_write *out
 				n++;
 		}
 	}
-	pthread_mutex_unlock(&d->lock[st]);
+	pthread_mutex_unlock(&st->lock);
 	return n;
 }
 

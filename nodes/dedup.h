@@ -5,10 +5,14 @@
  * could see it, another write, then it again. The home remembers the outcome
  * of recent writes by req_id and answers a retry with it instead.
  *
- * Slots are partitioned by key stripe, and a stripe's lock is held across the
- * check and the write, so a retry racing its first attempt waits for it. The
- * memory is bounded (DEDUP_SLOTS): a retry later than that many writes per
- * stripe is applied again, as it would be after a restart.
+ * Outcomes are partitioned by key stripe, and a stripe's lock is held across
+ * the check and the write, so a retry racing its first attempt waits for it.
+ * Each stripe keeps the outcomes of its last DEDUP_SLOTS_PER_STRIPE writes,
+ * oldest out first, so a retry is known until that many writes of the
+ * stripe's keys came after it (an agent retries within its timeout; at 256
+ * writes that is over 2 s even for one key written 100 times a second). The
+ * memory is bounded: a retry later than that is applied again, as it would
+ * be after a restart.
  */
 #ifndef SKL_NODE_DEDUP_H
 #define SKL_NODE_DEDUP_H
@@ -18,7 +22,7 @@
 #include <stdint.h>
 
 #define DEDUP_STRIPES 64
-#define DEDUP_SLOTS_PER_STRIPE 128
+#define DEDUP_SLOTS_PER_STRIPE 256
 
 struct dedup_slot {
 	uint64_t req_id;
@@ -28,9 +32,14 @@ struct dedup_slot {
 	uint8_t used;
 };
 
+struct dedup_stripe {
+	pthread_mutex_t lock;
+	unsigned next; /* the slot the next outcome takes: the oldest */
+	struct dedup_slot slot[DEDUP_SLOTS_PER_STRIPE];
+};
+
 struct dedup {
-	pthread_mutex_t lock[DEDUP_STRIPES];
-	struct dedup_slot slot[DEDUP_STRIPES][DEDUP_SLOTS_PER_STRIPE];
+	struct dedup_stripe stripe[DEDUP_STRIPES];
 };
 
 void dedup_init(struct dedup *d);

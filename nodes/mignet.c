@@ -113,8 +113,10 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 
 	if (request(n, from, &req, in, sizeof(in), &rep) != 0)
 		return -ETIMEDOUT;
-	if (rep.status == WIRE_ST_NOT_FOUND)
+	if (rep.status == WIRE_ST_NOT_FOUND) {
+		*rec = (struct mig_record){.version = rep.version}; /* its version floor */
 		return 0;
+	}
 	if (rep.status != WIRE_ST_OK || wire_mig_prefix_decode(&rep, &pre, &val, &vlen) != 0 ||
 	    pre.version_low != version_low(n) || vlen > cap)
 		return -EAGAIN;
@@ -242,22 +244,26 @@ void mignet_ring(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 	}
 	pthread_mutex_lock(&ring_lock);
 	cur = mig_epoch(&n->mig);
-	if (want == rch_epoch_version(cur) && !mig_joining(&n->mig))
+	/* The floor first: at the complete epoch this node stops reading through. */
+	rc = mig_take_floor(&n->mig, r.floor);
+	if (rc == 0 && want == rch_epoch_version(cur) && !mig_joining(&n->mig))
 		rc = mig_advance(&n->mig, m->version);
-	else if (want > rch_epoch_version(cur) || mig_joining(&n->mig))
+	else if (rc == 0 && (want > rch_epoch_version(cur) || mig_joining(&n->mig)))
 		rc = begin_change(n, &r, m->version);
 	pthread_mutex_unlock(&ring_lock);
 	if (rc < 0)
 		rep->status = WIRE_ST_UNAVAILABLE;
 	rep->version = mig_epoch(&n->mig);
 	if (cap >= WIRE_HDR_LEN + WIRE_RING_REPLY_LEN) {
-		uint32_t arcs_out, arcs_done;
+		struct wire_ring_reply reply = {
+		    .flags = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0,
+		    .floor = mig_floor(&n->mig)};
+		uint32_t arcs_out;
 
-		mig_warm_progress(&n->mig, &arcs_out, &arcs_done);
-		out[WIRE_HDR_LEN] = mig_warm_done(&n->mig) ? WIRE_RING_F_WARM_DONE : 0;
-		wire_put32(out + WIRE_HDR_LEN + 1, arcs_done);
+		mig_warm_progress(&n->mig, &arcs_out, &reply.arcs_done);
 		rep->value = out + WIRE_HDR_LEN;
-		rep->val_len = WIRE_RING_REPLY_LEN;
+		rep->val_len = (uint32_t)wire_ring_reply_encode(&reply, out + WIRE_HDR_LEN,
+								WIRE_RING_REPLY_LEN);
 	}
 }
 
@@ -275,6 +281,7 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 
 	if (rc == 0) {
 		rep->status = WIRE_ST_NOT_FOUND;
+		rep->version = rec.version; /* this node's version floor */
 		return;
 	}
 	if (rc < 0) {
@@ -339,15 +346,22 @@ static void sleep_ms(uint32_t ms)
 static void *warmup_main(void *arg)
 {
 	struct node *n = arg;
+	struct mig_pace pace = {0};
 	bool was_done = true;
 
 	while (!atomic_load(&n->stop_bg)) {
 		const struct cfg *cfg = __atomic_load_n(&n->cfg, __ATOMIC_ACQUIRE);
-		/* rate / 100 keys every 10 ms: the bound holds over any second. */
-		uint32_t budget = cfg->warmup_keys_per_s / (1000 / MIGNET_TICK_MS);
+		/* The pushes ring.warmup_keys_per_s allows since the last step. */
+		uint32_t budget =
+		    mig_pace_take(&pace, cfg->warmup_keys_per_s, clock_mono_us() / 1000);
 		bool done = false;
-		int rc = mig_warmup_step(&n->mig, budget ? budget : 1, store_now_ms(), &done);
+		int rc;
 
+		if (budget == 0) {
+			sleep_ms(MIGNET_TICK_MS);
+			continue;
+		}
+		rc = mig_warmup_step(&n->mig, budget, store_now_ms(), &done);
 		if (done && !was_done)
 			log_info("warm-up done: %lu keys pushed to their new homes",
 				 (unsigned long)atomic_load(&n->mig.ctr[MIG_CTR_pushed]));

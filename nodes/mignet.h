@@ -13,7 +13,7 @@
 
 #define MIGNET_TRIES   3  /* a FETCH or MIGRATE is sent this many times */
 #define MIGNET_WAIT_MS 20 /* for an answer each time */
-#define MIGNET_TICK_MS 10 /* the warm-up's step: rate / 100 keys per step */
+#define MIGNET_TICK_MS 10 /* between warm-up steps (migrate.h: struct mig_pace) */
 
 /* migrate.c's transport over the node's network; arg is the struct node. */
 extern const struct mig_transport mignet_transport;

@@ -453,8 +453,9 @@ int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint6
 		return -EAGAIN;
 	}
 	if (rc == 0) {
+		/* Nothing there, maybe collected: our versions of it go above its floor. */
 		count(m, MIG_CTR_read_through_miss);
-		return 0;
+		return store_raise_floor(m->st, got.version) ? -EIO : 0;
 	}
 	struct store_record rec = stored_form(&got, now_ms);
 
@@ -491,6 +492,9 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 	if (rc > 0) {
 		*out = moving_form(&rec, now_ms);
 		writes_out(m, hash, out);
+	} else if (rc == 0) {
+		/* Read after the miss: a record collected since is below it. */
+		*out = (struct mig_record){.version = store_floor(m->st)};
 	}
 	mig_unlock(m, hash);
 	if (rc <= 0)
@@ -518,6 +522,16 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
 	return 0;
 }
 
+uint64_t mig_floor(const struct mig *m)
+{
+	return store_floor(m->st);
+}
+
+int mig_take_floor(struct mig *m, uint64_t floor)
+{
+	return store_raise_floor(m->st, floor);
+}
+
 bool mig_warm_done(const struct mig *m)
 {
 	const struct mig_view *v = view_of(m);
@@ -533,6 +547,22 @@ enum mig_warm_phase mig_warm_progress(const struct mig *m, uint32_t *arcs_out, u
 	*arcs_out = atomic_load(&w->arcs_out);
 	*arcs_done = mig_warm_done(m) ? *arcs_out : atomic_load(&w->arcs_done);
 	return mig_warm_done(m) ? MIG_WARM_DONE : (enum mig_warm_phase)atomic_load(&w->warm_phase);
+}
+
+uint32_t mig_pace_take(struct mig_pace *p, uint32_t rate, uint64_t now_ms)
+{
+	uint64_t bucket = (rate + 49) / 50, pushes; /* 20 ms of pushes, rounded up */
+
+	if (!p->started || now_ms < p->last_ms) { /* the first step: one push at most */
+		p->started = true;
+		p->last_ms = now_ms;
+		p->milli = 1000;
+	}
+	p->milli += (now_ms - p->last_ms) * rate; /* rate per s = rate per ms x 1000 */
+	p->last_ms = now_ms;
+	pushes = p->milli / 1000;
+	p->milli %= 1000; /* a slow rate's fraction waits for the next step */
+	return (uint32_t)(pushes < bucket ? pushes : bucket); /* a stall is not made up */
 }
 
 struct warm_ctx {

@@ -71,8 +71,8 @@ struct mig_record {
 struct mig_transport {
 	/*
 	 * FETCH key from node `from` at epoch: 1 with *rec (its value copied to
-	 * buf[0..cap)), 0 when the node holds nothing, negative when it did not
-	 * answer (-ETIMEDOUT) or refused (-EAGAIN).
+	 * buf[0..cap)), 0 when the node holds nothing (rec->version: its version
+	 * floor), negative when it did not answer (-ETIMEDOUT) or refused (-EAGAIN).
 	 */
 	int (*fetch)(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, const void *key,
 		     size_t klen, struct mig_record *rec, void *buf, size_t cap);
@@ -194,16 +194,18 @@ void mig_unlock(struct mig *m, uint64_t hash);
 /*
  * Called by the home of a key, under the key's lock, before it serves a
  * request: when the key is in an active moved arc and not held here, fetch
- * it from the previous home and store it. 0 (held, or nothing to fetch),
- * -EAGAIN (the previous home did not answer: answer UNAVAILABLE), -EIO.
+ * it from the previous home and store it; when the previous home holds
+ * nothing, take its version floor (it may have collected the key's
+ * tombstone). 0 (held, or nothing to fetch), -EAGAIN (the previous home did
+ * not answer: answer UNAVAILABLE), -EIO.
  */
 int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint64_t now_ms);
 
 /*
  * FETCH at this node (as a previous home), epoch the asker's: adopt it when
  * newer, then read the owned record under the key's lock. 1 (*rec, value in
- * buf), 0 none, -EAGAIN (the epoch is of a version this node was not told:
- * ask again later), -EMSGSIZE, -EIO.
+ * buf), 0 none (rec->version: this node's version floor), -EAGAIN (the epoch
+ * is of a version this node was not told: ask again later), -EMSGSIZE, -EIO.
  */
 int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
 		    struct mig_record *rec, void *buf, size_t cap, uint64_t now_ms);
@@ -221,6 +223,33 @@ int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key
  * retries it). *done is set when this node's warm-up has finished.
  */
 int mig_warmup_step(struct mig *m, uint32_t budget, uint64_t now_ms, bool *done);
+/*
+ * The version floor (store.h): above every version this node gave a key it
+ * no longer holds. A RING reply reports it; the switch hands the highest one
+ * it heard to every node with each RING, which mig_take_floor() raises this
+ * node's to before the epoch is taken: once a change is complete, a new home
+ * writes a key its previous home had collected above the collected versions,
+ * without a FETCH. 0 or -EIO.
+ */
+uint64_t mig_floor(const struct mig *m);
+int mig_take_floor(struct mig *m, uint64_t floor);
+
+/*
+ * The warm-up's pace: pushes accrue at `rate` a second (ring.warmup_keys_per_s,
+ * any rate from 1), in thousandths so that a slow rate's fraction carries
+ * over to the next step, and a step takes at most 20 ms of them (at least
+ * 1): in any time T at most rate x T + rate / 50 pass, full rate while steps
+ * come at most 20 ms apart, and a stalled thread does not burst.
+ * mig_pace_take() returns the pushes available at now_ms (monotonic) and
+ * takes them; 0: none yet.
+ */
+struct mig_pace {
+	uint64_t last_ms;
+	uint64_t milli; /* accrued pushes x 1000 */
+	bool started;
+};
+uint32_t mig_pace_take(struct mig_pace *p, uint32_t rate, uint64_t now_ms);
+
 /* Whether this node's warm-up has finished for the running change. */
 bool mig_warm_done(const struct mig *m);
 /*

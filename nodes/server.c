@@ -552,11 +552,20 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 }
 
 /*
+ * How many previous versions a stamped GET may be served from (through.h):
+ * any kept when the switch stamped it, only the newest for a HINT's stamp.
+ */
+static unsigned stamp_depth(const struct wire_msg *m)
+{
+	return (m->flags & WIRE_F_VIA_SWITCH) ? THROUGH_PREVIOUS : 1;
+}
+
+/*
  * The version a GET gets at the home, when not the stored one (rec):
  * 1 with rec (and its value in val) replaced, 0 to serve rec as it is, -1 to
  * answer MOVED to no node ("ask the switch again").
- *  - Stamped with the previous version (docs/design.md section 5,
- *    "Write-through"): that one.
+ *  - Stamped with a kept previous version (docs/design.md section 5,
+ *    "Write-through"; stamp_depth()): that one.
  *  - Stamped by a HINT (a direct read: no switch sees the reply) with a
  *    version the home no longer has: nothing else is safe to serve.
  *  - Otherwise what any read gets there: while a write-through of the key is
@@ -567,7 +576,8 @@ static void store_failed(struct node *n, struct wire_msg *rep, int rc)
 static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
 			uint8_t *val, size_t cap)
 {
-	if (m->version && through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+	if (m->version &&
+	    through_previous(n->through, m->keyhash, m->version, stamp_depth(m), rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return 1;
 	}
@@ -584,14 +594,15 @@ static int home_version(struct node *n, const struct wire_msg *m, struct store_r
 
 /*
  * Whether a replica holds the version a GET is stamped with: its copy, or
- * the copy's previous version (rec replaced). A GET without a stamp takes the copy.
+ * one of the copy's previous versions (rec replaced; stamp_depth()). A GET
+ * without a stamp takes the copy.
  */
 static bool replica_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
 			    uint8_t *val, size_t cap)
 {
 	if (!m->version || rec->version == m->version)
 		return true;
-	if (through_previous(n->through, m->keyhash, m->version, rec, val, cap)) {
+	if (through_previous(n->through, m->keyhash, m->version, stamp_depth(m), rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return true;
 	}

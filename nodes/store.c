@@ -36,8 +36,14 @@ struct store {
 	rocksdb_column_family_handle_t *cf[CF_COUNT];
 	rocksdb_readoptions_t *ropts;
 	rocksdb_writeoptions_t *wopts;
-	/* Written only by the TTL thread under a stripe lock; read by every writer. */
+	/*
+	 * Raised (floor_raise_in(), under floor_lock, so that the value persisted
+	 * last is the highest) by the TTL thread, the warm-up's hand-overs and a
+	 * ring change's floor from elsewhere (store_raise_floor()); read by every
+	 * writer.
+	 */
 	_Atomic uint64_t floor;
+	pthread_mutex_t floor_lock;
 	pthread_mutex_t stripes[STORE_STRIPES];
 	/* Writes per stripe (store_write_begin(), under its lock; store_write_end()). */
 	_Atomic uint64_t writes_begun[STORE_STRIPES];
@@ -143,6 +149,7 @@ struct store *store_open(const char *dir, const struct store_options *opt, char 
 	rocksdb_writeoptions_set_sync(st->wopts, opt->sync ? 1 : 0);
 	for (int i = 0; i < STORE_STRIPES; i++)
 		pthread_mutex_init(&st->stripes[i], NULL);
+	pthread_mutex_init(&st->floor_lock, NULL);
 
 	size_t len = 0;
 	char *v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], floor_key,
@@ -183,12 +190,32 @@ void store_close(struct store *st)
 	rocksdb_options_destroy(st->opts);
 	for (int i = 0; i < STORE_STRIPES; i++)
 		pthread_mutex_destroy(&st->stripes[i]);
+	pthread_mutex_destroy(&st->floor_lock);
 	free(st);
 }
 
 uint64_t store_floor(struct store *st)
 {
 	return atomic_load(&st->floor);
+}
+
+/*
+ * Raise the floor to v in batch b when v is above it; the caller holds
+ * floor_lock until b is written. The floor is published at once, before
+ * the batch: whoever then finds a record gone, even without its lock (a
+ * bypassing write choosing its drop floor, repl.c), sees the raised floor.
+ * Raised too early it is only conservative: the versions after it are higher.
+ */
+static void floor_raise_in(struct store *st, rocksdb_writebatch_t *b, uint64_t v)
+{
+	uint8_t fb[8];
+
+	if (v <= atomic_load(&st->floor))
+		return;
+	wire_put64(fb, v);
+	rocksdb_writebatch_put_cf(b, st->cf[CF_META], floor_key, sizeof(floor_key) - 1, (char *)fb,
+				  8);
+	atomic_store(&st->floor, v);
 }
 
 static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
@@ -466,7 +493,6 @@ static int timer_fire(struct store *st, const struct timer_entry *e, uint8_t typ
 	pthread_mutex_t *lock = stripe(st, keyhash(key, e->klen));
 	struct store_record rec;
 	rocksdb_writebatch_t *b;
-	uint64_t new_floor = 0;
 	int found, remove = 0, rc;
 
 	if (e->cf > STORE_REPLICA)
@@ -482,26 +508,17 @@ static int timer_fire(struct store *st, const struct timer_entry *e, uint8_t typ
 		remove = 1;
 	b = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete_cf(b, st->cf[CF_TIMERS], (const char *)e->raw, e->raw_len);
-	if (remove) {
+	if (remove)
 		rocksdb_writebatch_delete_cf(b, st->cf[e->cf], (const char *)key, e->klen);
-		if (e->cf == STORE_OWNED && rec.version > atomic_load(&st->floor)) {
-			uint8_t fb[8];
-
-			new_floor = rec.version;
-			wire_put64(fb, new_floor);
-			rocksdb_writebatch_put_cf(b, st->cf[CF_META], floor_key,
-						  sizeof(floor_key) - 1, (char *)fb, 8);
-		}
+	if (remove && e->cf == STORE_OWNED) {
+		/* An owned record goes: the floor rises to its version first. */
+		pthread_mutex_lock(&st->floor_lock);
+		floor_raise_in(st, b, rec.version);
+		rc = write_batch(st, b);
+		pthread_mutex_unlock(&st->floor_lock);
+	} else {
+		rc = write_batch(st, b);
 	}
-	/*
-	 * Publish the floor before the record goes: whoever finds the record
-	 * gone, even without the lock (a bypassing write choosing its drop
-	 * floor, repl.c), sees the raised floor. Raised too early it is only
-	 * conservative: the versions after it are higher.
-	 */
-	if (new_floor)
-		atomic_store(&st->floor, new_floor);
-	rc = write_batch(st, b);
 	pthread_mutex_unlock(lock);
 	return rc ? rc : remove;
 }
@@ -752,7 +769,7 @@ int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
 
 int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version)
 {
-	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], fb[8], type;
+	uint8_t tk[TIMER_HDR + WIRE_MAX_KEY], type;
 	pthread_mutex_t *lock = stripe(st, hash);
 	struct store_record old;
 	rocksdb_writebatch_t *b;
@@ -771,15 +788,27 @@ int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen
 		    b, st->cf[CF_TIMERS], (char *)tk,
 		    timer_key(tk, type, old.time_ms, STORE_OWNED, key, klen));
 	/* As the GC does (timer_fire): the floor is raised before the record goes. */
-	if (old.version > atomic_load(&st->floor)) {
-		wire_put64(fb, old.version);
-		rocksdb_writebatch_put_cf(b, st->cf[CF_META], floor_key, sizeof(floor_key) - 1,
-					  (char *)fb, 8);
-		atomic_store(&st->floor, old.version);
-	}
+	pthread_mutex_lock(&st->floor_lock);
+	floor_raise_in(st, b, old.version);
 	rc = write_batch(st, b);
+	pthread_mutex_unlock(&st->floor_lock);
 	pthread_mutex_unlock(lock);
 	return rc ? rc : 1;
+}
+
+int store_raise_floor(struct store *st, uint64_t floor)
+{
+	rocksdb_writebatch_t *b;
+	int rc;
+
+	if (floor <= atomic_load(&st->floor))
+		return 0;
+	b = rocksdb_writebatch_create();
+	pthread_mutex_lock(&st->floor_lock);
+	floor_raise_in(st, b, floor);
+	rc = write_batch(st, b);
+	pthread_mutex_unlock(&st->floor_lock);
+	return rc;
 }
 
 int store_scan_owned(struct store *st, const void *after, size_t alen, uint32_t max,

@@ -206,6 +206,13 @@ int store_adopt(struct store *st, uint64_t hash, const void *key, size_t klen,
  */
 int store_handover(struct store *st, uint64_t hash, const void *key, size_t klen, uint64_t version);
 /*
+ * store_raise_floor: raise the version floor to floor (persisted), when it is
+ * higher: a new home takes the floor of a previous home that holds nothing
+ * of a key, so that its versions of the key stay above every one the
+ * previous home gave. 0 or -EIO.
+ */
+int store_raise_floor(struct store *st, uint64_t floor);
+/*
  * Visit up to max owned records in key order, strictly after the key
  * after[0..alen) (from the first when alen is 0). fn returns 0 to go on, or
  * stops the scan with its value. Returns the number visited or fn's

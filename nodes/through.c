@@ -17,14 +17,16 @@ struct through_slot {
 	bool pushing;		   /* its push is out: readers see the previous version */
 	bool has_holders;
 	uint8_t holders[THROUGH_HOLDERS];
-	bool has_previous;
-	struct store_record previous; /* .value is unused: the bytes are in through.value */
+	/* Versions before the current one, newest at previous[newest]; .value is
+	 * unused: the bytes are in through.value. */
+	uint8_t nprevious, newest;
+	struct store_record previous[THROUGH_PREVIOUS];
 };
 
 struct through {
 	struct through_slot slot[THROUGH_SLOTS];
 	/* Apart from the slots: pages of keys never written through stay untouched. */
-	uint8_t (*value)[THROUGH_MAX_VALUE];
+	uint8_t (*value)[THROUGH_PREVIOUS][THROUGH_MAX_VALUE];
 };
 
 struct through *through_create(void)
@@ -88,23 +90,31 @@ static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool 
 	}
 	s->keyhash = keyhash;
 	s->has_holders = false;
-	s->has_previous = false;
+	s->nprevious = 0;
 	return s;
 }
 
 bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec)
 {
 	struct through_slot *s = lock_slot(t, keyhash, true);
-	bool kept;
+	bool kept = false;
 
 	if (!s)
 		return false;
-	kept = s->has_previous = rec->value_len <= THROUGH_MAX_VALUE;
-	if (kept) {
-		s->previous = *rec;
-		s->previous.value = NULL;
+	if (s->nprevious && s->previous[s->newest].version == rec->version) {
+		kept = true; /* already the newest kept (a push sent again) */
+	} else if (rec->value_len <= THROUGH_MAX_VALUE) {
+		unsigned i = s->nprevious ? (s->newest + 1u) % THROUGH_PREVIOUS : 0;
+
+		s->previous[i] = *rec;
+		s->previous[i].value = NULL;
 		if (rec->value_len)
-			memcpy(t->value[slot_of(keyhash)], rec->value, rec->value_len);
+			memcpy(t->value[slot_of(keyhash)][i], rec->value, rec->value_len);
+		s->newest = (uint8_t)i;
+		s->nprevious += s->nprevious < THROUGH_PREVIOUS;
+		kept = true;
+	} else {
+		s->nprevious = 0; /* too large: what is kept would no longer be the newest */
 	}
 	pthread_mutex_unlock(&s->lock);
 	return kept;
@@ -167,14 +177,14 @@ void through_push_end(struct through *t, uint64_t keyhash)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* The previous version into *rec, its value copied to buf[0..cap); 0 when it does not fit. */
-static int copy_previous(struct through *t, struct through_slot *s, uint64_t keyhash,
+/* The kept version i into *rec, its value copied to buf[0..cap); 0 when it does not fit. */
+static int copy_previous(struct through *t, struct through_slot *s, uint64_t keyhash, unsigned i,
 			 struct store_record *rec, uint8_t *buf, size_t cap)
 {
-	if (s->previous.value_len > cap)
+	if (s->previous[i].value_len > cap)
 		return 0;
-	*rec = s->previous;
-	memcpy(buf, t->value[slot_of(keyhash)], s->previous.value_len);
+	*rec = s->previous[i];
+	memcpy(buf, t->value[slot_of(keyhash)][i], s->previous[i].value_len);
 	rec->value = buf;
 	return 1;
 }
@@ -187,21 +197,26 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 
 	if (!s)
 		return 0;
-	found = s->pushing && s->has_previous && copy_previous(t, s, keyhash, rec, buf, cap);
+	found =
+	    s->pushing && s->nprevious && copy_previous(t, s, keyhash, s->newest, rec, buf, cap);
 	pthread_mutex_unlock(&s->lock);
 	return found;
 }
 
-int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
+int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsigned depth,
 		     struct store_record *rec, uint8_t *buf, size_t cap)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
-	int found;
+	int found = 0;
 
 	if (!s)
 		return 0;
-	found = s->has_previous && s->previous.version == version &&
-		copy_previous(t, s, keyhash, rec, buf, cap);
+	for (unsigned k = 0; k < s->nprevious && k < depth && !found; k++) {
+		unsigned i = (s->newest + THROUGH_PREVIOUS - k) % THROUGH_PREVIOUS;
+
+		if (s->previous[i].version == version)
+			found = copy_previous(t, s, keyhash, i, rec, buf, cap);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return found;
 }
@@ -254,7 +269,7 @@ void through_forget(struct through *t, uint64_t keyhash)
 	s->has_holders = false;
 	if (!s->turn) { /* a write with its turn keeps what its readers see until it ends */
 		s->keyhash = 0;
-		s->has_previous = false;
+		s->nprevious = 0;
 	}
 	pthread_mutex_unlock(&s->lock);
 }

@@ -6,17 +6,15 @@
  * pushes the new version to the nodes holding copies before it answers. Until
  * the switch has seen that answer it still sends reads of the previous
  * version, stamped with it; so the home and every holder keep that previous
- * version here, beside the new one in RocksDB, and serve it to a read stamped
- * with it. One only: a direct read stamped with a stale HINT (an agent whose
- * switch is down) must not be served anything older (keeping more for the
- * switch's reads alone is measured, not shipped: docs/benchmarks.md). While
- * the push is out, the home serves any other read the previous version too:
- * the new one is not complete before the switch has seen it, and a read must
- * never see a version that a later read, stamped by the switch, would not.
- * So the writes of a key take turns: one at a time is pushed and answered.
- * The home also keeps the key's holders: the nodes the switch has copies on
- * now (those REPLICATE pushed to, and those that confirmed the last write),
- * which the next write pushes to.
+ * version (and a few before it: THROUGH_PREVIOUS) here, beside the new one
+ * in RocksDB, and serve it to a read stamped with it. While the push is out,
+ * the home serves any other read the previous version too: the new one is not
+ * complete before the switch has seen it, and a read must never see a version
+ * that a later read, stamped by the switch, would not. So the writes of a key
+ * take turns: one at a time is pushed and answered. The home also keeps the
+ * key's holders: the nodes the switch has copies on now (those REPLICATE
+ * pushed to, and those that confirmed the last write), which the next write
+ * pushes to.
  *
  * A fixed table of slots by keyhash, in memory only: a restart, or another
  * key in the same slot, forgets a key's state. That is always safe: with no
@@ -35,21 +33,35 @@
 
 #define THROUGH_SLOTS	  1024 /* power of 2 */
 #define THROUGH_MAX_VALUE 4096 /* larger previous values are not kept */
-#define THROUGH_HOLDERS	  32   /* bitmap bytes: node ids 1..255 */
+/*
+ * Previous versions kept per key. A read waits in a busy holder's queue while
+ * writes of its key pass it (their pushes go ahead, in the control lane): a
+ * holder that kept only one would send it to the home once two had passed.
+ * Only a read the switch stamped may get one older than the newest previous
+ * (through_previous()'s depth): the switch stamps the version it has seen
+ * complete when it forwards the read, so that version is linearizable however
+ * late the read arrives. A HINT's stamp (an agent reading directly) is older
+ * than the read itself, and an older version could be stale for it.
+ */
+#define THROUGH_PREVIOUS 4
+#define THROUGH_HOLDERS	 32 /* bitmap bytes: node ids 1..255 */
 
 struct through;
 
 struct through *through_create(void);
 void through_destroy(struct through *t);
 
-/* Keep rec (value bytes at rec->value) as keyhash's previous version; false when too large. */
+/*
+ * Keep rec (value bytes at rec->value) as keyhash's newest previous version
+ * (the oldest of THROUGH_PREVIOUS kept is dropped); false when too large.
+ */
 bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
 /*
- * keyhash's previous version when it is exactly version: 1 with *rec filled
- * and its value copied to buf (rec->value = buf), else 0 (also when it does
- * not fit cap).
+ * keyhash's kept previous version that is exactly version, among the newest
+ * depth of them (1..THROUGH_PREVIOUS): 1 with *rec filled and its value copied
+ * to buf (rec->value = buf), else 0 (also when it does not fit cap).
  */
-int through_previous(struct through *t, uint64_t keyhash, uint64_t version,
+int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsigned depth,
 		     struct store_record *rec, uint8_t *buf, size_t cap);
 
 /*

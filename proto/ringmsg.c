@@ -8,7 +8,7 @@
 
 int wire_ring_encode(const struct wire_ring *r, uint8_t *buf, size_t cap)
 {
-	size_t len = 10 + 4 * (size_t)r->nmembers;
+	size_t len = 18 + 4 * (size_t)r->nmembers;
 
 	if (r->nmembers == 0 || r->nmembers > WIRE_RING_MAX_MEMBERS)
 		return -EINVAL;
@@ -22,6 +22,7 @@ int wire_ring_encode(const struct wire_ring *r, uint8_t *buf, size_t cap)
 		wire_put16(buf + 10 + 4 * i, r->members[i].id);
 		wire_put16(buf + 12 + 4 * i, r->members[i].weight);
 	}
+	wire_put64(buf + len - 8, r->floor);
 	return (int)len;
 }
 
@@ -34,8 +35,9 @@ int wire_ring_decode(const struct wire_msg *msg, struct wire_ring *r)
 	r->prev_version = wire_get64(p);
 	r->nmembers = wire_get16(p + 8);
 	if (r->nmembers == 0 || r->nmembers > WIRE_RING_MAX_MEMBERS ||
-	    msg->val_len != 10 + 4 * (uint32_t)r->nmembers)
+	    msg->val_len != 18 + 4 * (uint32_t)r->nmembers)
 		return -EINVAL;
+	r->floor = wire_get64(p + msg->val_len - 8);
 	for (uint16_t i = 0; i < r->nmembers; i++) {
 		r->members[i].id = wire_get16(p + 10 + 4 * i);
 		r->members[i].weight = wire_get16(p + 12 + 4 * i);
@@ -43,6 +45,26 @@ int wire_ring_decode(const struct wire_msg *msg, struct wire_ring *r)
 		    r->members[i].weight == 0 || r->members[i].weight > 100)
 			return -EINVAL;
 	}
+	return 0;
+}
+
+int wire_ring_reply_encode(const struct wire_ring_reply *r, uint8_t *buf, size_t cap)
+{
+	if (cap < WIRE_RING_REPLY_LEN)
+		return -EMSGSIZE;
+	buf[0] = r->flags;
+	wire_put32(buf + 1, r->arcs_done);
+	wire_put64(buf + 5, r->floor);
+	return WIRE_RING_REPLY_LEN;
+}
+
+int wire_ring_reply_decode(const struct wire_msg *msg, struct wire_ring_reply *r)
+{
+	if (msg->val_len != WIRE_RING_REPLY_LEN)
+		return -EINVAL;
+	r->flags = msg->value[0];
+	r->arcs_done = wire_get32(msg->value + 1);
+	r->floor = wire_get64(msg->value + 5);
 	return 0;
 }
 

@@ -500,6 +500,7 @@ void members_take_reply(struct sw *sw, const struct wire_msg *msg)
 	struct members *m = sw->members;
 	uint16_t id = msg->node;
 	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+	struct wire_ring_reply reply;
 
 	if (!n || !m->changing || !m->driving)
 		return;
@@ -515,18 +516,25 @@ void members_take_reply(struct sw *sw, const struct wire_msg *msg)
 	m->ring_acks++;
 	if (msg->version > m->acked[id])
 		m->acked[id] = msg->version;
-	if (msg->version >= rch_epoch(m->next.version, m->change.narcs) && msg->val_len >= 1 &&
-	    (msg->value[0] & WIRE_RING_F_WARM_DONE))
+	if (wire_ring_reply_decode(msg, &reply) != 0)
+		return;
+	if (msg->version >= rch_epoch(m->next.version, m->change.narcs) &&
+	    (reply.flags & WIRE_RING_F_WARM_DONE))
 		m->warm[id] = true;
 	/* Its arcs done, in the order of the arcs (a count of its own; never more than it has). */
-	if (rch_epoch_version(msg->version) == m->next.version &&
-	    msg->val_len >= WIRE_RING_REPLY_LEN) {
-		uint32_t done = wire_get32(msg->value + 1);
-
-		m->arcs_done[id] = done < m->outgoing[id] ? done : m->outgoing[id];
-	}
+	if (rch_epoch_version(msg->version) == m->next.version)
+		m->arcs_done[id] =
+		    reply.arcs_done < m->outgoing[id] ? reply.arcs_done : m->outgoing[id];
 	if (m->warm[id])
 		m->arcs_done[id] = m->outgoing[id];
+	/*
+	 * Every RING carries the highest floor heard: the complete epoch goes out
+	 * only after every previous home said its warm-up is done, floor included,
+	 * so every node takes a floor above each version a previous home gave a
+	 * key it no longer holds before it stops reading through (design.md).
+	 */
+	if (reply.floor > m->prev_members.floor)
+		m->prev_members.floor = reply.floor;
 }
 
 /* ---- ring apply: validate, then start the change. ------------------------------------ */
@@ -605,9 +613,10 @@ static void begin(struct sw *sw, const struct rchange *change)
 {
 	struct members *m = sw->members;
 
-	/* The previous ring's members, for the nodes (RING). */
+	/* The previous ring's members, for the nodes (RING); no floor heard yet. */
 	m->prev_members.prev_version = m->prev.version;
 	m->prev_members.nmembers = m->prev.nnodes;
+	m->prev_members.floor = 0;
 	for (uint16_t i = 0; i < m->prev.nnodes; i++)
 		m->prev_members.members[i] = (struct wire_ring_member){
 		    .id = m->prev.nodes[i].id, .weight = (uint16_t)m->prev.nodes[i].weight};
@@ -698,9 +707,9 @@ static json_t *apply(struct sw *sw, const char *path)
 	char err[CFG_ERR_LEN];
 
 	if (m->changing)
-		return json_pack("{s:b, s:s}", "ok", 0, "error",
-				 "a ring change is in progress; wait until `cdtctl ring show` "
-				 "says it is complete");
+		return ctl_error("%s: a ring change is in progress; wait until `cdtctl ring show` "
+				 "says it is stable",
+				 path);
 	if (m->ncfgs == MEMBERS_MAX_CFGS)
 		return ctl_error("%s: too many ring changes for one switch process; restart it",
 				 path);

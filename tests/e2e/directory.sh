@@ -80,7 +80,7 @@ churn() { # flip the directory off and on: every flip retires and re-installs
 for mode in inpath hint; do
 	churn &
 	churn_pid=$!
-	bench --mode "$mode" --key-prefix "lin-$mode:" --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 16 \
+	bench --mode "$mode" --key-prefix "lin-$mode:" --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 24 \
 		--concurrency 12 --duration 5 --history "$run/lin-$mode.history" \
 		--json "$run/lin-$mode.json"
 	kill $churn_pid 2>/dev/null || true

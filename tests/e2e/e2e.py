@@ -37,9 +37,10 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                replica set, health or lease, each counted by its reason
                (two peer switches, one-arm)
   membership   add a 9th node under load (cdtctl ring apply), then remove n3
-               (weight 0): no acknowledged write lost, the history (and a final
-               read pass) linearizable, errors rare and only while a change
-               runs (one-arm)
+               (weight 0, drained at 40 keys/s: its arcs seen done one by one,
+               the rate kept): no acknowledged write lost, the history (and a
+               final read pass) linearizable, errors rare and only while a
+               change runs (one-arm)
   membership-restart  add a 9th node and kill -9 the switch in the middle of
                the ramp: restarted, `cdtctl ring resume` completes the change;
                nothing acknowledged lost, the history linearizable (one-arm,
@@ -235,6 +236,19 @@ class Testbed:
     def counters(self):
         s = self.cdtctl("stats")
         return dict(s["counters"], **s["drops"])
+
+    def node_counters(self, name):
+        """A node's counters file (SIGUSR1 writes it; waited for, 2 s at most)."""
+        path = os.path.join(self.run_dir, "data", name, "counters")
+        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+        os.kill(self.pid(name), signal.SIGUSR1)
+        for _ in range(200):
+            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        with open(path) as f:
+            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
 
     def agent_cmd(self, *args):
         return ["ip", "netns", "exec", f"{NSP}a1", os.path.join(self.build, "agent", "skewless"),
@@ -882,30 +896,38 @@ def ring_change(tb, edit, t0, events, interrupt=None):
         f" ({100 * r['moved_share']:.1f}% of the keyspace) at {start:.1f} s")
     if interrupt:
         interrupt()
-    wait_stable(tb, t0, start, events)
+    return wait_stable(tb, t0, start, events)
 
 
 def wait_stable(tb, t0, start, events):
-    """Wait (60 s at most) until the switch says the change is complete."""
+    """Wait (60 s at most) until the switch says the change is complete. Returns
+    the arcs done `ring show` counted while the change ran (each new value, in
+    order), the change's arcs, and the seconds from the first `warmup` seen to
+    complete."""
     deadline = time.monotonic() + 60
     progress = []  # arcs done, as ring show counts them arc by arc, while the warm-up runs
+    warmup_seen = None
     while time.monotonic() < deadline:
         show = tb.cdtctl("ring", "show")
         if show["state"] == "stable":
             break
+        if show["state"] == "warmup" and warmup_seen is None:
+            warmup_seen = time.monotonic()
         if show.get("arcs_done") is not None and show["state"] in ("ramp", "warmup") and (
                 not progress or progress[-1] != show["arcs_done"]):
             progress.append(show["arcs_done"])
         time.sleep(0.2)
+    warm_s = time.monotonic() - warmup_seen if warmup_seen else 0.0
     end = time.monotonic() - t0
     check(show["state"] == "stable", f"ring version {show['version']} complete in"
           f" {end - start:.1f} s ({show['ring_sent']} RING sent, {show['rehomed']} hot keys"
           f" re-homed)")
     check(progress == sorted(progress) and show["arcs_done"] == show["arcs"]
           and all(n["arcs_done"] == n["arcs_out"] for n in show["nodes"]),
-          f"the warm-up marks arcs done one by one: {progress} of {show['arcs']} seen while it"
-          f" ran, all {show['arcs']} at the end")
+          f"the arcs done never went back ({progress[:12]} of {show['arcs']} seen while the"
+          f" change ran), all {show['arcs']} at the end")
     events.append((f"v{show['version']}", start, end, show["rehomed"]))
+    return progress, show["arcs"], warm_s
 
 
 def lost_acked(histories):
@@ -947,17 +969,10 @@ def membership_report(tb, s, final, history, events, keys):
     migrated = 0
     for n in new_cfg["nodes"]:
         try:
-            os.kill(tb.pid(n["name"]), signal.SIGUSR1)
+            c = tb.node_counters(n["name"])
+            migrated += c.get("mig_pushed", 0) + c.get("mig_read_through", 0)
         except OSError:
-            continue
-    time.sleep(0.5)
-    for n in new_cfg["nodes"]:
-        try:
-            with open(os.path.join(tb.run_dir, "data", n["name"], "counters")) as f:
-                c = dict(line.split() for line in f if len(line.split()) == 2)
-            migrated += int(c.get("mig_pushed", 0)) + int(c.get("mig_read_through", 0))
-        except OSError:
-            pass
+            pass  # a node that is not running
     lost, unread = lost_acked([(history, False), (final, True)])
     r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
                         history, final], capture_output=True, text=True, timeout=300)
@@ -976,6 +991,10 @@ def scenario_membership(tb):
     tb.up()
     keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
     events = []
+    # n3 drains its ~250 keys at 40 a second: some 6 s of warm-up, long enough to
+    # watch `ring show` count its arcs done one by one and to time the rate.
+    DRAIN_RATE = 40
+    drain = []  # the removal's arcs done seen, its arcs, its warm-up seconds, n3's pushes
     # A bad config is one clear line and changes nothing: the same ring version.
     bad_path = os.path.join(tb.dir, "bad.json")
     shutil.copy(tb.config, bad_path)
@@ -1006,13 +1025,25 @@ def scenario_membership(tb):
             for n in cfg["nodes"]:
                 if n["name"] == "n3":
                     n["weight"] = 0
-        ring_change(tb, remove, t0, events)
+            cfg["ring"].update(warmup_keys_per_s=DRAIN_RATE, ramp_ms=5000)
+        pushed = tb.node_counters("n3").get("mig_pushed", 0)
+        drain.extend(ring_change(tb, remove, t0, events))
+        drain.append(tb.node_counters("n3").get("mig_pushed", 0) - pushed)
 
     s, history = run_bench(tb, "membership", [
         "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
         "--concurrency", str(conc), "--duration", str(duration), "--seed", "7"],
         add_then_remove)
     check(len(events) == 2, "both ring changes ran during the load")
+    progress, arcs, warm_s, pushed = drain
+    between = sorted({p for p in progress if 0 < p < arcs})
+    check(len(between) >= 3, f"the drain marks n3's arcs done one by one: {len(between)} counts"
+          f" between 0 and {arcs} seen ({between[:8]}...)")
+    # Pushing began at most one poll (0.2 s) before `warmup` was seen; a pace lets
+    # one push and 20 ms of rate more than rate x time through (nodes/migrate.h).
+    least = (pushed - 2) / DRAIN_RATE - 0.4
+    check(warm_s >= least, f"the drain kept ring.warmup_keys_per_s {DRAIN_RATE}: n3 pushed"
+          f" {pushed} records in {warm_s:.1f} s of warm-up (at least {least:.1f} s)")
     for t in s["timeline"]:
         log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
     # Every key read after the changes: the writes acknowledged must all be there.
@@ -1184,24 +1215,12 @@ def scenario_spoof(tb):
     outsider = next(n for n in sorted(nodes) if n not in entry["replicas"])
     digest_node = next(n for n in sorted(nodes) if n not in (home, holder, outsider))
 
-    def node_counters(name):
-        path = os.path.join(tb.run_dir, "data", name, "counters")
-        before = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
-        os.kill(tb.pid(name), signal.SIGUSR1)
-        for _ in range(200):
-            if os.path.exists(path) and os.stat(path).st_mtime_ns != before:
-                break
-            time.sleep(0.01)
-        time.sleep(0.05)
-        with open(path) as f:
-            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
-
     # A write of the key goes through to both holders, sealed both ways (the
     # home's RC_REQ on its own socket, the holders' RC_ACKs back to it).
-    through0 = node_counters(home)
+    through0 = tb.node_counters(home)
     check(cli("put", key, "real-2").get("status") == "OK",
           f"put {key} = real-2 through the switch")
-    through1 = node_counters(home)
+    through1 = tb.node_counters(home)
     confirmed = (through1.get("write_through_confirmed", 0) -
                  through0.get("write_through_confirmed", 0))
     check(confirmed == 2 and through1.get("auth_bad_reply", 0) == 0,
@@ -1266,7 +1285,7 @@ def scenario_spoof(tb):
           before["outsider"]["status"] == 2,
           f"before: {holder} serves its copy, {outsider} has none (MOVED)")
     sw_before = tb.counters()
-    n_before = {n: node_counters(n) for n in (home, holder)}
+    n_before = {n: tb.node_counters(n) for n in (home, holder)}
 
     sender = os.path.join(tb.dir, "spoof.py")
     with open(sender, "w") as f:
@@ -1292,7 +1311,7 @@ def scenario_spoof(tb):
           "the spoofed digest said 0")
 
     sw_after = tb.counters()
-    n_after = {n: node_counters(n) for n in (home, holder)}
+    n_after = {n: tb.node_counters(n) for n in (home, holder)}
     want = [("switch", sw_after, sw_before, "auth_missing", 3 * count),
             ("switch", sw_after, sw_before, "auth_bad", 3 * count),
             ("switch", sw_after, sw_before, "reply_not_from_node", count),

@@ -179,7 +179,7 @@ isolate() { # on|off: both switch ports; hosts still reach both switches
 	ip -n "${ns}fabric" link set dev w1-fabric type bridge_slave isolated "$1"
 	ip -n "${ns}fabric" link set dev w2-fabric type bridge_slave isolated "$1"
 }
-lin=(--key-prefix lin: --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 16 --concurrency 6)
+lin=(--key-prefix lin: --keys 6 --dist zipf:0.99 --read-ratio 0.7 --value-size 24 --concurrency 6)
 # The same few keys written and read through both switches; c2's skewed stream measures balance.
 bench c1 w1 "${lin[@]}" --duration 9 --history "$run/c1.history" --json "$run/c1.json" & bench_pids+=($!)
 bench c2 w2 "${lin[@]}" --duration 9 --history "$run/c2.history" --json "$run/c2.json" & bench_pids+=($!)
@@ -302,7 +302,7 @@ ring_wait() {
 	done
 	return 1
 }
-elin=(--key-prefix ring: --keys 200 --dist uniform --read-ratio 0.5 --value-size 16 --concurrency 4)
+elin=(--key-prefix ring: --keys 200 --dist uniform --read-ratio 0.5 --value-size 24 --concurrency 4)
 bench c1 w1 "${elin[@]}" --duration 16 --history "$run/e1.history" --json "$run/e1.json" & bench_pids+=($!)
 bench c2 w2 "${elin[@]}" --duration 16 --history "$run/e2.history" --json "$run/e2.json" & bench_pids+=($!)
 sleep 1

@@ -135,10 +135,12 @@ def corpus(keys):
         out.append(("MIGRATE_REPLY", datagram(0x96, k, version=3 + i, node=1, keyhash=kh)))
     for seq in (1, 2, 1000):
         out.append(("DIGEST", datagram(0x20, value=digest_payload(seq), node=1)))
-    # A node's RING reply (to the switch's control thread): its epoch, u8 flags. RING
-    # requests themselves are left out: a valid one begins a ring change at the node.
+    # A node's RING reply (to the switch's control thread): its epoch; u8 flags, be32
+    # arcs done, be64 version floor. RING requests themselves are left out: a valid
+    # one begins a ring change at the node.
     for flags in (0, 1):
-        out.append(("RING_REPLY", datagram(0x94, value=bytes([flags]), version=1, node=1)))
+        out.append(("RING_REPLY", datagram(0x94, value=struct.pack("!BIQ", flags, 3, 40),
+                                           version=1, node=1)))
     scores = struct.pack("!HBBI", 1, 97, 1, 40) + struct.pack("!HBBI", 2, 0, 0, 0xffffffff)
     out.append(("SYNC_SCORES", datagram(0x30, value=sync_payload(0, scores, 2), flags=0x2)))
     cands = b"".join(struct.pack("!QIH", kh, 10 + j, min(len(k), 256)) + k[:256]

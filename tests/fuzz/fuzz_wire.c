@@ -168,6 +168,17 @@ static void fuzz_ring(const struct wire_msg *m)
 	same(out, m->value, m->val_len);
 }
 
+static void fuzz_ring_reply(const struct wire_msg *m)
+{
+	struct wire_ring_reply r;
+
+	if (wire_ring_reply_decode(m, &r) != 0)
+		return;
+	if (wire_ring_reply_encode(&r, out, sizeof(out)) != (int)m->val_len)
+		abort();
+	same(out, m->value, m->val_len);
+}
+
 /* MIGRATE and FETCH replies: a record prefix, then the value bytes. */
 static void fuzz_mig_record(const struct wire_msg *m)
 {
@@ -213,6 +224,9 @@ static void fuzz_payload(const struct wire_msg *m)
 	case WIRE_OP_RING:
 		fuzz_ring(m);
 		break;
+	case WIRE_OP_RING | WIRE_REPLY:
+		fuzz_ring_reply(m);
+		break;
 	case WIRE_OP_MIGRATE:
 	case WIRE_OP_FETCH | WIRE_REPLY:
 		fuzz_mig_record(m);
@@ -221,9 +235,16 @@ static void fuzz_payload(const struct wire_msg *m)
 }
 
 static const uint8_t payload_ops[] = {
-    WIRE_OP_REPLICATE,	       WIRE_OP_RC_REQ, WIRE_OP_RC_ACK,
-    WIRE_OP_HINT | WIRE_REPLY, WIRE_OP_DIGEST, WIRE_OP_SYNC,
-    WIRE_OP_RING,	       WIRE_OP_MIGRATE, WIRE_OP_FETCH | WIRE_REPLY,
+    WIRE_OP_REPLICATE,
+    WIRE_OP_RC_REQ,
+    WIRE_OP_RC_ACK,
+    WIRE_OP_HINT | WIRE_REPLY,
+    WIRE_OP_DIGEST,
+    WIRE_OP_SYNC,
+    WIRE_OP_RING,
+    WIRE_OP_MIGRATE,
+    WIRE_OP_FETCH | WIRE_REPLY,
+    WIRE_OP_RING | WIRE_REPLY,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

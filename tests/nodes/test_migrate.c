@@ -575,6 +575,123 @@ START_TEST(retry_across_the_cut_over)
 }
 END_TEST
 
+/* Delete key i at its home and collect the tombstone there, as tombstone GC does. */
+static void delete_and_collect(uint32_t i)
+{
+	char key[32];
+	size_t klen;
+	uint32_t removed = 0;
+	int home;
+
+	ck_assert_int_eq(write_at_home(i, true), 0);
+	key_of(i, key, sizeof(key), &klen);
+	home = mig_home(&hosts[1].mig, keyhash(key, klen));
+	ck_assert_int_eq(store_gc_round(hosts[home].st, store_now_ms() + 1000, 1000000, &removed),
+			 0);
+	ck_assert_uint_gt(removed, 0);
+	ck_assert_uint_ge(store_floor(hosts[home].st), want[i].version);
+}
+
+/*
+ * Keys whose tombstones their previous homes collected before the change:
+ * a previous home holds nothing of them, only its version floor remembers
+ * their versions. Written again at the new home, each must still get a
+ * version above every one its previous home gave: a read through (the FETCH
+ * answer carries the floor), and, at the other previous home, a key first
+ * written after the change is complete, with no FETCH (every node takes the
+ * highest floor the switch heard of before it takes the complete epoch).
+ */
+START_TEST(versions_above_what_was_collected)
+{
+	uint32_t narcs = all_active(), a, b;
+	uint64_t floor = 0;
+	int old_a, old_b;
+
+	boot(1, &r2, false);
+	boot(2, &r2, false);
+	boot(3, &r3, true);
+	a = moving_key(0, &old_a);
+	b = moving_key(a + 1, &old_b);
+	while (old_b == old_a) /* b from the other previous home */
+		b = moving_key(b + 1, &old_b);
+	for (int round = 0; round < 20; round++)
+		ck_assert_int_eq(write_at_home(a, false), 0);
+	for (int round = 0; round < 40; round++) /* b's versions above a's previous home's */
+		ck_assert_int_eq(write_at_home(b, false), 0);
+	delete_and_collect(a);
+	delete_and_collect(b);
+	for (int id = 1; id <= 3; id++) {
+		ck_assert_int_eq(mig_begin(&hosts[id].mig, &r2, &r3, 0), 0);
+		ck_assert_int_ge(mig_advance(&hosts[id].mig, rch_epoch(2, narcs)), 0);
+	}
+	/* Read through: nothing at the previous home, but its floor. */
+	ck_assert_int_eq(write_at_home(a, false), 0); /* asserts the version is above */
+	ck_assert_uint_gt(atomic_load(&hosts[3].mig.ctr[MIG_CTR_read_through_miss]), 0);
+	ck_assert_uint_lt(mig_floor(&hosts[3].mig), want[b].version);
+
+	/* Complete (b never read through): every node takes the highest floor first. */
+	warm_until_done(1, 1000);
+	warm_until_done(2, 1000);
+	warm_until_done(3, 1000);
+	for (int id = 1; id <= 3; id++) {
+		uint64_t f = mig_floor(&hosts[id].mig);
+
+		floor = f > floor ? f : floor;
+	}
+	for (int id = 1; id <= 3; id++) {
+		ck_assert_int_eq(mig_take_floor(&hosts[id].mig, floor), 0);
+		ck_assert_int_eq(mig_advance(&hosts[id].mig, rch_epoch(2, RCH_COMPLETE)), 1);
+	}
+	ck_assert_int_eq(write_at_home(b, false), 0);
+	/* The floor taken survives a restart. */
+	crash(3);
+	boot(3, &r3, false);
+	ck_assert_uint_ge(mig_floor(&hosts[3].mig), floor);
+}
+END_TEST
+
+/* Pushes a pace allows from 0 to `ms`, taken every `every` ms. */
+static uint64_t paced(uint32_t rate, uint64_t ms, uint64_t every)
+{
+	struct mig_pace pace = {0};
+	uint64_t total = 0;
+
+	for (uint64_t t = 1000; t <= 1000 + ms; t += every)
+		total += mig_pace_take(&pace, rate, t);
+	return total;
+}
+
+/*
+ * The warm-up's pace keeps ring.warmup_keys_per_s at any rate the config
+ * allows (1..1000000), with steps every 10 ms or at odd times up to 20 ms
+ * apart, and a stall is not made up in a burst.
+ */
+START_TEST(warm_up_pace)
+{
+	static const uint32_t rates[] = {1, 7, 50, 99, 150, 5000, 1000000};
+	struct mig_pace pace = {0};
+
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		uint64_t want = (uint64_t)rates[i] * 10, bucket = (rates[i] + 49) / 50;
+
+		for (uint64_t every = 10; every <= 17; every += 7) {
+			uint64_t got = paced(rates[i], 10000, every);
+
+			ck_assert_msg(got <= want + bucket && got + bucket + 1 >= want,
+				      "rate %u, a step every %lu ms: %lu pushes in 10 s, want %lu",
+				      rates[i], (unsigned long)every, (unsigned long)got,
+				      (unsigned long)want);
+		}
+	}
+	/* 5 s without a step: no more than 20 ms of pushes after it. */
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 1000), 1);
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 6000), 100);
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 6000), 0);
+	/* A clock that went back starts again, with one push. */
+	ck_assert_uint_eq(mig_pace_take(&pace, 5000, 10), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("migrate");
@@ -587,6 +704,8 @@ int main(void)
 	tcase_add_test(tc, add_then_remove_a_node);
 	tcase_add_test(tc, one_change_at_a_time);
 	tcase_add_test(tc, retry_across_the_cut_over);
+	tcase_add_test(tc, versions_above_what_was_collected);
+	tcase_add_test(tc, warm_up_pace);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

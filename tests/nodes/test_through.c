@@ -18,7 +18,7 @@ static struct store_record version_rec(uint64_t v, char *buf, size_t cap)
 				     .value_len = (uint32_t)n};
 }
 
-START_TEST(keeps_the_previous_version)
+START_TEST(keeps_the_newest_previous_versions)
 {
 	struct through *t = through_create();
 	const uint64_t kh = 0x1234;
@@ -27,25 +27,36 @@ START_TEST(keeps_the_previous_version)
 	char buf[32];
 
 	ck_assert_ptr_nonnull(t);
-	for (uint64_t v = 1; v <= 2; v++) {
+	for (uint64_t v = 1; v <= THROUGH_PREVIOUS + 1; v++) {
 		struct store_record r = version_rec(v, buf, sizeof(buf));
 
 		ck_assert(through_keep_previous(t, kh, &r));
 	}
-	/* The older went; the one kept is served exactly, with its own bytes. */
-	ck_assert_int_eq(through_previous(t, kh, 1, &rec, out, sizeof(out)), 0);
-	ck_assert_int_eq(through_previous(t, kh, 2, &rec, out, sizeof(out)), 1);
-	ck_assert_uint_eq(rec.version, 2);
-	ck_assert_uint_eq(rec.value_len, strlen("value-2"));
-	ck_assert(memcmp(rec.value, "value-2", rec.value_len) == 0);
-	/* Kept again (a push sent twice): still served. */
-	struct store_record again = version_rec(2, buf, sizeof(buf));
+	/* The oldest went; each of the others is served exactly, with its own bytes. */
+	ck_assert_int_eq(through_previous(t, kh, 1, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 0);
+	for (uint64_t v = 2; v <= THROUGH_PREVIOUS + 1; v++) {
+		char want[32];
+
+		ck_assert_int_eq(
+		    through_previous(t, kh, v, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 1);
+		ck_assert_uint_eq(rec.version, v);
+		snprintf(want, sizeof(want), "value-%llu", (unsigned long long)v);
+		ck_assert_uint_eq(rec.value_len, strlen(want));
+		ck_assert(memcmp(rec.value, want, rec.value_len) == 0);
+	}
+	/* A HINT's stamp (depth 1) gets only the newest previous version. */
+	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS + 1, 1, &rec, out, sizeof(out)),
+			 1);
+	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)), 0);
+	/* Kept again (a push sent twice): no second copy pushes out another. */
+	struct store_record again = version_rec(THROUGH_PREVIOUS + 1, buf, sizeof(buf));
 
 	ck_assert(through_keep_previous(t, kh, &again));
-	ck_assert_int_eq(through_previous(t, kh, 2, &rec, out, sizeof(out)), 1);
+	ck_assert_int_eq(through_previous(t, kh, 2, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 1);
 	/* Too small a buffer: not served. Another key: nothing. */
-	ck_assert_int_eq(through_previous(t, kh, 2, &rec, out, 3), 0);
-	ck_assert_int_eq(through_previous(t, kh + 1, 2, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, 2, THROUGH_PREVIOUS, &rec, out, 3), 0);
+	ck_assert_int_eq(through_previous(t, kh + 1, 2, THROUGH_PREVIOUS, &rec, out, sizeof(out)),
+			 0);
 	through_destroy(t);
 }
 END_TEST
@@ -120,7 +131,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_test(tc, keeps_the_previous_version);
+	tcase_add_test(tc, keeps_the_newest_previous_versions);
 	tcase_add_test(tc, readers_see_the_newest_previous_while_pushing);
 	tcase_add_test(tc, a_key_without_holders_has_no_turn);
 	tcase_add_test(tc, a_replicate_claims_the_turn_and_a_write_waits_for_it);

@@ -216,7 +216,7 @@ END_TEST
 
 START_TEST(ring_payloads_round_trip_and_reject)
 {
-	struct wire_ring r = {.prev_version = 7, .nmembers = 3}, back;
+	struct wire_ring r = {.prev_version = 7, .nmembers = 3, .floor = 1ull << 40}, back;
 	uint8_t buf[64], pbuf[WIRE_MIG_PREFIX_MAX + 8];
 	struct wire_msg m = {.op = WIRE_OP_RING, .value = buf};
 	int len;
@@ -224,18 +224,39 @@ START_TEST(ring_payloads_round_trip_and_reject)
 	for (int i = 0; i < 3; i++)
 		r.members[i] = (struct wire_ring_member){.id = (uint16_t)(i + 1), .weight = 1};
 	len = wire_ring_encode(&r, buf, sizeof(buf));
-	ck_assert_int_eq(len, 10 + 12);
+	ck_assert_int_eq(len, 18 + 12);
 	m.val_len = (uint32_t)len;
 	ck_assert_int_eq(wire_ring_decode(&m, &back), 0);
 	ck_assert_uint_eq(back.prev_version, 7);
 	ck_assert_uint_eq(back.nmembers, 3);
 	ck_assert_uint_eq(back.members[2].id, 3);
-	m.val_len = (uint32_t)len - 1; /* a length that is not 10 + 4n */
+	ck_assert_uint_eq(back.floor, 1ull << 40);
+	m.val_len = (uint32_t)len - 8; /* the floor missing: a length that is not 18 + 4n */
+	ck_assert_int_eq(wire_ring_decode(&m, &back), -EINVAL);
+	m.val_len = (uint32_t)len - 1;
 	ck_assert_int_eq(wire_ring_decode(&m, &back), -EINVAL);
 	m.val_len = (uint32_t)len;
 	buf[10 + 4 * 1 + 3] = 101; /* a weight above 100 */
 	ck_assert_int_eq(wire_ring_decode(&m, &back), -EINVAL);
 	ck_assert_int_eq(wire_ring_encode(&r, buf, 12), -EMSGSIZE);
+
+	/* A node's answer: its warm-up, its arcs done, its version floor. */
+	struct wire_ring_reply rr = {.flags = WIRE_RING_F_WARM_DONE,
+				     .arcs_done = 70000,
+				     .floor = 123456789012ull},
+			       rb;
+	struct wire_msg reply = {.op = WIRE_OP_RING | WIRE_REPLY, .value = buf};
+
+	ck_assert_int_eq(wire_ring_reply_encode(&rr, buf, WIRE_RING_REPLY_LEN - 1), -EMSGSIZE);
+	len = wire_ring_reply_encode(&rr, buf, sizeof(buf));
+	ck_assert_int_eq(len, WIRE_RING_REPLY_LEN);
+	reply.val_len = (uint32_t)len;
+	ck_assert_int_eq(wire_ring_reply_decode(&reply, &rb), 0);
+	ck_assert_uint_eq(rb.flags, WIRE_RING_F_WARM_DONE);
+	ck_assert_uint_eq(rb.arcs_done, 70000);
+	ck_assert_uint_eq(rb.floor, 123456789012ull);
+	reply.val_len = 5; /* the earlier layout, without the floor */
+	ck_assert_int_eq(wire_ring_reply_decode(&reply, &rb), -EINVAL);
 
 	struct wire_mig_prefix p = {.kind = 0, .version_low = 2, .ttl_ms = 5000}, q;
 	const uint8_t *val;

@@ -2356,6 +2356,100 @@ START_TEST(peer_ring_change_followed)
 }
 END_TEST
 
+/* Replace the first `from` in text[0..cap) with `to`. */
+static void substitute(char *text, size_t cap, const char *from, const char *to)
+{
+	static char out[8192];
+	const char *at = strstr(text, from);
+
+	ck_assert_msg(at != NULL, "no %s in %s", from, text);
+	snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	snprintf(text, cap, "%s", out);
+}
+
+/* conf_json at ring version `version`. */
+static void conf_at(char *out, size_t cap, int version)
+{
+	snprintf(out, cap, "{\"ring\": {\"version\": %d},%s", version, conf_json + 1);
+}
+
+/* `ring apply` of a file with text: refused in one line that names the file and why. */
+static void apply_refused(const char *path, const char *text, const char *why)
+{
+	char line[600], hex[512];
+	char *out;
+
+	write_file(path, text);
+	snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+	out = ctl_command(&sw, line);
+	ck_assert_msg(strstr(out, "\"ok\":false") && strstr(out, why) && strstr(out, path) &&
+			  !strstr(out, "\\n"),
+		      "%s: want one line with %s, got %s", text, why, out);
+	free(out);
+}
+
+/*
+ * `ring apply` validates the file before anything changes: a file that does
+ * not parse, a ring.version not above the running one, a running node
+ * dropped or moved, the service changed, no ring to build. Each is one line
+ * naming the file, and the switch still runs its ring and config as before;
+ * then a valid file (n4 drained) begins the change, and another apply waits
+ * until it is complete.
+ */
+START_TEST(ring_apply_validates)
+{
+	static char text[4096];
+	char dir[] = "/tmp/skl-sw-apply-XXXXXX", path[64], line[600], hex[512];
+	const struct cfg *running = sw.cfg;
+	static const char n4[] = ", {\"id\": 4, \"name\": \"n4\", \"ip\": \"10.77.0.4\"}";
+	char *out;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/next.json", dir);
+	apply_refused(path, "{\"ring\": ", "");
+	apply_refused(path, conf_json,
+		      "ring.version: expected more than 1 (the running ring), got 1");
+	conf_at(text, sizeof(text), 2);
+	substitute(text, sizeof(text), n4, "");
+	apply_refused(path, text, "node n4 (id 4) is in the running config");
+	conf_at(text, sizeof(text), 2);
+	substitute(text, sizeof(text), "\"10.77.0.2\"", "\"10.77.0.12\"");
+	apply_refused(path, text, "node n2 (id 2) is in the running config");
+	conf_at(text, sizeof(text), 2);
+	substitute(text, sizeof(text), "\"port\": 7447", "\"port\": 7448");
+	apply_refused(path, text, "switches, service: expected those of the running config");
+	conf_at(text, sizeof(text), 2);
+	for (int id = 1; id <= 4; id++) {
+		char from[32], to[48];
+
+		snprintf(from, sizeof(from), "\"ip\": \"10.77.0.%d\"}", id);
+		snprintf(to, sizeof(to), "\"ip\": \"10.77.0.%d\", \"weight\": 0}", id);
+		substitute(text, sizeof(text), from, to);
+	}
+	apply_refused(path, text, "no ring can be built");
+	/* Nothing changed. */
+	ck_assert_ptr_eq(sw.cfg, running);
+	ck_assert_uint_eq(sw.ring->version, 1);
+	ck_assert(command_has("ring show", "\"state\":\"stable\",\"version\":1,"));
+
+	/* n4 drained: the change begins; a second apply waits for it. */
+	conf_at(text, sizeof(text), 2);
+	substitute(text, sizeof(text), "\"ip\": \"10.77.0.4\"}",
+		   "\"ip\": \"10.77.0.4\", \"weight\": 0}");
+	write_file(path, text);
+	snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+	out = ctl_command(&sw, line);
+	ck_assert_msg(strstr(out, "\"ok\":true") &&
+			  strstr(out, "\"state\":\"ramp\",\"version\":2,"),
+		      "%s", out);
+	free(out);
+	ck_assert_ptr_ne(sw.cfg, running);
+	apply_refused(path, text, "a ring change is in progress");
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -2394,6 +2488,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
+	tcase_add_test(tc, ring_apply_validates);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);
