@@ -357,6 +357,9 @@ static int read_entry(struct ctx *c, const char *section, const json_t *v, const
 	return read_section(c, section, v, path, base, index);
 }
 
+/* The vdev drivers that need iface=NAME. */
+static const char *const iface_drivers[] = {"net_tap", "net_af_packet"};
+
 static int parse_port(struct ctx *c, const json_t *v, const char *path, struct cfg_port *port,
 		      size_t index)
 {
@@ -364,8 +367,12 @@ static int parse_port(struct ctx *c, const json_t *v, const char *path, struct c
 		return -1;
 	if (!*port->vdev == !*port->pci)
 		return failf(c, path, "expected exactly one of \"vdev\" or \"pci\"");
-	if (!strncmp(port->vdev, "net_tap", 7) && !strstr(port->vdev, "iface="))
-		return failf(c, path, "net_tap vdev needs iface=NAME, got \"%s\"", port->vdev);
+	/* Each attaches to a kernel interface by name: without one it would make or take any. */
+	for (size_t i = 0; i < sizeof(iface_drivers) / sizeof(iface_drivers[0]); i++)
+		if (!strncmp(port->vdev, iface_drivers[i], strlen(iface_drivers[i])) &&
+		    !strstr(port->vdev, "iface="))
+			return failf(c, path, "%s vdev needs iface=NAME, got \"%s\"",
+				     iface_drivers[i], port->vdev);
 	return 0;
 }
 

@@ -170,7 +170,7 @@ const struct cfg_key cfg_keys[] = {
     KEY_MAC(SERVICE, "mac", mac, "02:53:4b:4c:00:01",
 	    "the VIP's MAC (answered by switchd's ARP responder)"),
     KEY_UINT(SERVICE, "mtu", mtu, 576, 9000, CFG_DEFAULT_MTU,
-	     "the MTU ports run (TAP testbed: 1500)"),
+	     "the MTU ports run (testbed: 1500)"),
     KEY_UINT(SERVICE, "max_value", max_value, 1, CFG_MAX_VALUE, CFG_MAX_VALUE,
 	     "largest value in bytes; larger values get TOO_LARGE. A value whose datagram "
 	     "would not fit the MTU travels in chunks (docs/protocol.md, \"Chunked operations\")"),
@@ -206,11 +206,11 @@ const struct cfg_key cfg_keys[] = {
     KEY_STRING(PORT, "name", name, NULL, "the port's name", .derive = port_name,
 	       .def_doc = "p<index>"),
     KEY_STRING(PORT, "vdev", vdev, "",
-	       "a DPDK vdev string (`net_tap0,iface=sw1-n1`; `net_tap` needs `iface=`); "
-	       "exactly one of `vdev` and `pci`"),
+	       "a DPDK vdev string (`net_af_packet0,iface=sw1-n1`; `net_tap` and "
+	       "`net_af_packet` need `iface=`); exactly one of `vdev` and `pci`"),
     KEY_STRING(PORT, "pci", pci, "", "a PCI address (`0000:3b:00.0`)"),
     KEY_STRING(PORT, "host", host, "",
-	       "the agent or node whose namespace gets the TAP in the testbed (inline)"),
+	       "the agent or node whose namespace gets the port's other end in the testbed (inline)"),
 
     KEY_UINT(NODE, "id", id, 1, CFG_MAX_NODES, 0, "unique (0 means \"no node\" on the wire)",
 	     .flags = CFG_REQUIRED),

@@ -60,6 +60,7 @@
 	X(chunk_timeout, "Chunked ops dropped unfinished after reassembly_timeout_ms")             \
 	X(chunked_replies, "Replies sent in chunks (a GET of a large value)")                      \
 	X(chunks_sent, "Datagrams of chunked replies and of chunked RC_REQs")                      \
+	X(chunk_gso_sends, "Sends of up to 64 chunks at once that the kernel cut (UDP GSO)")       \
 	X(expired,                                                                                 \
 	  "Client requests that waited in the queue past the agent timeout: dropped unserved")     \
 	X(bad_payload, "Malformed control payload: REPLICATE BAD_REQUEST, RC_REQ none")            \
@@ -183,6 +184,7 @@ struct node {
 	 * datagram and the receivers check them (server.c, repl.c). */
 	bool keyed;
 	struct wire_key key;
+	atomic_bool gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
 	pthread_t rx_thread, ttl_thread, report_thread, warmup_thread;
 	pthread_t *workers;
 };

@@ -5,6 +5,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,13 +161,61 @@ int node_send_reply(struct node *n, const struct sockaddr_in *to, struct wire_ms
 }
 
 /*
- * Chunks node_send_msg_fd() hands the kernel per sendmmsg(): 187 chunks of a
- * 256 KB value at MTU 1500 leave in 6 system calls instead of 187. Each
- * chunk's head (header, key, chunk header) is written into heads[] and its
- * slice goes from the value itself: no copy of the value (a sealed chunk is
- * copied once, to compute its MAC over the whole datagram).
+ * Chunks node_send_msg_fd() prepares at a time (a round). With UDP GSO
+ * (below) a round leaves in one sendmsg(), else in one sendmmsg() of a
+ * datagram each. 64: the most segments one GSO send may have on every
+ * kernel that has GSO (UDP_MAX_SEGMENTS). Each chunk's head (header, key,
+ * chunk header) is written into heads[] and its slice goes from the value
+ * itself: no copy of the value (a sealed chunk is copied once, to compute
+ * its MAC over the whole datagram).
  */
-#define CHUNK_BATCH 32
+#define CHUNK_ROUND 64
+/* The UDP payload one GSO send may carry: an IPv4 datagram's 65,535 bytes less IP and UDP. */
+#define GSO_MAX_PAYLOAD (65535u - WIRE_IP_UDP_LEN)
+
+/*
+ * Send a round of chunks (iov: their pieces in order, niov of them) as one
+ * UDP GSO datagram that the kernel cuts every seg bytes, at the chunks'
+ * boundaries: every chunk but an op's last is seg bytes long. The stack
+ * then runs once per round instead of once per chunk. 0 or -errno.
+ */
+static int send_gso(int fd, const struct sockaddr_in *to, struct iovec *iov, size_t niov,
+		    uint16_t seg)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = {.msg_name = (void *)to,
+			    .msg_namelen = sizeof(*to),
+			    .msg_iov = iov,
+			    .msg_iovlen = niov,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = IPPROTO_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	return sendmsg(fd, &mh, 0) < 0 ? -errno : 0;
+}
+
+/*
+ * Whether to send chunks with UDP GSO: until the kernel refuses it once
+ * (EINVAL: a kernel without UDP_SEGMENT; EIO: one that wants checksum
+ * offload from the device), then never again in this process.
+ */
+static bool gso_refused(int rc)
+{
+	static atomic_bool logged;
+
+	if (rc != -EINVAL && rc != -EIO && rc != -ENOPROTOOPT)
+		return false;
+	if (!atomic_exchange(&logged, true))
+		log_info("UDP GSO refused (%s): chunks leave one datagram a chunk", strerror(-rc));
+	return true;
+}
 
 int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 		     const struct wire_msg *msg)
@@ -173,6 +224,7 @@ int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 	bool sealed = n->keyed && wire_op_authenticated(msg->op);
 	uint32_t mtu = n->cfg->service.mtu - (sealed ? WIRE_MAC_LEN : 0);
 	uint8_t one[NODE_MAX_DGRAM];
+	uint32_t full, round;
 	uint16_t count;
 	int len;
 
@@ -182,13 +234,17 @@ int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 	}
 	if (count == 0)
 		return -EMSGSIZE;
-	for (uint32_t base = 0; base < count; base += CHUNK_BATCH) {
-		unsigned k = count - base < CHUNK_BATCH ? count - base : CHUNK_BATCH;
-		/* 35 KB at most (1,024-byte keys), on the stack of a thread of 8 MB. */
-		uint8_t heads[CHUNK_BATCH][WIRE_HDR_LEN + WIRE_MAX_KEY + WIRE_CHUNK_HDR_LEN];
-		uint8_t mac[CHUNK_BATCH][WIRE_MAC_LEN];
-		struct iovec iov[CHUNK_BATCH][3];
-		struct mmsghdr msgs[CHUNK_BATCH];
+	/* Every chunk but the last is this long; a GSO send carries as many as fit. */
+	full = (uint32_t)wire_chunk_head_len(msg->key_len) +
+	       wire_chunk_stride(msg->val_len, count) + (sealed ? WIRE_MAC_LEN : 0);
+	round = GSO_MAX_PAYLOAD / full < CHUNK_ROUND ? GSO_MAX_PAYLOAD / full : CHUNK_ROUND;
+	for (uint32_t base = 0; base < count; base += round) {
+		unsigned k = count - base < round ? count - base : round, niov = 0;
+		/* 69 KB at most (1,024-byte keys), on the stack of a thread of 8 MB. */
+		uint8_t heads[CHUNK_ROUND][WIRE_HDR_LEN + WIRE_MAX_KEY + WIRE_CHUNK_HDR_LEN];
+		uint8_t mac[CHUNK_ROUND][WIRE_MAC_LEN];
+		struct iovec iov[CHUNK_ROUND * 3];
+		struct mmsghdr msgs[CHUNK_ROUND];
 
 		for (unsigned i = 0; i < k; i++) {
 			uint8_t *head = heads[i];
@@ -199,12 +255,13 @@ int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 						     sizeof(heads[i]), &slice, &slice_len);
 			if (len < 0)
 				return len;
-			iov[i][0] = (struct iovec){.iov_base = head, .iov_len = (size_t)len};
-			iov[i][1] = (struct iovec){.iov_base = (void *)slice, .iov_len = slice_len};
 			msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_name = (void *)to,
 							       .msg_namelen = sizeof(*to),
-							       .msg_iov = iov[i],
-							       .msg_iovlen = 2}};
+							       .msg_iov = &iov[niov],
+							       .msg_iovlen = sealed ? 3 : 2}};
+			iov[niov++] = (struct iovec){.iov_base = head, .iov_len = (size_t)len};
+			iov[niov++] =
+			    (struct iovec){.iov_base = (void *)slice, .iov_len = slice_len};
 			if (sealed) {
 				memcpy(one, head, (size_t)len);
 				memcpy(one + len, slice, slice_len);
@@ -212,9 +269,23 @@ int node_send_msg_fd(struct node *n, int fd, const struct sockaddr_in *to,
 					node_count(n, NODE_CTR_send_errors);
 					return -EIO;
 				}
-				iov[i][2] =
+				iov[niov++] =
 				    (struct iovec){.iov_base = mac[i], .iov_len = WIRE_MAC_LEN};
-				msgs[i].msg_hdr.msg_iovlen = 3;
+			}
+		}
+		if (k > 1 && !atomic_load_explicit(&n->gso_off, memory_order_relaxed)) {
+			int rc = send_gso(fd, to, iov, niov, (uint16_t)full);
+
+			if (rc == 0) {
+				node_count_n(n, NODE_CTR_chunks_sent, k);
+				node_count(n, NODE_CTR_chunk_gso_sends);
+				continue;
+			}
+			if (gso_refused(rc))
+				atomic_store_explicit(&n->gso_off, true, memory_order_relaxed);
+			else {
+				node_count(n, NODE_CTR_send_errors);
+				continue; /* the round is lost, as a datagram would be */
 			}
 		}
 		node_count_n(n, NODE_CTR_chunks_sent, k - send_batch(n, fd, msgs, k));

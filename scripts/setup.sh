@@ -18,7 +18,7 @@ packages=(
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison
-	iproute2 gnuplot-nox procps			# testbed, demo plots
+	iproute2 ethtool gnuplot-nox procps		# testbed, demo plots
 )
 
 missing=()

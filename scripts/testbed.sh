@@ -3,13 +3,17 @@
 # (docs/design.md section 10, docs/operations.md "Testbed").
 #
 # Every host of CONFIG (agents and nodes) gets a network namespace skl-<name>;
-# each switch runs in its own namespace skl-<switch name>, where its net_tap
-# ports appear. Inline: each port is then moved into the namespace of the host
-# it names. One-arm: the switch's single TAP joins a Linux bridge in namespace
-# skl-fabric, to which every host is attached by a veth pair (eth0 inside the
-# host). Processes log to RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node
-# data lives in RUN/data/NAME. All service traffic stays inside these
-# namespaces: nothing of it is addressed in the root namespace.
+# each switch runs in its own namespace skl-<switch name>. A port is one of
+# two kinds (its vdev): net_af_packet (the testbed configs) reads and writes
+# one end of a veth pair that this script makes before the switch starts,
+# both ends named IFACE; net_tap makes its TAP in the switch's namespace, and
+# this script moves it once the switch has started it. Inline: the other end
+# (or the TAP) is in the namespace of the host the port names. One-arm: it
+# joins a Linux bridge in namespace skl-fabric, to which every host is
+# attached by a veth pair (eth0 inside the host). Processes log to
+# RUN/logs/NAME.log and keep RUN/pids/NAME.pid; node data lives in
+# RUN/data/NAME. All service traffic stays inside these namespaces: nothing
+# of it is addressed in the root namespace.
 #
 # Metrics: when the config has a switch or node with metrics_listen, every
 # switch, node and agent namespace also gets an interface mg0 on a management
@@ -63,7 +67,7 @@ done
 
 # One line per thing to make, from the config:
 #   vip IP | mtu N | host NAME IP agent|node ID | switch ID NAME ROLE SOCKET
-#   port SWITCH_ID SWITCH_NAME IFACE HOST|-
+#   port SWITCH_ID SWITCH_NAME IFACE HOST|- DRIVER (net_tap, net_af_packet)
 #   metrics switch|node|agent NAME PORT|- (PORT: of metrics_listen; - for agents)
 # The config is validated by the C loader first (skewless where).
 plan() {
@@ -85,7 +89,9 @@ for s in c.get("switches", []):
     for p in s["ports"]:
         kv = [x.split("=", 1) for x in p.get("vdev", "").split(",") if "=" in x]
         iface = [v for k, v in kv if k == "iface"]
-        print("port", s["id"], sname, iface[0] if iface else "-", p.get("host") or "-")
+        driver = p.get("vdev", "").split(",")[0].rstrip("0123456789")
+        print("port", s["id"], sname, iface[0] if iface else "-", p.get("host") or "-",
+              driver or "-")
 listen = [("switch", s.get("name", "s%d" % s["id"]), s.get("metrics_listen", ""))
           for s in c.get("switches", [])]
 listen += [("node", n["name"], n.get("metrics_listen", "")) for n in c["nodes"]]
@@ -254,24 +260,60 @@ spawn() {
 	echo $! >"$run/pids/$pname.pid"
 }
 
+# host_side NAMESPACE IFACE: the host's end of a switch port: MTU, and no
+# transmit checksum offload. Over a veth the kernel would leave a UDP
+# checksum for the "hardware" to finish; net_af_packet hands the switch the
+# frame as it is, and the switch, which updates checksums incrementally,
+# would forward a wrong one.
+host_side() {
+	ip -n "$1" link set "$2" mtu "$mtu"
+	ip netns exec "$1" ethtool -K "$2" tx off >/dev/null
+}
+
+# veth_port SWITCH_NAME IFACE HOST ROLE: the veth pair of a net_af_packet
+# port, unless a run of the switch before this one made it: IFACE in the
+# switch's namespace, IFACE at the other end (the host's namespace inline,
+# the fabric's bridge one-arm).
+veth_port() {
+	local sname=$1 c=$2 d=$3 role=$4
+	ip -n "$nsp$sname" link show "$c" >/dev/null 2>&1 && return 0
+	if [ "$role" = one-arm ]; then
+		ip -n "$nsp$sname" link add "$c" mtu "$mtu" type veth peer name "$c" netns "${nsp}fabric"
+		ip -n "${nsp}fabric" link set "$c" mtu "$mtu" master br0 up
+	else
+		[ "$d" != - ] || { echo "testbed: inline port $c names no host" >&2; return 1; }
+		ip -n "$nsp$sname" link add "$c" mtu "$mtu" type veth peer name "$c" netns "$nsp$d"
+		host_side "$nsp$d" "$c"
+		ip -n "$nsp$d" addr add "${ip_of[$d]}/24" dev "$c"
+		ip -n "$nsp$d" link set "$c" up
+	fi
+	ip -n "$nsp$sname" link set "$c" up
+}
+
 start_switch() { # id name role socket
-	local id=$1 sname=$2 role=$3 sock=$4
+	local id=$1 sname=$2 role=$3 sock=$4 kind a b c d e
 	mkdir -p "$(dirname "$sock")"
 	rm -rf "/var/run/dpdk/$(prefix_of "$sname")"
+	while read -r kind a b c d e; do
+		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] && [ "$e" = net_af_packet ] || continue
+		veth_port "$sname" "$c" "$d" "$role" || return 1
+	done < <(plan)
 	# --no-pci: never let EAL take the machine's own NIC; no hugepages here.
 	# shellcheck disable=SC2086
 	spawn "$sname" "$nsp$sname" "$build/switchd/skewless-switchd" -l "${SKL_SWITCH_LCORES:-0,1}" \
 		--no-pci --no-huge -m 256 --file-prefix "$(prefix_of "$sname")" \
 		--log-level=lib.member:crit -- --config "$config" --switch "$id" ${SKL_SWITCH_ARGS:-}
-	# The switch creates its TAPs in its own namespace; hand each to its place
-	# as soon as the switch has started it (net_tap finds its interface by name
-	# until then: moved earlier, the port fails to start). Nodes cannot reach
-	# a switch before that, so every moment counts: it already times silence.
-	local kind a b c d e
+	# Wait for each port to start before the nodes do (their first ARP and
+	# digests would be lost). The switch creates its TAPs in its own
+	# namespace; hand each to its place as soon as the switch has started it
+	# (net_tap finds its interface by name until then: moved earlier, the port
+	# fails to start). Nodes cannot reach a switch before that, so every
+	# moment counts: it already times silence.
 	while read -r kind a b c d e; do
 		[ "$kind" = port ] && [ "$a" = "$id" ] && [ "$c" != - ] || continue
 		wait_for "$timeout_s" "switch $sname to start port $c (log: $run/logs/$sname.log)" \
 			port_started "$nsp$sname" "$c" "$sock" || return 1
+		[ "$e" = net_tap ] || continue
 		# txqueuelen: the kernel's queue of frames waiting for the switch to
 		# read them from the TAP. Its default of 1000 overflows (counted as
 		# the TAP's TX drops) when the switch's lcore loses the CPU for a
@@ -289,9 +331,9 @@ start_switch() { # id name role socket
 	done < <(plan)
 }
 
-# port_started NAMESPACE IFACE SOCKET: the switch has started the TAP IFACE:
-# promiscuous mode is the last thing it sets by name, or, for a device that
-# refuses it, the control socket answers (every port is set up by then).
+# port_started NAMESPACE IFACE SOCKET: the switch has started its port on
+# IFACE: promiscuous mode is the last thing it sets by name, or, for a device
+# that refuses it, the control socket answers (every port is set up by then).
 port_started() {
 	ip -n "$1" link show "$2" 2>/dev/null | grep 'PROMISC' >/dev/null && return 0
 	ip -n "$1" link show "$2" >/dev/null 2>&1 && "$cdtctl" --socket "$3" stats >/dev/null 2>&1
@@ -319,6 +361,7 @@ join_host() {
 		net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1 || true
 	ip link add "v-$h" mtu "$mtu" netns "${nsp}fabric" type veth peer name eth0 mtu "$mtu" netns "$nsp$h"
 	ip -n "${nsp}fabric" link set "v-$h" master br0 up
+	host_side "$nsp$h" eth0
 	ip -n "$nsp$h" addr add "${ip_of[$h]}/24" dev eth0
 	ip -n "$nsp$h" link set eth0 up
 }
@@ -447,6 +490,7 @@ up() {
 		down >/dev/null
 	fi
 	[ -c /dev/net/tun ] || die "/dev/net/tun is missing (modprobe tun)"
+	command -v ethtool >/dev/null || die "ethtool is missing (apt-get install ethtool, or scripts/setup.sh)"
 	"$build/agent/skewless" --config "$config" where probe >/dev/null || exit 1
 	check_free
 	mkdir -p "$run/logs" "$run/pids" "$run/data"
@@ -476,6 +520,7 @@ up() {
 			ip link add "v-$h" mtu "$mtu" netns "${nsp}fabric" type veth peer name eth0 mtu "$mtu" netns "$nsp$h"
 			ip -n "${nsp}fabric" link set "v-$h" master br0 up
 			ip netns exec "$nsp$h" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 >/dev/null 2>&1 || true
+			host_side "$nsp$h" eth0
 			ip -n "$nsp$h" addr add "${ip_of[$h]}/24" dev eth0
 			ip -n "$nsp$h" link set eth0 up
 		done

@@ -165,10 +165,10 @@ int main(int argc, char **argv)
 	char vip[16];
 
 	log_info("%s (%s) running: %u ports, %u workers, VIP %s:%u, control socket %s, idle sleep "
-		 "%u us after %u empty polls",
+		 "%u us after %u empty polls (a frame ends it on %u receive rings of worker 0)",
 		 self->name, sw.inline_mode ? "inline" : "one-arm", sw.nports, sw.nworkers,
 		 cfg_format_ipv4(sw.vip, vip), sw.svc_port, *sock ? sock : "(none)",
-		 sw.idle_sleep_us, sw.idle_polls);
+		 sw.idle_sleep_us, sw.idle_polls, sw.workers[0]->nwake);
 	while (!stop_requested)
 		sw_control_poll(&sw, 10);
 	log_info("stopping");

@@ -1266,6 +1266,22 @@ unsigned pipeline_poll(struct sw_worker *w)
 	return total;
 }
 
+/*
+ * Sleep idle_sleep_us, or less: a frame that lands in a receive ring with a
+ * wake descriptor (ports.c) ends the sleep, as net_tap's Rx signal does for
+ * its ports (docs/design.md section 9).
+ */
+static void idle_sleep(struct sw_worker *w)
+{
+	uint32_t us = w->sw->idle_sleep_us;
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+
+	if (w->nwake)
+		ppoll(w->wake, w->nwake, &ts, NULL);
+	else
+		usleep(us);
+}
+
 int pipeline_main(void *arg)
 {
 	struct sw_worker *w = arg;
@@ -1285,7 +1301,7 @@ int pipeline_main(void *arg)
 		if (++w->idle_polls >= sw->idle_polls && sw->idle_sleep_us) {
 			pipeline_flush(w);
 			rte_rcu_qsbr_thread_offline(sw->qsbr, w->index);
-			usleep(sw->idle_sleep_us);
+			idle_sleep(w);
 			rte_rcu_qsbr_thread_online(sw->qsbr, w->index);
 		}
 	}

@@ -13,8 +13,12 @@
  *
  * It also owns the neighbours the ports reach: `neigh show` and `neigh add`.
  */
+#include <dirent.h>
+#include <linux/if_packet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <rte_bus.h>
 #include <rte_cycles.h>
@@ -146,6 +150,60 @@ static int port_setup(struct sw *sw, uint16_t idx, uint16_t mtu_want, char *err,
 	return 0;
 }
 
+/*
+ * Wake: the AF_PACKET sockets net_af_packet opened for the kernel interface
+ * ifindex (one per queue pair), into fds[0..cap). DPDK 22.11's net_af_packet
+ * has no Rx interrupts, and nothing else tells a sleeping worker that a
+ * frame came; the socket of a PACKET_MMAP ring is readable (poll()) while a
+ * frame waits in it, so an idle worker sleeps in poll() on them. Found among
+ * the process's descriptors by family and bound interface: the switch opens
+ * no AF_PACKET socket of its own. Returns how many were found.
+ */
+static unsigned packet_sockets(int ifindex, struct pollfd *fds, unsigned cap)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) != NULL && n < cap) {
+		struct sockaddr_ll ll;
+		socklen_t len = sizeof(ll), dlen = sizeof(int);
+		int fd = atoi(e->d_name), domain;
+
+		if (e->d_name[0] == '.' || fd == dirfd(dir) ||
+		    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 ||
+		    domain != AF_PACKET || getsockname(fd, (struct sockaddr *)&ll, &len) != 0 ||
+		    ll.sll_ifindex != ifindex)
+			continue;
+		fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Each worker's wake descriptors: those of the ports it receives from. */
+static void wake_setup(struct sw *sw)
+{
+	for (uint16_t wi = 0; wi < sw->nworkers; wi++) {
+		struct sw_worker *w = sw->workers[wi];
+
+		w->nwake = 0;
+		for (uint16_t q = 0; q < w->nrxq; q++) {
+			struct rte_eth_dev_info info;
+			uint16_t p = w->rxq[q].port;
+
+			if (strncmp(sw->ports[p].dev, "net_af_packet", 13) != 0 ||
+			    rte_eth_dev_info_get(sw->ports[p].port_id, &info) != 0 ||
+			    info.if_index == 0)
+				continue;
+			w->nwake += (uint16_t)packet_sockets((int)info.if_index, w->wake + w->nwake,
+							     SW_MAX_WAKE - w->nwake);
+		}
+	}
+}
+
 static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux);
 
 int ports_init(struct sw *sw, char *err, size_t errlen)
@@ -189,6 +247,7 @@ int ports_init(struct sw *sw, char *err, size_t errlen)
 			    &w->port_counters[p][SW_PCNT_TX_DROPPED]);
 		}
 	}
+	wake_setup(sw);
 	return 0;
 }
 

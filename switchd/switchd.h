@@ -22,6 +22,7 @@
 #ifndef SKL_SWITCHD_H
 #define SKL_SWITCHD_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,6 +63,9 @@ struct sw_rxq {
 	uint16_t queue;
 };
 
+/* Descriptors an idle worker sleeps on, at most (ports.c, "wake"). */
+#define SW_MAX_WAKE 64
+
 struct sw_worker {
 	struct sw *sw;
 	uint16_t index; /* 0..nworkers-1: its RX/TX queue id and QSBR thread id */
@@ -91,6 +95,14 @@ struct sw_worker {
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
 	uint64_t busy_cycles;  /* cycles spent in polls that received packets */
 	uint64_t busy_packets; /* packets received in those polls */
+	/*
+	 * What ends this worker's idle sleep early: a descriptor per receive
+	 * ring that the kernel marks readable when a frame lands in it (the
+	 * AF_PACKET sockets of its net_af_packet ports; set by ports_init()).
+	 * Last: only an idle worker reads them.
+	 */
+	struct pollfd wake[SW_MAX_WAKE];
+	uint16_t nwake;
 } __rte_cache_aligned;
 
 struct sw_port {

@@ -184,6 +184,10 @@ START_TEST(error_messages)
 		     "[{\"vdev\":\"net_tap0\"}]}]}",
 		     "conf/x.json: switches[0].ports[0]: net_tap vdev needs iface=NAME, got "
 		     "\"net_tap0\"");
+	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"ports\":"
+		     "[{\"vdev\":\"net_af_packet0,qdisc_bypass=1\"}]}]}",
+		     "conf/x.json: switches[0].ports[0]: net_af_packet vdev needs iface=NAME, got "
+		     "\"net_af_packet0,qdisc_bypass=1\"");
 	expect_error("{" SERVICE "," NODES2 ",\"switches\":[{\"id\":1,\"ports\":[{}]}]}",
 		     "conf/x.json: switches[0].ports[0]: expected exactly one of \"vdev\" or "
 		     "\"pci\"");
