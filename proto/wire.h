@@ -227,14 +227,14 @@ static inline enum wire_error wire_check_body(const uint8_t *p, size_t len, stru
 		return WIRE_ERR_FLAGS;
 	if ((msg->op & WIRE_REPLY) && msg->status >= WIRE_ST_COUNT)
 		return WIRE_ERR_STATUS;
-	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !wire_op_is_keyless(msg->op)))
+	/* One compare for a key of 1..WIRE_MAX_KEY bytes, the common case. */
+	if ((unsigned)msg->key_len - 1 >= WIRE_MAX_KEY &&
+	    (msg->key_len != 0 || !wire_op_is_keyless(msg->op)))
 		return WIRE_ERR_KEY_LEN;
 	/* 64-bit sums: key_len + val_len cannot wrap, whatever val_len says. */
 	body = (uint64_t)msg->key_len + (uint64_t)msg->val_len;
-	if ((uint64_t)len - WIRE_HDR_LEN < body)
-		return WIRE_ERR_TRUNCATED;
-	if ((uint64_t)len - WIRE_HDR_LEN > body)
-		return WIRE_ERR_TRAILING;
+	if ((uint64_t)len - WIRE_HDR_LEN != body)
+		return (uint64_t)len - WIRE_HDR_LEN < body ? WIRE_ERR_TRUNCATED : WIRE_ERR_TRAILING;
 	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
 	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
 	return WIRE_OK;

@@ -256,10 +256,16 @@ const uint8_t *cdt_entry_key(const struct cdt *c, const struct cdt_entry *e, uin
 void cdt_entry_counters(const struct cdt *c, const struct cdt_entry *e,
 			struct cdt_entry_counters *sum);
 
+/* Worker `worker`'s counters of every entry, indexed by cdt_entry.index (a worker keeps it). */
+static inline struct cdt_entry_counters *cdt_worker_row(const struct cdt *c, uint16_t worker)
+{
+	return &c->counters[(size_t)worker * c->max_entries];
+}
+
 static inline struct cdt_entry_counters *cdt_worker_counters(const struct cdt *c, uint16_t worker,
 							     const struct cdt_entry *e)
 {
-	return &c->counters[(size_t)worker * c->max_entries + e->index];
+	return &cdt_worker_row(c, worker)[e->index];
 }
 
 #endif

@@ -113,6 +113,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	snprintf(sw->tag, sizeof(sw->tag), "%u_%u", self->id, sw_seq++);
 	sw->vip = self->vip;
 	memcpy(sw->mac.addr_bytes, self->mac, 6);
+	memcpy(&sw->mac_word, self->mac, 6);
 	sw->svc_port = cfg->service.port;
 	sw->vip_be = rte_cpu_to_be_32(sw->vip);
 	sw->svc_port_be = rte_cpu_to_be_16(sw->svc_port);
@@ -152,6 +153,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 			     cfg->directory.max_replicas, sw->qsbr, sw->nworkers);
 	if (!sw->cdt)
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
+	for (uint16_t i = 0; i < sw->nworkers; i++)
+		sw->workers[i]->entry_counters = cdt_worker_row(sw->cdt, i);
 	scores_init(&sw->scores, cfg, sw->nworkers);
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));

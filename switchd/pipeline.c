@@ -3,11 +3,14 @@
  *
  * Read top to bottom: pipeline_main() polls; process_burst() runs three
  * stages over a burst of up to 32 frames, each prefetching for the next:
- *   1. parse: classify(): Ethernet, ARP (answered for the VIP), L2 forwarding
- *      of everything that is not service traffic (inline mode), IPv4/UDP
- *      validation, wire_decode_route() (and the rest of the header for what
- *      is not a request). Frames that end here are sent or dropped
- *      (counted by reason); the rest are service datagrams with a key.
+ *   1. parse: classify(): a frame of the common shape (common_shape(): IPv4
+ *      without options to the VIP and service port, nothing around it) in a
+ *      few tests; any other the careful way (parse_careful(): Ethernet, ARP
+ *      answered for the VIP, L2 forwarding of everything that is not service
+ *      traffic in inline mode, IPv4/UDP validation step by step); then
+ *      wire_decode_route() (and the rest of the header for what is not a
+ *      request). Frames that end here are sent or dropped (counted by
+ *      reason); the rest are service datagrams with a key.
  *   2. look up: one bulk lookup in the CDT of the keyhashes its filter may
  *      hold (cdt_may_hold(): most keys are not in the directory);
  *      rte_hash_lookup_with_hash_bulk_data() is rte_hash_lookup_bulk_data()
@@ -74,6 +77,19 @@ void pipeline_flush(struct sw_worker *w)
 		rte_eth_tx_buffer_flush(w->sw->ports[p].port_id, w->index, w->txb[p]);
 }
 
+/*
+ * Whether the MAC at mac, which has 2 readable bytes after it, is the one
+ * whose bytes `word` holds from its lowest address up (memcpy'd, the rest 0):
+ * one load and compare instead of three.
+ */
+static inline bool mac_is(const void *mac, uint64_t word)
+{
+	uint64_t at;
+
+	memcpy(&at, mac, sizeof(at));
+	return rte_le_to_cpu_64(at ^ word) << 16 == 0;
+}
+
 /* Ask the control thread to ARP for ip (best effort: a full ring is fine). */
 static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
 {
@@ -86,24 +102,46 @@ static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
  * one's-complement sum does not care about byte order, and a 32-bit word adds
  * its two 16-bit halves at once (2^16 = 1 modulo 2^16 - 1). Every patched
  * field sits at an even offset from the start of its header, as the
- * checksum's 16-bit words do.
+ * checksum's 16-bit words do. A change is summed as m' - m in a signed
+ * accumulator (~m is -m modulo 2^16 - 1): csum_apply() adds CSUM_BIAS, a
+ * multiple of 2^16 - 1 above any sum of a few dozen such changes, to make it
+ * positive before it folds it.
  */
+#define CSUM_BIAS ((int64_t)0xffff << 40)
+/*
+ * Hold the sum of changes in a register as it stands (the Linux kernel's
+ * OPTIMIZER_HIDE_VAR(); no instruction): GCC would otherwise reassociate a
+ * datagram's changes into one sum at its end and keep each old field's value
+ * on the stack until then (11 instructions per request, by callgrind).
+ */
+#define CSUM_HOLD(acc) __asm__("" : "+r"(acc))
 
-/* Replace the 32-bit field at p with new_raw; accumulate the change. */
-static __rte_always_inline void patch32(uint64_t *acc, void *p, uint32_t new_raw)
+/* Replace the 32-bit (64-, 16-bit) field at p with new_raw; accumulate the change. */
+static __rte_always_inline void patch32(int64_t *acc, void *p, uint32_t new_raw)
 {
 	uint32_t old;
 
 	memcpy(&old, p, 4);
-	*acc += (uint32_t)~old + (uint64_t)new_raw;
+	*acc += (int64_t)new_raw - old;
+	CSUM_HOLD(*acc);
 	memcpy(p, &new_raw, 4);
 }
-static __rte_always_inline void patch16(uint64_t *acc, void *p, uint16_t new_raw)
+static __rte_always_inline void patch64(int64_t *acc, void *p, uint64_t new_raw)
+{
+	uint64_t old;
+
+	memcpy(&old, p, 8);
+	*acc += (int64_t)(new_raw >> 32) + (uint32_t)new_raw - (int64_t)(old >> 32) - (uint32_t)old;
+	CSUM_HOLD(*acc);
+	memcpy(p, &new_raw, 8);
+}
+static __rte_always_inline void patch16(int64_t *acc, void *p, uint16_t new_raw)
 {
 	uint16_t old;
 
 	memcpy(&old, p, 2);
-	*acc += (uint16_t)~old + (uint32_t)new_raw;
+	*acc += (int64_t)new_raw - old;
+	CSUM_HOLD(*acc);
 	memcpy(p, &new_raw, 2);
 }
 /*
@@ -117,63 +155,81 @@ static __rte_always_inline uint16_t csum_fold(uint64_t sum)
 
 	return (uint16_t)((s + (s >> 16 | s << 16)) >> 16);
 }
-static __rte_always_inline uint16_t csum_apply(uint16_t hc, uint64_t acc)
+/* The checksum hc with the changes acc made to what it covers (~hc is -hc). */
+static __rte_always_inline uint16_t csum_apply(uint16_t hc, int64_t acc)
 {
-	return (uint16_t)~csum_fold(acc + (uint16_t)~hc);
-}
-
-/* One's-complement sum of an IPv4 header: 0xffff when its checksum is right. */
-static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, uint16_t ihl)
-{
-	uint32_t word[5];
-
-	if (unlikely(ihl != sizeof(word)))
-		return rte_raw_cksum(ip, ihl);
-	memcpy(word, ip, sizeof(word)); /* no options: five 32-bit words */
-	return csum_fold((uint64_t)word[0] + word[1] + word[2] + word[3] + word[4]);
+	return (uint16_t)~csum_fold((uint64_t)(acc + CSUM_BIAS - hc));
 }
 
 /*
- * Rewrite a service datagram in place, from the VIP and the service port:
+ * One's-complement sum of an IPv4 header: 0xffff when its checksum is right.
+ * Without options: two 64-bit words and a 32-bit one, each carry out of the
+ * top added back in (2^64 = 1 modulo 2^16 - 1).
+ */
+static __rte_always_inline uint16_t ipv4_hdr_sum(const struct rte_ipv4_hdr *ip, uint16_t ihl)
+{
+	const uint8_t *h = (const uint8_t *)ip;
+	uint64_t a, b, sum;
+	uint32_t c;
+
+	if (unlikely(ihl != sizeof(*ip)))
+		return rte_raw_cksum(ip, ihl);
+	memcpy(&a, h, 8);
+	memcpy(&b, h + 8, 8);
+	memcpy(&c, h + 16, 4);
+	sum = a + b;
+	sum += sum < a;
+	sum += c;
+	sum += sum < c;
+	return csum_fold(sum);
+}
+
+/*
+ * The wire header's flags, in network order as they are in the frame: those
+ * of keep stay, those of set are set, the rest cleared. Accumulates the change.
+ */
+static __rte_always_inline void patch_flags(int64_t *acc, uint8_t *h, uint16_t keep, rte_be16_t set)
+{
+	rte_be16_t flags;
+
+	memcpy(&flags, h + WIRE_OFF_FLAGS, 2);
+	patch16(acc, h + WIRE_OFF_FLAGS, (flags & RTE_BE16(keep)) | set);
+}
+
+/*
+ * Readdress a service datagram in place, from the VIP and the service port:
  * Ethernet source to the VIP's MAC (the caller wrote the destination MAC
- * straight from the neighbour table), IPv4 src/dst, UDP ports, and the
- * wire header's flags, node and return address. Addresses and ports come in
- * network byte order, flags and node in host order; body_acc is the sum of
- * changes already made to the datagram (stamp_version()), 0 for none. IPv4
- * checksum updated incrementally; the UDP checksum too (RFC 1624) unless it
- * is 0 (none, allowed in IPv4), and never left as 0.
+ * straight from the neighbour table), IPv4 src/dst, UDP ports. Address and
+ * port in network byte order; body_acc is the sum of the changes the caller
+ * made to the wire header (patch16(), patch32(), patch_flags()), 0 for none.
+ * IPv4 checksum updated incrementally; the UDP checksum too (RFC 1624)
+ * unless it is 0 (none, allowed in IPv4), and never left as 0.
  *
  * Every datagram that gets here was sent to the VIP and the service port
  * (classify() drops the rest), which become its source: in both checksums
  * that pair cancels out, so only the old source and the new destination are
  * summed.
  */
-static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
-					rte_be16_t dport, uint16_t flags, uint16_t node,
-					rte_be32_t ret_ip, rte_be16_t ret_port, uint64_t body_acc)
+static __rte_always_inline void readdress(struct sw *sw, struct pkt *p, rte_be32_t dst_ip,
+					  rte_be16_t dport, int64_t body_acc)
 {
 	/* Locals: the frame's bytes are written as bytes, which might alias *p. */
 	struct rte_ether_hdr *eth = p->eth;
 	struct rte_ipv4_hdr *ip = p->ip;
 	struct rte_udp_hdr *udp = p->udp;
-	uint8_t *h = p->hdr;
-	uint64_t ip_acc, udp_acc;
+	int64_t ip_acc, udp_acc;
 
 	eth->src_addr = sw->mac;
 
-	ip_acc = (uint32_t)~ip->src_addr + (uint64_t)dst_ip;
+	ip_acc = (int64_t)dst_ip - ip->src_addr;
 	ip->src_addr = sw->vip_be;
 	ip->dst_addr = dst_ip;
 	ip->hdr_checksum = csum_apply(ip->hdr_checksum, ip_acc);
 
 	/* The pseudo-header's addresses changed exactly as the IP header's did. */
-	udp_acc = ip_acc + body_acc + (uint16_t)~udp->src_port + dport;
+	udp_acc = ip_acc + body_acc + dport - udp->src_port;
 	udp->src_port = sw->svc_port_be;
 	udp->dst_port = dport;
-	patch16(&udp_acc, h + WIRE_OFF_FLAGS, rte_cpu_to_be_16(flags));
-	patch16(&udp_acc, h + WIRE_OFF_NODE, rte_cpu_to_be_16(node));
-	patch32(&udp_acc, h + WIRE_OFF_RET_IP, ret_ip);
-	patch16(&udp_acc, h + WIRE_OFF_RET_PORT, ret_port);
 	if (udp->dgram_cksum != 0) {
 		uint16_t c = csum_apply(udp->dgram_cksum, udp_acc);
 
@@ -184,22 +240,27 @@ static __rte_always_inline void rewrite(struct sw *sw, struct pkt *p, rte_be32_t
 /*
  * Stamp a read of a directory key with the version the directory has seen
  * complete: the node serves exactly that version (docs/design.md section 5,
- * "Write-through"). Returns the change to the UDP checksum's sum, for
- * rewrite() to apply with its own; the datagram is sent by no other way.
+ * "Write-through"). Accumulates the change, for readdress() to apply.
  */
-static __rte_always_inline uint64_t stamp_version(struct pkt *p, uint64_t version)
+static __rte_always_inline void stamp_version(int64_t *acc, uint8_t *h, uint64_t version)
 {
-	uint8_t *h = p->hdr;
-	uint8_t be[8];
-	uint32_t hi, lo;
-	uint64_t acc = 0;
+	patch64(acc, h + WIRE_OFF_VERSION, rte_cpu_to_be_64(version));
+}
 
-	wire_put64(be, version);
-	memcpy(&hi, be, 4);
-	memcpy(&lo, be + 4, 4);
-	patch32(&acc, h + WIRE_OFF_VERSION, hi);
-	patch32(&acc, h + WIRE_OFF_VERSION + 4, lo);
-	return acc;
+/*
+ * A request on its way to a node or a peer: flags (REPLICA_READ as given,
+ * VIA_SWITCH set), node, and the client's return address in the wire header.
+ * Accumulates the changes.
+ */
+static __rte_always_inline void stamp_request(int64_t *acc, uint8_t *h, bool replica_read,
+					      uint16_t node, rte_be32_t ret_ip, rte_be16_t ret_port)
+{
+	patch_flags(acc, h, (uint16_t)~WIRE_F_REPLICA_READ,
+		    replica_read ? RTE_BE16(WIRE_F_VIA_SWITCH | WIRE_F_REPLICA_READ)
+				 : RTE_BE16(WIRE_F_VIA_SWITCH));
+	patch16(acc, h + WIRE_OFF_NODE, __builtin_bswap16(node));
+	patch32(acc, h + WIRE_OFF_RET_IP, ret_ip);
+	patch16(acc, h + WIRE_OFF_RET_PORT, ret_port);
 }
 
 /*
@@ -468,11 +529,27 @@ static inline uint8_t service_kind(struct sw_worker *w, struct pkt *p, uint16_t 
 	return other_kind(w, p, in_port, now_s);
 }
 
+/* Bursts mostly come from one host: learn each source once per burst (inline mode). */
+static inline void learn_source(struct sw_worker *w, const struct rte_ether_hdr *eth,
+				uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+
+	if (sw->inline_mode && !mac_is(&eth->src_addr, w->burst_src)) {
+		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
+		w->burst_src = 0;
+		memcpy(&w->burst_src, &eth->src_addr, RTE_ETHER_ADDR_LEN);
+	}
+}
+
 /*
- * Parse and validate one frame. Handles ARP, L2 and every drop itself and
- * returns K_DONE; returns the kind of a valid service datagram otherwise.
+ * Ethernet, IPv4 and UDP the careful way: every check in turn, ARP, L2
+ * forwarding and each drop counted by its reason. False when the frame went
+ * no further (sent or dropped); true, with p->eth, ip, udp and hdr and
+ * *udp_len set, for a datagram to the VIP and the service port.
  */
-static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+static __rte_noinline bool parse_careful(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+					 uint32_t now_s, uint16_t *udp_len)
 {
 	struct sw *sw = w->sw;
 	struct rte_mbuf *m = p->m;
@@ -480,42 +557,38 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	struct rte_ether_hdr *eth;
 	struct rte_ipv4_hdr *ip;
 	struct rte_udp_hdr *udp;
-	uint16_t ihl, ip_len, udp_len;
-	enum wire_error err;
+	uint16_t ihl, ip_len;
 
 	if (len < RTE_ETHER_HDR_LEN) {
 		drop(w, m, SW_CNT_DROP_RUNT);
-		return K_DONE;
+		return false;
 	}
 	if (m->nb_segs != 1) {
 		drop(w, m, SW_CNT_DROP_MULTISEG);
-		return K_DONE;
+		return false;
 	}
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	p->eth = eth;
-	/* Bursts mostly come from one host: learn each source once per burst. */
-	if (sw->inline_mode && !rte_is_same_ether_addr(&eth->src_addr, &w->burst_src)) {
-		l2_mac_learn(sw->l2, eth->src_addr.addr_bytes, (uint8_t)in_port, now_s);
-		w->burst_src = eth->src_addr;
-	}
+	learn_source(w, eth, in_port, now_s);
 
-	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
-		do_arp(w, m, eth, in_port, now_s);
-		return K_DONE;
-	}
-	if (!rte_is_same_ether_addr(&eth->dst_addr, &sw->mac)) {
-		l2_forward(w, m, eth, in_port, now_s);
-		return K_DONE;
-	}
+	/* ARP, whoever it is for; other traffic for other hosts; not IPv4. */
 	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
-		drop(w, m, SW_CNT_DROP_ETHERTYPE);
-		return K_DONE;
+		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+			do_arp(w, m, eth, in_port, now_s);
+		else if (!mac_is(&eth->dst_addr, sw->mac_word))
+			l2_forward(w, m, eth, in_port, now_s);
+		else
+			drop(w, m, SW_CNT_DROP_ETHERTYPE);
+		return false;
+	}
+	if (!mac_is(&eth->dst_addr, sw->mac_word)) {
+		l2_forward(w, m, eth, in_port, now_s);
+		return false;
 	}
 
 	/* IPv4: version, header length, total length within the frame, no fragments. */
 	if (len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
 		drop(w, m, SW_CNT_DROP_IP_HDR);
-		return K_DONE;
+		return false;
 	}
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
@@ -524,43 +597,102 @@ static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, ui
 	if ((uint8_t)(ip->version_ihl - RTE_IPV4_VHL_DEF) > 0x4f - RTE_IPV4_VHL_DEF ||
 	    ip_len < ihl + sizeof(*udp) || RTE_ETHER_HDR_LEN + (uint32_t)ip_len > len) {
 		drop(w, m, SW_CNT_DROP_IP_HDR);
-		return K_DONE;
+		return false;
 	}
 	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
 	    ipv4_hdr_sum(ip, ihl) != 0xffff) {
 		drop(w, m, SW_CNT_DROP_IP_CSUM);
-		return K_DONE;
+		return false;
 	}
 	if (ip->fragment_offset &
 	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
 		drop(w, m, SW_CNT_DROP_IP_FRAG);
-		return K_DONE;
+		return false;
 	}
 	if (ip->next_proto_id != IPPROTO_UDP) {
 		drop(w, m, SW_CNT_DROP_NOT_UDP);
-		return K_DONE;
+		return false;
 	}
 	udp = (struct rte_udp_hdr *)((uint8_t *)ip + ihl);
-	udp_len = rte_be_to_cpu_16(udp->dgram_len);
-	if (udp_len < sizeof(*udp) || udp_len > ip_len - ihl) {
+	*udp_len = rte_be_to_cpu_16(udp->dgram_len);
+	if (*udp_len < sizeof(*udp) || *udp_len > ip_len - ihl) {
 		drop(w, m, SW_CNT_DROP_UDP_LEN);
-		return K_DONE;
+		return false;
 	}
 	if (ip->dst_addr != sw->vip_be || udp->dst_port != sw->svc_port_be) {
 		drop(w, m, SW_CNT_DROP_NOT_SERVICE);
-		return K_DONE;
+		return false;
 	}
+	p->eth = eth;
 	p->ip = ip;
 	p->udp = udp;
 	p->hdr = (uint8_t *)(udp + 1);
+	return true;
+}
+
+/* The shortest frame of the common shape: every header, and a key of one byte. */
+#define COMMON_MIN_LEN                                                                             \
+	(RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr) +            \
+	 WIRE_HDR_LEN + 1)
+
+/*
+ * Whether m has the common shape, which parse_careful() takes without a
+ * second look (and with the same result): one segment of Ethernet to the
+ * VIP's MAC, IPv4 without options, unfragmented, with a right checksum,
+ * ending where the frame does, and UDP to the VIP and the service port,
+ * ending where the IPv4 datagram does. Its UDP length is then the frame's
+ * less the two headers before it.
+ */
+static inline bool common_shape(const struct sw *sw, const struct rte_mbuf *m)
+{
+	uint32_t len = rte_pktmbuf_data_len(m);
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+
+	return len >= COMMON_MIN_LEN && m->nb_segs == 1 &&
+	       eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4) &&
+	       mac_is(&eth->dst_addr, sw->mac_word) && ip->version_ihl == RTE_IPV4_VHL_DEF &&
+	       ip->total_length == rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN)) &&
+	       !(ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) &&
+	       ip->next_proto_id == IPPROTO_UDP &&
+	       udp->dgram_len ==
+		   rte_cpu_to_be_16((uint16_t)(len - RTE_ETHER_HDR_LEN - sizeof(*ip))) &&
+	       ip->dst_addr == sw->vip_be && udp->dst_port == sw->svc_port_be &&
+	       ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD ||
+		ipv4_hdr_sum(ip, sizeof(*ip)) == 0xffff);
+}
+
+/*
+ * Parse and validate one frame. Handles ARP, L2 and every drop itself and
+ * returns K_DONE; returns the kind of a valid service datagram otherwise.
+ */
+static uint8_t classify(struct sw_worker *w, struct pkt *p, uint16_t in_port, uint32_t now_s)
+{
+	struct sw *sw = w->sw;
+	uint16_t udp_len;
+	enum wire_error err;
+
+	if (likely(common_shape(sw, p->m))) {
+		p->eth = rte_pktmbuf_mtod(p->m, struct rte_ether_hdr *);
+		p->ip = (struct rte_ipv4_hdr *)(p->eth + 1);
+		p->udp = (struct rte_udp_hdr *)(p->ip + 1);
+		p->hdr = (uint8_t *)(p->udp + 1);
+		udp_len = (uint16_t)(rte_pktmbuf_data_len(p->m) - RTE_ETHER_HDR_LEN -
+				     sizeof(struct rte_ipv4_hdr));
+		learn_source(w, p->eth, in_port, now_s);
+	} else if (!parse_careful(w, p, in_port, now_s, &udp_len)) {
+		return K_DONE;
+	}
 	/* The routing fields only: service_kind() reads the rest for what is not a request. */
-	err = wire_decode_route(p->hdr, udp_len - sizeof(*udp), &p->msg);
+	err = wire_decode_route(p->hdr, udp_len - sizeof(struct rte_udp_hdr), &p->msg);
 	/* With a key, a control datagram ends in a MAC (proto/auth.h): decoded
 	 * without it here, checked by its handler once its source is. */
 	if (unlikely(err != WIRE_OK) &&
 	    !(err == WIRE_ERR_TRAILING && sw->keyed && wire_op_authenticated(p->msg.op) &&
-	      wire_decode(p->hdr, udp_len - sizeof(*udp) - WIRE_MAC_LEN, &p->msg) == WIRE_OK)) {
-		drop(w, m, sw_cnt_wire(err));
+	      wire_decode(p->hdr, udp_len - sizeof(struct rte_udp_hdr) - WIRE_MAC_LEN, &p->msg) ==
+		  WIRE_OK)) {
+		drop(w, p->m, sw_cnt_wire(err));
 		return K_DONE;
 	}
 	return service_kind(w, p, in_port, now_s);
@@ -624,16 +756,17 @@ static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p
 static inline void learn_client(struct sw_worker *w, const struct pkt *p, uint16_t in_port,
 				uint32_t now_s)
 {
-	uint32_t ip = rte_be_to_cpu_32(p->ip->src_addr);
+	rte_be32_t ip = p->ip->src_addr; /* as it is on the wire: any order will do here */
 	uint64_t who = (uint64_t)ip << 32 | now_s, where;
-	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 6)) & 63];
+	typeof(w->learnt[0]) *c = &w->learnt[(ip ^ (ip >> 24)) & 63];
 
-	/* The source MAC and the EtherType after it, which the port replaces. */
+	/* The source MAC and the EtherType after it (IPv4 here), the port xored in. */
 	memcpy(&where, &p->eth->src_addr, sizeof(where));
-	where = (rte_le_to_cpu_64(where) & 0xffffffffffffull) | (uint64_t)(uint8_t)in_port << 48;
+	where ^= (uint64_t)in_port << 48;
 	if (c->who == who && c->where == where)
 		return;
-	l2_nb_learn(w->sw->l2, ip, p->eth->src_addr.addr_bytes, (uint8_t)in_port, now_s, false);
+	l2_nb_learn(w->sw->l2, rte_be_to_cpu_32(ip), p->eth->src_addr.addr_bytes, (uint8_t)in_port,
+		    now_s, false);
 	c->who = who;
 	c->where = where;
 }
@@ -664,6 +797,7 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 {
 	struct sw *sw = w->sw;
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, owner);
+	int64_t acc;
 	uint8_t out;
 
 	if (!peer || !l2_nb_lookup(sw->l2, peer->vip, p->eth->dst_addr.addr_bytes, &out, now_s) ||
@@ -672,9 +806,9 @@ static __rte_noinline void to_owner(struct sw_worker *w, struct pkt *p, uint16_t
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	rewrite(sw, p, rte_cpu_to_be_32(peer->vip), sw->svc_port_be,
-		(uint16_t)((p->msg.flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH), 0,
-		p->ip->src_addr, p->udp->src_port, 0);
+	acc = 0;
+	stamp_request(&acc, p->hdr, false, 0, p->ip->src_addr, p->udp->src_port);
+	readdress(sw, p, rte_cpu_to_be_32(peer->vip), sw->svc_port_be, acc);
 	CNT(w, SW_CNT_PEER_FORWARDED);
 	tx(w, out, p->m);
 }
@@ -702,12 +836,13 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
 	/* A peer already stamped the client's address; it is never sent on again. */
-	bool from_peer = sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
+	bool from_peer =
+	    unlikely(sw->npeers) && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
 	rte_be32_t ret_ip = p->ip->src_addr;
 	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t out;
-	uint16_t target, flags, owner;
-	uint64_t body_acc = 0; /* the version stamp's change to the UDP checksum's sum */
+	uint16_t target, owner;
+	int64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
@@ -754,7 +889,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
 
 		if (now_st)
-			body_acc = stamp_version(p, now_st->completed);
+			stamp_version(&acc, p->hdr, now_st->completed);
 	}
 	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
 		log_decision(w, p, target, home, e != NULL, st);
@@ -771,15 +906,12 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	flags = (uint16_t)((msg->flags & ~WIRE_F_REPLICA_READ) | WIRE_F_VIA_SWITCH);
-	if (target != home)
-		flags |= WIRE_F_REPLICA_READ;
-	rewrite(sw, p, sw->node_ip_be[target], sw->node_port_be[target], flags, target, ret_ip,
-		ret_port, body_acc);
+	stamp_request(&acc, p->hdr, target != home, target, ret_ip, ret_port);
+	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (e) {
-		struct cdt_entry_counters *ec = cdt_worker_counters(sw->cdt, w->index, e);
+		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
 
 		if (!is_read)
 			ec->writes++;
@@ -895,7 +1027,7 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		add_holders(w, e, msg);
 	if (advanced) {
 		CNT(w, SW_CNT_WRITE_COMPLETIONS);
-		cdt_worker_counters(w->sw->cdt, w->index, e)->completions++;
+		w->entry_counters[e->index].completions++;
 		/* The set is {home} and the holders now: have it filled up if short. */
 		intake_completed(w, e->keyhash, msg->version);
 	}
@@ -910,9 +1042,8 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	const struct wire_msg *msg = &p->msg;
 	uint8_t out;
 	bool in_dir;
-	uint16_t flags, sender;
-	rte_be32_t ret_ip;
-	rte_be16_t ret_port;
+	uint16_t sender;
+	int64_t acc = 0;
 
 	CNT(w, SW_CNT_REPLIES);
 	sender = accept_from_node(w, p, in_port, now_s);
@@ -939,12 +1070,12 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	flags = (uint16_t)(msg->flags | WIRE_F_VIA_SWITCH);
-	flags = in_dir ? (flags | WIRE_F_REPLICATED) : (flags & ~WIRE_F_REPLICATED);
-	/* To the return address, which the header keeps. */
-	ret_ip = rte_cpu_to_be_32(msg->ret_ip);
-	ret_port = rte_cpu_to_be_16(msg->ret_port);
-	rewrite(sw, p, ret_ip, ret_port, flags, msg->node, ret_ip, ret_port, 0);
+	/* To the return address, which the header keeps; flags VIA_SWITCH and,
+	 * exactly when the key is in the directory, REPLICATED. */
+	patch_flags(&acc, p->hdr, (uint16_t)~WIRE_F_REPLICATED,
+		    in_dir ? RTE_BE16(WIRE_F_VIA_SWITCH | WIRE_F_REPLICATED)
+			   : RTE_BE16(WIRE_F_VIA_SWITCH));
+	readdress(sw, p, rte_cpu_to_be_32(msg->ret_ip), rte_cpu_to_be_16(msg->ret_port), acc);
 	CNT(w, SW_CNT_REPLY_FORWARDED);
 	tx(w, out, p->m);
 }
@@ -971,7 +1102,7 @@ static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct 
 			CNT(w, SW_CNT_REPL_LAG_SAMPLES);
 		}
 		CNT(w, SW_CNT_RC_ACK_ADDED);
-		cdt_worker_counters(sw->cdt, w->index, e)->acks_added++;
+		w->entry_counters[e->index].acks_added++;
 	}
 	rte_pktmbuf_free(p->m);
 }
@@ -1000,8 +1131,8 @@ static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cd
 
 /*
  * A burst in stages, each prefetching for the next (as DPDK's l3fwd_em_hlm.h):
- *   parse    classify() every frame; prefetch the frame 4 ahead (its mbuf 8
- *            ahead) and, for each service datagram, its ring-table entry;
+ *   parse    classify() every frame; prefetch the frame 4 ahead and, for
+ *            each datagram the directory does not hold, its ring-table entry;
  *   look up  in the CDT, at once, the keyhashes its filter may hold (most
  *            keys are not in the directory); prefetch the entries found;
  *   handle   each datagram in order; prefetch the next one's replica set.
@@ -1015,24 +1146,18 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 	const struct ring *ring = sw_ring(sw);
 	uint32_t now_s = (uint32_t)(now_tsc / sw->tsc_hz);
 	struct pkt pkts[SW_BURST + 1]; /* and an end with no entry, for stage 3's prefetch */
-	const void *keys[SW_BURST];
+	const void *keys[SW_BURST];    /* &p->msg.keyhash of the datagrams looked up */
 	hash_sig_t sigs[SW_BURST];
 	void *data[SW_BURST];
-	uint8_t looked_up[SW_BURST]; /* keys[j] is pkts[looked_up[j]]'s */
+	struct pkt *p = pkts;
 	uint64_t hits = 0;
-	unsigned nk = 0, nl = 0;
+	unsigned nk, nl = 0;
 
-	/* Parse. */
-	memset(&w->burst_src, 0, sizeof(w->burst_src));
-	for (uint16_t i = 0; i < n && i < 8; i++)
-		rte_prefetch0(mbufs[i]);
+	/* Parse. The mbufs themselves are warm: the PMD has just written them. */
+	w->burst_src = 0;
 	for (uint16_t i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(mbufs[i], void *));
 	for (uint16_t i = 0; i < n; i++) {
-		struct pkt *p = &pkts[nk];
-
-		if (i + 8 < n)
-			rte_prefetch0(mbufs[i + 8]);
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 4], void *));
 		p->m = mbufs[i];
@@ -1042,16 +1167,17 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		p->e = NULL;
 		if (cdt_may_hold(cdt, p->msg.keyhash)) {
 			keys[nl] = &p->msg.keyhash;
-			sigs[nl] = cdt_sig(p->msg.keyhash);
-			looked_up[nl++] = (uint8_t)nk;
+			sigs[nl++] = cdt_sig(p->msg.keyhash);
+		} else {
+			/* Not in the directory: stage 3 reads its home in the ring. */
+			ring_home_prefetch(ring, p->msg.keyhash);
 		}
-		/* Read in stage 3 by every key the directory does not hold. */
-		ring_home_prefetch(ring, p->msg.keyhash);
-		nk++;
+		p++;
 	}
+	nk = (unsigned)(p - pkts);
 	if (nk == 0)
 		return;
-	pkts[nk].e = NULL;
+	p->e = NULL;
 
 	/* Look up. */
 	if (nl) {
@@ -1059,15 +1185,13 @@ static void process_burst(struct sw_worker *w, uint16_t in_port, struct rte_mbuf
 		for (uint64_t h = hits; h; h &= h - 1) {
 			unsigned j = (unsigned)__builtin_ctzll(h);
 
-			pkts[looked_up[j]].e = data[j];
+			container_of(keys[j], struct pkt, msg.keyhash)->e = data[j];
 			rte_prefetch0(data[j]);
 		}
 	}
 
 	/* Handle. */
-	for (unsigned k = 0; k < nk; k++) {
-		struct pkt *p = &pkts[k];
-
+	for (p = pkts; p < pkts + nk; p++) {
 		/*
 		 * The next datagram's replica set, when it is a hit: only a hint
 		 * (a prefetch never faults), under this burst's RCU read side.

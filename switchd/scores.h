@@ -54,12 +54,12 @@ void scores_init(struct scores *s, const struct cfg *cfg, uint16_t nworkers);
 /* sum(outstanding) - forgotten, as a signed difference of wrapping counters. */
 static inline int32_t scores_inflight_raw(const struct scores *s, uint16_t id)
 {
-	uint32_t v = -__atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
-	unsigned w = 0, nworkers = s->nworkers;
+	/* nworkers >= 1 (scores_init): worker 0's without a test, the others' after it. */
+	uint32_t v = __atomic_load_n(&s->outstanding[0][id], __ATOMIC_RELAXED) -
+		     __atomic_load_n(&s->forgotten[id], __ATOMIC_RELAXED);
 
-	do /* nworkers >= 1 (scores_init): no test before the first */
+	for (unsigned w = 1; w < s->nworkers; w++)
 		v += __atomic_load_n(&s->outstanding[w][id], __ATOMIC_RELAXED);
-	while (++w < nworkers);
 	return (int32_t)v;
 }
 

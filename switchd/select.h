@@ -51,37 +51,20 @@ static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 
 /*
  * Least expected delay among cand[0..n) that are alive; SEL_NONE when none is.
- * Every read of a directory key runs this, so it is inline and has no
- * data-dependent branch: each candidate's cost is its delay less 1, shifted
- * up by 8 bits and given 8 random low bits, so the minimum is taken with
- * conditional moves and equal costs are won at random (a tie of the random
- * bits too goes to the earlier candidate, at most 1/256 of ties). A node
- * that is down (delay 0) wraps to a cost of at least SEL_DOWN_COST, above
- * every alive one: it wins only when all are down, and then none is chosen.
+ * Every read of a directory key runs this, so it has no data-dependent
+ * branch: each candidate's cost is its delay less 1, shifted up by 8 bits
+ * and given 8 random low bits, so the minimum is taken with conditional
+ * moves and equal costs are won at random (a tie of the random bits too goes
+ * to the earlier candidate, at most 1/256 of ties). A node that is down
+ * (delay 0) wraps to a cost of at least SEL_DOWN_COST, above every alive
+ * one: it wins only when all are down, and then none is chosen.
  */
 #define SEL_DOWN_COST (UINT64_MAX << 8)
-
-static inline uint16_t sel_pick_among(const struct scores *s, const uint16_t *cand, unsigned n,
-				      uint64_t *rng)
-{
-	uint64_t best_cost = UINT64_MAX, jitter = 0;
-	uint16_t best = SEL_NONE;
-
-	for (unsigned i = 0; i < n; i++) {
-		uint16_t id = cand[i];
-		uint64_t cost = (sel_cost(s, id) - 1) << 8;
-
-		/* A fresh word every 8: a byte reused would lose every tie to its first user. */
-		if (i % 8 == 0)
-			jitter = sel_rand(rng);
-		cost |= jitter & 0xff;
-		jitter >>= 8;
-		best = cost < best_cost ? id : best;
-		best_cost = cost < best_cost ? cost : best_cost;
-	}
-	return best_cost < SEL_DOWN_COST ? best : SEL_NONE;
-}
-
+/*
+ * Candidates one random word gives a byte each. A byte reused would lose
+ * every tie to its first user, so larger sets draw a word per 8.
+ */
+#define SEL_FEW 8
 /*
  * Candidates one read weighs at most. A set larger than this (a key hotter
  * than 16 nodes can serve) is sampled: SEL_WINDOW candidates in a row from a
@@ -93,25 +76,38 @@ static inline uint16_t sel_pick_among(const struct scores *s, const uint16_t *ca
  */
 #define SEL_WINDOW 16
 
-static inline uint16_t sel_pick_window(const struct scores *s, const uint16_t *cand, unsigned n,
-				       uint64_t *rng)
+/*
+ * Lower *best_cost to the least cost among cand[0..n) (n <= SEL_FEW), the
+ * bytes of jitter breaking ties in turn; returns the candidate that has it,
+ * or best when none is below *best_cost.
+ */
+static inline uint16_t sel_least(const struct scores *s, const uint16_t *cand, unsigned n,
+				 uint64_t jitter, uint16_t best, uint64_t *best_cost)
 {
-	uint16_t win[SEL_WINDOW];
-	/* A random start in 0..n-1 by multiply and shift, not a division. */
-	unsigned at = (unsigned)(((sel_rand(rng) >> 32) * n) >> 32);
+	for (unsigned i = 0; i < n; i++, jitter >>= 8) {
+		uint16_t id = cand[i];
+		uint64_t cost = (sel_cost(s, id) - 1) << 8 | (jitter & 0xff);
 
-	for (unsigned i = 0; i < SEL_WINDOW; i++, at = at + 1 == n ? 0 : at + 1)
-		win[i] = cand[at];
-	return sel_pick_among(s, win, SEL_WINDOW, rng);
+		best = cost < *best_cost ? id : best;
+		*best_cost = cost < *best_cost ? cost : *best_cost;
+	}
+	return best;
 }
 
-/* The read target among cand[0..n): sel_pick_among(), over a window of a set past 16. */
+/* Sets of more than SEL_FEW (select.c): a word per 8, a window past SEL_WINDOW. */
+uint16_t sel_pick_many(const struct scores *s, const uint16_t *cand, unsigned n, uint64_t *rng);
+
+/* The read target among cand[0..n): least expected delay, see above. */
 static inline uint16_t sel_pick(const struct scores *s, const uint16_t *cand, unsigned n,
 				uint64_t *rng)
 {
-	if (__builtin_expect(n > SEL_WINDOW, 0))
-		return sel_pick_window(s, cand, n, rng);
-	return sel_pick_among(s, cand, n, rng);
+	uint64_t best_cost = UINT64_MAX;
+	uint16_t best;
+
+	if (__builtin_expect(n > SEL_FEW, 0))
+		return sel_pick_many(s, cand, n, rng);
+	best = sel_least(s, cand, n, sel_rand(rng), SEL_NONE, &best_cost);
+	return best_cost < SEL_DOWN_COST ? best : SEL_NONE;
 }
 
 /* Record cand[0..n) (the first 16) with what sel_pick() weighs, for a decision log. */

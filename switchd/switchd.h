@@ -76,6 +76,7 @@ struct sw_worker {
 	uint64_t rng;
 	uint64_t last_drain_tsc;
 	uint32_t *outstanding; /* scores_row(&sw->scores, index): requests it forwarded */
+	struct cdt_entry_counters *entry_counters; /* cdt_worker_row(sw->cdt, index) */
 	/*
 	 * Clients this worker learnt recently (direct-mapped by address): a
 	 * request from a client already learnt this second skips learning it
@@ -83,12 +84,12 @@ struct sw_worker {
 	 * compare-and-swap). Two words each, compared whole.
 	 */
 	struct {
-		uint64_t who;	/* address << 32 | the second it was learnt */
-		uint64_t where; /* MAC bytes from the low byte up, then the port */
+		uint64_t who;	/* address (network order) << 32 | the second it was learnt */
+		uint64_t where; /* the 8 bytes from the source MAC on, the port xored in */
 	} learnt[64];
 	uint32_t idle_polls;
-	uint32_t sample_countdown;	 /* requests until the next hot-key sample */
-	struct rte_ether_addr burst_src; /* last source MAC learnt in this burst */
+	uint32_t sample_countdown; /* requests until the next hot-key sample */
+	uint64_t burst_src;	   /* the last source MAC learnt in this burst, for mac_is() */
 	/* Written by this worker only; read by others with relaxed loads. */
 	uint64_t counters[SW_CNT_COUNT];
 	uint64_t port_counters[CFG_MAX_PORTS][SW_PCNT_COUNT];
@@ -162,6 +163,7 @@ struct sw {
 	rte_be32_t vip_be;	   /* the same two in network order, as the fast path compares */
 	rte_be16_t svc_port_be;	   /* and writes them */
 	struct rte_ether_addr mac; /* the VIP's MAC: source of everything the switch sends */
+	uint64_t mac_word;	   /* the same, for mac_is() (pipeline.c) */
 	bool inline_mode;
 	bool close_ports;
 
