@@ -45,22 +45,26 @@ const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t 
 	return find(s, req_id, keyhash);
 }
 
+/* Remember an outcome in o, or (NULL) in the oldest's slot. */
+static void keep(struct dedup_stripe *s, struct dedup_slot *o, uint64_t req_id, uint64_t keyhash,
+		 uint8_t status, uint64_t version)
+{
+	if (!o) {
+		o = &s->slot[s->next];
+		s->next = (s->next + 1) % DEDUP_SLOTS_PER_STRIPE;
+	}
+	*o = (struct dedup_slot){
+	    .req_id = req_id, .keyhash = keyhash, .version = version, .status = status, .used = 1};
+}
+
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
 	       uint64_t version)
 {
 	struct dedup_stripe *s = stripe_of(d, keyhash);
-	struct dedup_slot *o = applied ? find(s, req_id, keyhash) : NULL;
 
-	if (applied && !o) { /* a new outcome takes the oldest's slot */
-		o = &s->slot[s->next];
-		s->next = (s->next + 1) % DEDUP_SLOTS_PER_STRIPE;
-	}
-	if (o)
-		*o = (struct dedup_slot){.req_id = req_id,
-					 .keyhash = keyhash,
-					 .version = version,
-					 .status = status,
-					 .used = 1};
+	/* Applied only when dedup_begin() found no outcome: a new one. */
+	if (applied)
+		keep(s, NULL, req_id, keyhash, status, version);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -93,6 +97,9 @@ unsigned dedup_of_key(struct dedup *d, uint64_t keyhash, struct dedup_write *out
 
 void dedup_remember(struct dedup *d, uint64_t keyhash, const struct dedup_write *w)
 {
-	dedup_begin(d, w->req_id, keyhash);
-	dedup_end(d, w->req_id, keyhash, true, w->status, w->version);
+	struct dedup_stripe *s = stripe_of(d, keyhash);
+
+	pthread_mutex_lock(&s->lock);
+	keep(s, find(s, w->req_id, keyhash), w->req_id, keyhash, w->status, w->version);
+	pthread_mutex_unlock(&s->lock);
 }

@@ -50,7 +50,7 @@ void dedup_fini(struct dedup *d);
  * this key, or NULL when it has not been applied. dedup_end() must follow.
  */
 const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t keyhash);
-/* Remember the outcome (when applied) and unlock the stripe. */
+/* Remember the outcome (when applied: dedup_begin() found none) and unlock the stripe. */
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
 	       uint64_t version);
 
