@@ -976,13 +976,23 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
  */
 #define WORKER_BATCH 8
 
-/* Hold the worker until start + service time (capacity emulation, no spinning). */
-static void emulate_service_time(struct node *n, uint64_t start)
+/*
+ * Capacity emulation: hold the worker for the service time, no spinning. The
+ * emulated server starts a request when it arrived (rx_ns) or when this
+ * worker's previous one finished (*free_at), whichever is later, as a real
+ * server with that service time would. Not from when the thread woke: on a
+ * busy machine a sleep ends late, and timed from the wake-up every late
+ * wake-up would lower the node's capacity below workers / service time, by
+ * as much as the machine is loaded. Timed this way the next sleep is
+ * shorter (or none) and the worker catches up.
+ */
+static void emulate_service_time(struct node *n, uint64_t *free_at, uint64_t rx_ns)
 {
-	uint64_t until = start + (uint64_t)n->service_time_us * 1000;
+	uint64_t until = (rx_ns > *free_at ? rx_ns : *free_at) + (uint64_t)n->service_time_us * 1000;
 	struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
 			      .tv_nsec = (long)(until % 1000000000u)};
 
+	*free_at = until;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
@@ -1024,6 +1034,7 @@ static void *worker_main(void *arg)
 	struct mmsghdr msgs[WORKER_BATCH];
 	struct iovec iov[WORKER_BATCH];
 	uint8_t *outs = malloc(cap * WORKER_BATCH);
+	uint64_t free_at = 0; /* when this worker's last emulated service ended */
 	uint32_t k;
 	int ok = outs != NULL && scratch != NULL;
 
@@ -1054,7 +1065,7 @@ static void *worker_main(void *arg)
 			 * seen a service time before its reply leaves.
 			 */
 			if (n->service_time_us)
-				emulate_service_time(n, start);
+				emulate_service_time(n, &free_at, reqs[i].rx_ns);
 			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
 			req_release(n, &reqs[i]);
 			if (len == 0)
