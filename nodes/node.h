@@ -94,6 +94,8 @@
 	X(write_through, "Writes of a directory key pushed to its holders before the reply")       \
 	X(write_through_confirmed, "Holders that confirmed such a push in time")                   \
 	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
+	X(write_through_dropped, "Holders that answered they hold no copy: no longer pushed to")   \
+	X(through_refused, "Write-through pushes for a copy not held here: answered version 0")   \
 	X(unreplicate, "UNREPLICATEs served")                                                      \
 	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \
 	X(send_errors, "sendto() failures")                                                        \

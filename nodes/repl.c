@@ -37,6 +37,15 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
+/* Whether this node holds a copy of m's key (a replica record, not dropped). */
+static bool holds_copy(struct node *n, const struct wire_msg *m)
+{
+	struct store_record cur;
+	int rc = store_get(n->store, STORE_REPLICA, m->key, m->key_len, &cur, NULL, 0);
+
+	return rc > 0 && cur.kind != STORE_DROPPED;
+}
+
 /*
  * Keep the key's record in cf as its previous version, before a write-through
  * replaces it; false when it cannot be kept. At the home a key not stored yet
@@ -246,12 +255,16 @@ static unsigned push_to_holders(struct node *n, int fd, struct wire_msg *rc_req,
 	return sent;
 }
 
-/* Wait on fd for the holders' RC_ACKs of (req_id, version); mark each in confirmed. */
+/*
+ * Wait on fd for the holders' RC_ACKs of (req_id, version); mark each in
+ * confirmed. A holder that answers version 0 holds no copy any more: it
+ * counts as answered, not confirmed. Returns the answers.
+ */
 static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t version,
 			      const uint8_t *holders, unsigned expected, uint8_t *confirmed)
 {
 	uint64_t deadline = clock_mono_ns() + (uint64_t)through_wait_ms(n) * 1000000u;
-	uint8_t in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64];
+	uint8_t in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64], answered[THROUGH_HOLDERS] = {0};
 	unsigned got = 0;
 
 	while (got < expected) {
@@ -271,11 +284,17 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 		    r.req_id != req_id || wire_rc_ack_decode(&r, &ack) != 0)
 			continue;
 		/* A holder that holds a newer version does not hold this one. */
-		if (ack.version != version || ack.node == 0 || ack.node > CFG_MAX_NODES ||
-		    !(holders[ack.node / 8] & (1u << (ack.node % 8))) ||
-		    (confirmed[ack.node / 8] & (1u << (ack.node % 8))))
+		if ((ack.version != version && ack.version != 0) || ack.node == 0 ||
+		    ack.node > CFG_MAX_NODES || !(holders[ack.node / 8] & (1u << (ack.node % 8))) ||
+		    (answered[ack.node / 8] & (1u << (ack.node % 8))))
 			continue;
-		confirmed[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+		answered[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+		if (ack.version == version) {
+			confirmed[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+			node_count(n, NODE_CTR_write_through_confirmed);
+		} else {
+			node_count(n, NODE_CTR_write_through_dropped);
+		}
 		got++;
 	}
 	return got;
@@ -325,7 +344,6 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	sent = push_to_holders(n, fd, &rc_req, holders);
 	free(val);
 	got = await_holders(n, fd, m->req_id, rep->version, holders, sent, confirmed);
-	node_count_n(n, NODE_CTR_write_through_confirmed, got);
 	node_count_n(n, NODE_CTR_write_through_missed, sent - got);
 	/* The next write pushes to those that hold this one: the switch's set after it. */
 	through_holders_set(n->through, m->keyhash, confirmed);
@@ -455,6 +473,17 @@ void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr
 
 	if (wire_rc_req_decode(m, &copy) != 0) {
 		node_count(n, NODE_CTR_bad_payload);
+		return;
+	}
+	/*
+	 * A write-through push goes to the holders the home knows of. One whose
+	 * copy the switch has dropped (a trimmed set, docs/design.md section 5)
+	 * holds nothing to keep up to date: it says so (version 0), and the home
+	 * pushes to it no more. Storing the push would make it a holder again.
+	 */
+	if (through && !holds_copy(n, m)) {
+		node_count(n, NODE_CTR_through_refused);
+		send_ack(n, m, copy.owner, 0, from);
 		return;
 	}
 	if (through)

@@ -248,8 +248,10 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 			changed = false;
 		else if (ev == CDT_EV_REPLY)
 			changed = cdt_state_on_reply(cur, version, node, c->cap, &tmp.st);
-		else
+		else if (ev == CDT_EV_RC_ACK)
 			changed = cdt_state_on_rc_ack(cur, version, node, e->home, c->cap, &tmp.st);
+		else
+			changed = cdt_state_without(cur, node, e->home, &tmp.st);
 		/* A state kept from a lost race may be of the other size now. */
 		if (next && (!changed || pool_of(c, next->nreplicas) !=
 						 pool_of(c, tmp.st.nreplicas))) {

@@ -207,11 +207,13 @@ static inline const struct cdt_state *cdt_entry_state(const struct cdt_entry *e)
 	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
 }
 
-enum cdt_event { CDT_EV_REPLY, CDT_EV_RC_ACK };
+enum cdt_event { CDT_EV_REPLY, CDT_EV_RC_ACK, CDT_EV_DROP };
 
 /*
  * Apply an event to e from worker `worker` (0..nworkers-1) or from the control
  * thread (worker == nworkers): copy-on-write + CAS, retrying on a lost race.
+ * CDT_EV_DROP (control thread): `node` leaves the set (cdt_state_without();
+ * version unused).
  * Returns 1 when the state changed, 0 when the event changed nothing, or
  * -ENOMEM when no state could be allocated or retired (the entry is then left
  * as it was, and the caller counts the failure).

@@ -50,3 +50,18 @@ bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t
 	}
 	return state_add(cur, replica, cap, next);
 }
+
+bool cdt_state_without(const struct cdt_state *cur, uint16_t node, uint16_t home,
+		       struct cdt_state *next)
+{
+	unsigned n = 0;
+
+	if (node == home || cur->nreplicas <= 1 || !cdt_state_has(cur, node))
+		return false;
+	cdt_state_copy(next, cur);
+	for (unsigned i = 0; i < cur->nreplicas; i++)
+		if (cur->replicas[i] != node)
+			next->replicas[n++] = cur->replicas[i];
+	next->nreplicas = (uint8_t)n;
+	return true;
+}

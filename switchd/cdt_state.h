@@ -94,6 +94,9 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
  *            unknown (0, a fresh entry) acks change nothing: one may be a late
  *            ack of a copy older than what the home served meanwhile; the
  *            home's REPLICATE reply makes its version the completed one.
+ * without:  the control thread trims a set grown past the replicas its key
+ *            wants: next = cur less `node`, same completed version (every
+ *            member left holds it). Not the home, never the last member.
  * A version of 0 never changes anything. A full set (cap replicas,
  * cdt_state_cap()) stays as it is. next has room for cap replicas.
  */
@@ -101,5 +104,7 @@ bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t 
 			unsigned cap, struct cdt_state *next);
 bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
 			 uint16_t home, unsigned cap, struct cdt_state *next);
+bool cdt_state_without(const struct cdt_state *cur, uint16_t node, uint16_t home,
+		       struct cdt_state *next);
 
 #endif

@@ -480,14 +480,53 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 	st->epochs++;
 }
 
-/* Every entry short of replicas gets a REPLICATE of its completed version. */
+/*
+ * A set grown past the replicas its key wants (its share fell, or a REPLICATE
+ * added a node while a write's holders were still confirming) loses its
+ * busiest copy, one per round: every write to the key pushes to each copy,
+ * a service time there, so a copy beyond the want costs capacity. The node
+ * leaves the set first, so no read goes there, then drops its copy
+ * (UNREPLICATE); the home stops pushing to it once it answers the next push
+ * that it holds nothing (nodes/repl.c). Keys of a peer, and pins, are left
+ * as they are.
+ */
+#define TRIM_SLACK 1 /* copies a set may hold past its want: a share that wavers does not churn */
+static void trim(struct sw *sw, struct cdt_entry *e)
+{
+	const struct cdt_state *st = cdt_entry_state(e);
+	uint16_t key_len, drop = 0;
+	uint64_t worst = 0;
+	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
+
+	if (st->nreplicas <= e->want_replicas + TRIM_SLACK || e->pinned || e->owner != 0 ||
+	    key_len == 0)
+		return;
+	for (unsigned i = 0; i < st->nreplicas; i++) {
+		uint16_t id = st->replicas[i];
+		uint64_t cost = sel_cost(&sw->scores, id);
+
+		cost = cost ? cost : UINT64_MAX; /* down: the first to go */
+		if (id != e->home && (!drop || cost > worst)) {
+			drop = id;
+			worst = cost;
+		}
+	}
+	if (!drop || cdt_apply(sw->cdt, sw->cdt->nworkers, e, CDT_EV_DROP, 0, drop, NULL) <= 0)
+		return;
+	sw->rec->stats.trims++;
+	eg_unreplicate(sw, drop, e->keyhash, key, key_len);
+}
+
+/* Every entry short of replicas gets a REPLICATE of its completed version; one past them, a trim. */
 static void repair(struct sw *sw)
 {
 	uint32_t it = 0;
 	struct cdt_entry *e;
 
-	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+	while ((e = cdt_next(sw->cdt, &it)) != NULL) {
+		trim(sw, e);
 		replicate_completed(sw, e);
+	}
 }
 
 /* Directory on or off; off removes every entry that is not pinned. */
@@ -926,6 +965,8 @@ void rec_format_stats(struct sw *sw, struct fmt *f)
 	fmt_counter(f, "collisions", "Hot keys not installed: keyhash collision", d->collisions);
 	fmt_counter(f, "held_moving", "Hot keys not installed: their home moves in a ring step",
 		    d->held_moving);
+	fmt_counter(f, "trims", "Copies dropped from sets grown past the replicas their key wants",
+		    d->trims);
 	fmt_gauge_double(f, "replication_lag_us_mean",
 			 "Mean replication lag (a write's completion to a replica's ack)",
 			 lag_n ? (double)sw_counter(sw, SW_CNT_REPL_LAG_US) / (double)lag_n : 0.0);

@@ -581,6 +581,60 @@ START_TEST(write_through)
 END_TEST
 
 /*
+ * A holder whose copy the switch dropped (a trimmed set) answers the next
+ * push version 0: the home lists it no more, does not wait for it, and
+ * pushes to it no more.
+ */
+START_TEST(write_through_dropped_copy)
+{
+	char k[64];
+	uint8_t payload[6];
+	struct wire_msg r, ack;
+	static uint8_t sbuf[12000];
+
+	write_config(3, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	start_node(2, NULL);
+	start_node(3, NULL);
+	key_homed_at(1, k, "trim");
+	uint64_t v1 = req(1, WIRE_OP_PUT, k, "first", 5, 0, 0).version;
+
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	wire_put16(payload + 4, 3);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 6, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+
+	/* The switch drops n3's copy. */
+	r = req(3, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	r = switch_req(1, WIRE_OP_PUT, k, "second", 6, 0, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert(r.flags & WIRE_F_WRITE_THROUGH);
+	ck_assert_uint_eq(r.val_len, 2);
+	ck_assert_uint_eq(wire_get16(r.value), 2);
+	ck_assert_uint_eq(counter(3, "through_refused"), 1);
+	ck_assert_uint_eq(counter(1, "write_through_dropped"), 1);
+	ck_assert_uint_eq(counter(1, "write_through_missed"), 0);
+	/* n3 holds nothing: a read there goes home. */
+	r = req(3, WIRE_OP_GET, k, NULL, 0, r.version, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+
+	/* The next write pushes to n2 only. */
+	r = switch_req(1, WIRE_OP_PUT, k, "third", 5, 0, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.val_len, 2);
+	ck_assert_uint_eq(wire_get16(r.value), 2);
+	ck_assert_uint_eq(counter(3, "through_refused"), 1);
+	ck_assert_uint_eq(counter(1, "write_through_confirmed"), 2);
+	stop_node(3);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
+/*
  * Send a control op to node id from 127.0.0.2, an address that is neither the
  * switch's (service.vip 127.0.0.1) nor a node's, and wait briefly for an
  * answer: true when one came (the node must stay silent).
@@ -1854,6 +1908,7 @@ int main(void)
 	tcase_add_test(tc, data_ops_and_moved);
 	tcase_add_test(tc, replication);
 	tcase_add_test(tc, write_through);
+	tcase_add_test(tc, write_through_dropped_copy);
 	tcase_add_test(tc, spoofed_control_dropped);
 	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, versions_across_restart_and_gc);

@@ -1695,6 +1695,17 @@ START_TEST(state_transitions)
 	ck_assert(!cdt_state_on_rc_ack(cur, 9, 4, 1, cap, next));
 	ck_assert(cdt_state_on_reply(cur, 9, 1, cap, next)); /* the home's REPLICATE reply */
 	ck_assert_uint_eq(next->completed, 9);
+	/* A trim: the node leaves, the version stays; never the home, never the last. */
+	cur = state_of(&cur_room, 5, (const uint16_t[]){1, 2, 3}, 3);
+	ck_assert(cdt_state_without(cur, 2, 1, next));
+	ck_assert_uint_eq(next->completed, 5);
+	ck_assert_uint_eq(next->nreplicas, 2);
+	ck_assert_uint_eq(next->replicas[0], 1);
+	ck_assert_uint_eq(next->replicas[1], 3);
+	ck_assert(!cdt_state_without(cur, 1, 1, next)); /* the home */
+	ck_assert(!cdt_state_without(cur, 4, 1, next)); /* not a member */
+	cur = state_of(&cur_room, 5, (const uint16_t[]){2}, 1);
+	ck_assert(!cdt_state_without(cur, 2, 1, next)); /* the last one */
 }
 END_TEST
 
