@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	log_info("signal %d: draining", sig);
-	server_stop(&n, cfg.node.workers);
+	server_stop(&n);
 	ttl_stop(&n);
 	report_stop(&n);
 	mignet_stop(&n);

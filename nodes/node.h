@@ -189,6 +189,18 @@ struct node {
 	atomic_bool gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
 	pthread_t rx_thread, ttl_thread, report_thread, warmup_thread;
 	pthread_t *workers;
+	uint32_t nthreads; /* worker threads: node.workers, more with emulated capacity */
+	/*
+	 * Capacity emulation (service_time_us): node.workers emulated servers,
+	 * each held by one request for its service time only (server.c). A
+	 * write-through's waits then hold a thread, not a server.
+	 */
+	struct node_servers {
+		pthread_mutex_t lock;
+		pthread_cond_t freed;
+		uint32_t idle;
+		uint64_t *free_at; /* [n] when the server's last request ended; UINT64_MAX: taken */
+	} servers;
 };
 
 static inline void node_count(struct node *n, enum node_counter c)

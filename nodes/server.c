@@ -977,24 +977,61 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
 #define WORKER_BATCH 8
 
 /*
- * Capacity emulation: hold the worker for the service time, no spinning. The
- * emulated server starts a request when it arrived (rx_ns) or when this
- * worker's previous one finished (*free_at), whichever is later, as a real
- * server with that service time would. Not from when the thread woke: on a
- * busy machine a sleep ends late, and timed from the wake-up every late
- * wake-up would lower the node's capacity below workers / service time, by
- * as much as the machine is loaded. Timed this way the next sleep is
- * shorter (or none) and the worker catches up.
+ * Capacity emulation: node.workers emulated servers, on THREADS_PER_SERVER
+ * times as many threads. A request holds a server for the service time only,
+ * with a timed sleep, no spinning; what it does next (served and answered
+ * at once, or a write-through's waits for its turn and its holders) holds
+ * its thread but no server, as in a node that serves while it waits.
+ *
+ * The server starts a request when it arrived (rx_ns) or when the server's
+ * previous request ended, whichever is later, as a real server with that
+ * service time would. Not from when the thread woke: on a busy machine a
+ * sleep ends late, and timed from the wake-up every late wake-up would lower
+ * the node's capacity below workers / service time, by as much as the
+ * machine is loaded. Timed this way the next sleep is shorter (or none) and
+ * the server catches up.
  */
-static void emulate_service_time(struct node *n, uint64_t *free_at, uint64_t rx_ns)
+#define THREADS_PER_SERVER 4
+
+/* Take an idle server (waiting for one); its index, and *free_at when it ended its last. */
+static uint32_t server_take(struct node *n, uint64_t *free_at)
 {
-	uint64_t until = (rx_ns > *free_at ? rx_ns : *free_at) + (uint64_t)n->service_time_us * 1000;
+	struct node_servers *s = &n->servers;
+	uint32_t i = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->idle == 0)
+		pthread_cond_wait(&s->freed, &s->lock);
+	while (s->free_at[i] == UINT64_MAX)
+		i++;
+	*free_at = s->free_at[i];
+	s->free_at[i] = UINT64_MAX;
+	s->idle--;
+	pthread_mutex_unlock(&s->lock);
+	return i;
+}
+
+static void server_give(struct node *n, uint32_t i, uint64_t free_at)
+{
+	struct node_servers *s = &n->servers;
+
+	pthread_mutex_lock(&s->lock);
+	s->free_at[i] = free_at;
+	s->idle++;
+	pthread_cond_signal(&s->freed);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Hold server i for the service time of a request that arrived at rx_ns, then give it back. */
+static void emulate_service_time(struct node *n, uint32_t i, uint64_t free_at, uint64_t rx_ns)
+{
+	uint64_t until = (rx_ns > free_at ? rx_ns : free_at) + (uint64_t)n->service_time_us * 1000;
 	struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
 			      .tv_nsec = (long)(until % 1000000000u)};
 
-	*free_at = until;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+	server_give(n, i, until);
 }
 
 /*
@@ -1033,12 +1070,11 @@ static void *worker_main(void *arg)
 	struct node_req reqs[WORKER_BATCH] = {0};
 	struct mmsghdr msgs[WORKER_BATCH];
 	struct iovec iov[WORKER_BATCH];
-	uint8_t *outs = malloc(cap * WORKER_BATCH);
-	uint64_t free_at = 0; /* when this worker's last emulated service ended */
+	uint8_t *outs = malloc(cap * batch);
 	uint32_t k;
 	int ok = outs != NULL && scratch != NULL;
 
-	for (int i = 0; i < WORKER_BATCH; i++) {
+	for (uint32_t i = 0; i < batch; i++) {
 		reqs[i].buf = malloc(NODE_MAX_DGRAM);
 		ok = ok && reqs[i].buf;
 	}
@@ -1046,9 +1082,18 @@ static void *worker_main(void *arg)
 		log_error("worker: out of memory");
 		goto out;
 	}
-	while ((k = queue_pop(n, reqs, batch)) > 0) {
+	for (;;) {
 		unsigned nmsg = 0;
+		uint64_t free_at = 0;
+		/* Emulating: a server first, then a request for it (batch is 1). */
+		uint32_t server = n->service_time_us ? server_take(n, &free_at) : 0;
 
+		k = queue_pop(n, reqs, batch);
+		if (k == 0) {
+			if (n->service_time_us)
+				server_give(n, server, free_at);
+			break;
+		}
 		for (uint32_t i = 0; i < k; i++) {
 			uint64_t start = clock_mono_ns();
 			uint8_t *out = outs + cap * i;
@@ -1057,6 +1102,8 @@ static void *worker_main(void *arg)
 			if (expired(n, &reqs[i], start)) {
 				node_count(n, NODE_CTR_expired);
 				req_release(n, &reqs[i]);
+				if (n->service_time_us)
+					server_give(n, server, free_at);
 				continue;
 			}
 			/*
@@ -1065,7 +1112,7 @@ static void *worker_main(void *arg)
 			 * seen a service time before its reply leaves.
 			 */
 			if (n->service_time_us)
-				emulate_service_time(n, &free_at, reqs[i].rx_ns);
+				emulate_service_time(n, server, free_at, reqs[i].rx_ns);
 			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
 			req_release(n, &reqs[i]);
 			if (len == 0)
@@ -1104,10 +1151,22 @@ int server_start(struct node *n, uint32_t workers)
 			(uint64_t)n->cfg->node.reassembly_timeout_ms * 1000000ull);
 	if (rc)
 		return rc;
-	n->workers = calloc(workers, sizeof(*n->workers));
+	n->nthreads = workers;
+	if (n->service_time_us) {
+		struct node_servers *sv = &n->servers;
+
+		sv->free_at = calloc(workers, sizeof(*sv->free_at));
+		if (!sv->free_at)
+			return -ENOMEM;
+		pthread_mutex_init(&sv->lock, NULL);
+		pthread_cond_init(&sv->freed, NULL);
+		sv->idle = workers;
+		n->nthreads = workers * THREADS_PER_SERVER;
+	}
+	n->workers = calloc(n->nthreads, sizeof(*n->workers));
 	if (!n->workers)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < workers; i++) {
+	for (uint32_t i = 0; i < n->nthreads; i++) {
 		char name[16];
 
 		rc = pthread_create(&n->workers[i], NULL, worker_main, n);
@@ -1122,16 +1181,22 @@ int server_start(struct node *n, uint32_t workers)
 	return -rc;
 }
 
-void server_stop(struct node *n, uint32_t workers)
+void server_stop(struct node *n)
 {
 	atomic_store(&n->stop_rx, true);
 	pthread_join(n->rx_thread, NULL);
 	/* Workers serve what is queued, then see the closed, empty queue and leave. */
 	queue_close(&n->queue);
-	for (uint32_t i = 0; i < workers; i++)
+	for (uint32_t i = 0; i < n->nthreads; i++)
 		pthread_join(n->workers[i], NULL);
 	free(n->workers);
 	n->workers = NULL;
+	if (n->servers.free_at) {
+		pthread_mutex_destroy(&n->servers.lock);
+		pthread_cond_destroy(&n->servers.freed);
+		free(n->servers.free_at);
+		n->servers.free_at = NULL;
+	}
 	queue_free(&n->queue);
 	reasm_free(&n->reasm);
 }

@@ -10,7 +10,7 @@
 /* Start the receive thread and the workers. Returns 0 or a negative errno. */
 int server_start(struct node *n, uint32_t workers);
 /* Stop receiving, let the workers drain the queue, join them. The socket stays open. */
-void server_stop(struct node *n, uint32_t workers);
+void server_stop(struct node *n);
 /* Whether the node has a handler for request op (the op table's lane says which it must). */
 bool server_serves(uint8_t op);
 
