@@ -2,7 +2,8 @@
  * node.h - the state of one skewless-node process, shared by its threads.
  *
  * Threads: main (start-up, then signals), the receive thread and N workers
- * (server.c), the TTL/GC thread (ttl.c) and the digest thread (report.c).
+ * (server.c; 4 N with emulated capacity), the TTL/GC thread (ttl.c) and the
+ * digest thread (report.c).
  * Everything here is set before the threads start and read-only afterwards,
  * except the atomics (counters, inflight, stop flags) and the queue (its own
  * lock).
@@ -96,6 +97,7 @@
 	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
 	X(write_through_dropped, "Holders that answered they hold no copy: no longer pushed to")   \
 	X(through_refused, "Write-through pushes for a copy not held here: answered version 0")   \
+	X(through_turn_timeout, "Writes not applied: an earlier write of the key kept its turn")   \
 	X(unreplicate, "UNREPLICATEs served")                                                      \
 	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \
 	X(send_errors, "sendto() failures")                                                        \
@@ -199,7 +201,8 @@ struct node {
 		pthread_mutex_t lock;
 		pthread_cond_t freed;
 		uint32_t idle;
-		uint64_t *free_at; /* [n] when the server's last request ended; UINT64_MAX: taken */
+		/* [node.workers] when each server's last request ended; UINT64_MAX: taken */
+		uint64_t *free_at;
 	} servers;
 };
 

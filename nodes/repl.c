@@ -171,7 +171,7 @@ bool repl_replicate(struct node *n, const struct wire_msg *m, const struct socka
 	 * behind one already acknowledged. Not waited for: while a write holds
 	 * it, the reply says "not known" and the switch asks again next epoch.
 	 */
-	bool turn = through_turn_take(n->through, m->keyhash, 0, true);
+	bool turn = through_turn_take(n->through, m->keyhash, 0, true) > 0;
 	bool sent = false;
 
 	replicate(n, m, turn, rep, val, cap);
@@ -190,7 +190,7 @@ static int through_wait_ms(const struct node *n)
 	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
 }
 
-bool repl_through_turn(struct node *n, uint64_t keyhash)
+int repl_through_turn(struct node *n, uint64_t keyhash)
 {
 	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n), false);
 }

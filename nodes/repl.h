@@ -47,7 +47,8 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
  * section 5). The writes of a key with holders take turns: repl_through_turn()
  * waits for the previous write's turn to end (up to REPL_THROUGH_WAIT_MS plus
  * three service times) and takes it, before the write takes any lock a read
- * takes; false when the key has no holders or the wait ran out. Within the
+ * takes: 1; 0 when the key has no holders; -1 when the wait ran out, and the
+ * write must not be applied (through_turn_take()). Within the
  * turn, before applying: repl_through_begin() tells whether there are holders
  * to push to (into holders, a bitmap of THROUGH_HOLDERS bytes), and if so
  * keeps the current version as the previous one, which the home's readers see
@@ -59,7 +60,7 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
  * reply, then ends the turn with repl_through_turn_end().
  */
 #define REPL_THROUGH_WAIT_MS 50
-bool repl_through_turn(struct node *n, uint64_t keyhash);
+int repl_through_turn(struct node *n, uint64_t keyhash);
 void repl_through_turn_end(struct node *n, uint64_t keyhash);
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
 void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,

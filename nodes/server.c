@@ -823,12 +823,24 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	bool turn = repl_through_turn(n, m->keyhash), sent = false;
+	int turn = repl_through_turn(n, m->keyhash);
 	struct write_push push = {0};
+	bool sent = false;
 	uint16_t home;
 	int rc;
 
 	(void)out, (void)cap;
+	/*
+	 * Another write of the key kept its turn past the wait: its push is still
+	 * out, and the home's readers see the version before it. Applied now,
+	 * this write would be answered while they still do. Not applied; the
+	 * client may try again.
+	 */
+	if (turn < 0) {
+		node_count(n, NODE_CTR_through_turn_timeout);
+		rep->status = WIRE_ST_UNAVAILABLE;
+		return true;
+	}
 	mig_lock(&n->mig, m->keyhash);
 	/* No REPLICATE of the key pushes from here until the push below is done. */
 	store_write_begin(n->store, m->keyhash);
@@ -840,7 +852,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		/* The version the previous home gave is unknown: write nothing. */
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {
-		serve_write(n, m, from, turn, rep, &push);
+		serve_write(n, m, from, turn > 0, rep, &push);
 	}
 	mig_unlock(&n->mig, m->keyhash);
 	if (push.through) {
@@ -848,7 +860,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		sent = node_send_reply(n, from, rep) == 0;
 	}
 	store_write_end(n->store, m->keyhash);
-	if (turn)
+	if (turn > 0)
 		repl_through_turn_end(n, m->keyhash);
 	return !sent;
 }

@@ -120,14 +120,15 @@ bool through_keep_previous(struct through *t, uint64_t keyhash, const struct sto
 	return kept;
 }
 
-bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim)
+int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim)
 {
 	struct through_slot *s = lock_slot(t, keyhash, claim);
 	struct timespec until;
 	bool ok = true;
+	int taken;
 
 	if (!s)
-		return false;
+		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += wait_ms / 1000;
 	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
@@ -138,11 +139,16 @@ bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bo
 	while (ok && s->turn && s->keyhash == keyhash)
 		ok = pthread_cond_timedwait(&s->turn_given, &s->lock, &until) != ETIMEDOUT;
 	/* The slot may have gone to another key meanwhile: this key's state is gone. */
-	ok = ok && !s->turn && s->keyhash == keyhash;
-	if (ok)
+	if (s->keyhash != keyhash)
+		taken = 0;
+	else if (s->turn)
+		taken = -1; /* another write of the key still has it */
+	else {
 		s->turn = true;
+		taken = 1;
+	}
 	pthread_mutex_unlock(&s->lock);
-	return ok;
+	return taken;
 }
 
 void through_turn_give(struct through *t, uint64_t keyhash)

@@ -68,12 +68,15 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsi
  * The writes of keyhash at its home take turns, and so does a REPLICATE of
  * it, each from before it reads or applies a version until its reply has
  * left (so that the switch learns the key's versions in order). take waits
- * (up to wait_ms) for the turn before to end and takes it; false when it
- * timed out, or the key has no slot (no holders) and claim is not set (a
- * REPLICATE claims one: it is about to add holders). give ends it, and the
+ * (up to wait_ms) for the turn before to end and takes it: 1. 0 when the key
+ * has no slot (no holders) and claim is not set (a REPLICATE claims one: it
+ * is about to add holders), or its slot is another key's: there is no turn
+ * to take. -1 when another write of the key still held the turn at the end
+ * of the wait: the caller must not apply its write (readers at the home
+ * still see the version before that write's push). give ends it, and the
  * push with it, and wakes the next in line.
  */
-bool through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim);
+int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim);
 void through_turn_give(struct through *t, uint64_t keyhash);
 /*
  * Within a turn: the write's push is out from begin to end (or the end of

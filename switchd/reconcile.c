@@ -480,17 +480,18 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 	st->epochs++;
 }
 
-/*
- * A set grown past the replicas its key wants (its share fell, or a REPLICATE
- * added a node while a write's holders were still confirming) loses its
- * busiest copy, one per round: every write to the key pushes to each copy,
- * a service time there, so a copy beyond the want costs capacity. The node
- * leaves the set first, so no read goes there, then drops its copy
- * (UNREPLICATE); the home stops pushing to it once it answers the next push
- * that it holds nothing (nodes/repl.c). Keys of a peer, and pins, are left
- * as they are.
- */
 #define TRIM_SLACK 1 /* copies a set may hold past its want: a share that wavers does not churn */
+
+/*
+ * A set grown past the replicas its key wants, by more than TRIM_SLACK (its
+ * share fell, or a REPLICATE added a node while a write's holders were still
+ * confirming), loses its busiest copy, one per round: every write to the
+ * key pushes to each copy, a service time there, so a copy beyond the want
+ * costs capacity. The node leaves the set first, so no read goes there, then
+ * drops its copy (UNREPLICATE); the home stops pushing to it once it answers
+ * the next push that it holds nothing (nodes/repl.c). Keys of a peer, and
+ * pins, are left as they are.
+ */
 static void trim(struct sw *sw, struct cdt_entry *e)
 {
 	const struct cdt_state *st = cdt_entry_state(e);

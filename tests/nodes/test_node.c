@@ -484,26 +484,23 @@ static struct wire_msg switch_req(int id, uint8_t op, const char *key, const voi
 }
 
 /*
- * Write-through: a write through the owner switch of a key with copies is
- * pushed to the holders before the home answers, and its reply lists them;
- * reads stamped with the version before it still get that version.
+ * Nodes 1..3 up; k (named from prefix) homed at n1, written "first", copied
+ * by REPLICATE to n2 and n3 (owner switch 1), both acked to the switch.
+ * Returns the version written.
  */
-START_TEST(write_through)
+static uint64_t copies_on_2_and_3(char *k, const char *prefix)
 {
-	char k[64];
 	uint8_t payload[6];
 	struct wire_msg r, ack;
 	static uint8_t sbuf[12000];
-	uint16_t listed[2];
 
 	write_config(3, "\"durability\":\"async\"");
 	start_node(1, NULL);
 	start_node(2, NULL);
 	start_node(3, NULL);
-	key_homed_at(1, k, "wt");
+	key_homed_at(1, k, prefix);
 	uint64_t v1 = req(1, WIRE_OP_PUT, k, "first", 5, 0, 0).version;
 
-	/* Copies on n2 and n3 (owner switch 1), acked to the switch. */
 	wire_put16(payload, 1);
 	wire_put16(payload + 2, 2);
 	wire_put16(payload + 4, 3);
@@ -511,6 +508,21 @@ START_TEST(write_through)
 	ck_assert_uint_eq(r.version, v1);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+	return v1;
+}
+
+/*
+ * Write-through: a write through the owner switch of a key with copies is
+ * pushed to the holders before the home answers, and its reply lists them;
+ * reads stamped with the version before it still get that version.
+ */
+START_TEST(write_through)
+{
+	char k[64];
+	struct wire_msg r, ack;
+	static uint8_t sbuf[12000];
+	uint16_t listed[2];
+	uint64_t v1 = copies_on_2_and_3(k, "wt");
 
 	/* A write through the switch: pushed to both, listed in the reply. */
 	r = switch_req(1, WIRE_OP_PUT, k, "second", 6, 0, WIRE_F_VIA_SWITCH);
@@ -588,25 +600,9 @@ END_TEST
 START_TEST(write_through_dropped_copy)
 {
 	char k[64];
-	uint8_t payload[6];
-	struct wire_msg r, ack;
-	static uint8_t sbuf[12000];
+	struct wire_msg r;
 
-	write_config(3, "\"durability\":\"async\"");
-	start_node(1, NULL);
-	start_node(2, NULL);
-	start_node(3, NULL);
-	key_homed_at(1, k, "trim");
-	uint64_t v1 = req(1, WIRE_OP_PUT, k, "first", 5, 0, 0).version;
-
-	wire_put16(payload, 1);
-	wire_put16(payload + 2, 2);
-	wire_put16(payload + 4, 3);
-	r = req(1, WIRE_OP_REPLICATE, k, payload, 6, v1, 0);
-	ck_assert_uint_eq(r.version, v1);
-	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
-
+	copies_on_2_and_3(k, "trim");
 	/* The switch drops n3's copy. */
 	r = req(3, WIRE_OP_UNREPLICATE, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);

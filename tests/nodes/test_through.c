@@ -86,8 +86,8 @@ START_TEST(readers_see_the_newest_previous_while_pushing)
 	ck_assert_uint_eq(rec.version, 11);
 	/* A second writer waits for the turn, and times out while it is held; a
 	 * REPLICATE (claim, no wait) does not get it either. */
-	ck_assert(!through_turn_take(t, kh, 20, false));
-	ck_assert(!through_turn_take(t, kh, 0, true));
+	ck_assert_int_eq(through_turn_take(t, kh, 20, false), -1);
+	ck_assert_int_eq(through_turn_take(t, kh, 0, true), -1);
 	/* Forgetting the key while a write has its turn keeps what its readers see. */
 	through_forget(t, kh);
 	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
@@ -101,7 +101,7 @@ START_TEST(a_key_without_holders_has_no_turn)
 {
 	struct through *t = through_create();
 
-	ck_assert(!through_turn_take(t, 0x99, 10, false));
+	ck_assert_int_eq(through_turn_take(t, 0x99, 10, false), 0);
 	through_destroy(t);
 }
 END_TEST
@@ -114,11 +114,11 @@ START_TEST(a_replicate_claims_the_turn_and_a_write_waits_for_it)
 	/* A REPLICATE of a key without a slot claims one and takes the turn. */
 	ck_assert(through_turn_take(t, kh, 0, true));
 	/* A write of the key now finds the slot: it waits, and times out while held. */
-	ck_assert(!through_turn_take(t, kh, 20, false));
+	ck_assert_int_eq(through_turn_take(t, kh, 20, false), -1);
 	through_turn_give(t, kh);
 	ck_assert(through_turn_take(t, kh, 20, false));
 	/* Another key of the same slot (through.c's slot_of()) cannot claim it meanwhile. */
-	ck_assert(!through_turn_take(t, kh ^ (1ull << 32) ^ 1, 0, true));
+	ck_assert_int_eq(through_turn_take(t, kh ^ (1ull << 32) ^ 1, 0, true), 0);
 	through_turn_give(t, kh);
 	through_destroy(t);
 }
