@@ -2,7 +2,7 @@
  * node.h - the state of one skewless-node process, shared by its threads.
  *
  * Threads: main (start-up, then signals), the receive thread and N workers
- * (server.c; 4 N with emulated capacity), the TTL/GC thread (ttl.c) and the
+ * (server.c; 8 N with emulated capacity), the TTL/GC thread (ttl.c) and the
  * digest thread (report.c).
  * Everything here is set before the threads start and read-only afterwards,
  * except the atomics (counters, inflight, stop flags) and the queue (its own

@@ -190,9 +190,18 @@ static int through_wait_ms(const struct node *n)
 	return REPL_THROUGH_WAIT_MS + 3 * (int)(n->service_time_us / 1000);
 }
 
+/*
+ * A write waits for its key's turn as long as its sender waits for an answer
+ * (agent.timeout_ms), at least as long as one push takes: the writes of a hot
+ * key queue for their turns, and one refused is one its client must send again.
+ */
 int repl_through_turn(struct node *n, uint64_t keyhash)
 {
-	return through_turn_take(n->through, keyhash, (unsigned)through_wait_ms(n), false);
+	int wait_ms = through_wait_ms(n);
+
+	if ((int)n->cfg->agent.timeout_ms > wait_ms)
+		wait_ms = (int)n->cfg->agent.timeout_ms;
+	return through_turn_take(n->through, keyhash, (unsigned)wait_ms, false);
 }
 
 void repl_through_turn_end(struct node *n, uint64_t keyhash)

@@ -1003,7 +1003,7 @@ static size_t serve(struct node *n, struct node_req *r, uint8_t *out, size_t cap
  * machine is loaded. Timed this way the next sleep is shorter (or none) and
  * the server catches up.
  */
-#define THREADS_PER_SERVER 4
+#define THREADS_PER_SERVER 8
 
 /* Take an idle server (waiting for one); its index, and *free_at when it ended its last. */
 static uint32_t server_take(struct node *n, uint64_t *free_at)
