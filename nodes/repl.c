@@ -37,29 +37,22 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
-/* Whether this node holds a copy of m's key (a replica record, not dropped). */
-static bool holds_copy(struct node *n, const struct wire_msg *m)
-{
-	struct store_record cur;
-	int rc = store_get(n->store, STORE_REPLICA, m->key, m->key_len, &cur, NULL, 0);
-
-	return rc > 0 && cur.kind != STORE_DROPPED;
-}
-
 /*
  * Keep the key's record in cf as its previous version, before a write-through
- * replaces it; false when it cannot be kept. At the home a key not stored yet
- * is kept as "not found" at version 0; a replica without a copy keeps nothing.
+ * replaces it: 1 when kept, 0 when it cannot be. At the home a key not stored
+ * yet is kept as "not found" at version 0. A replica without a copy (none, or
+ * a dropped one) keeps nothing: -1.
  */
-static bool keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *m)
+static int keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *m)
 {
 	static __thread uint8_t val[THROUGH_MAX_VALUE];
 	struct store_record cur = {.kind = STORE_TOMBSTONE};
 	int rc = store_get(n->store, cf, m->key, m->key_len, &cur, val, sizeof(val));
 
-	if (rc < 0 || cur.value_len > sizeof(val) ||
-	    (cf == STORE_REPLICA && (rc == 0 || cur.kind == STORE_DROPPED)))
-		return false;
+	if (cf == STORE_REPLICA && (rc <= 0 || cur.kind == STORE_DROPPED))
+		return -1;
+	if (rc < 0 || cur.value_len > sizeof(val))
+		return 0;
 	return through_keep_previous(n->through, m->keyhash, &cur);
 }
 
@@ -212,7 +205,7 @@ void repl_through_turn_end(struct node *n, uint64_t keyhash)
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
 {
 	/* The version readers see until the switch has seen this write's reply. */
-	if (!through_holders(n->through, m->keyhash, holders) || !keep_stored(n, STORE_OWNED, m))
+	if (!through_holders(n->through, m->keyhash, holders) || keep_stored(n, STORE_OWNED, m) <= 0)
 		return false;
 	through_push_begin(n->through, m->keyhash);
 	return true;
@@ -485,18 +478,18 @@ void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr
 		return;
 	}
 	/*
-	 * A write-through push goes to the holders the home knows of. One whose
-	 * copy the switch has dropped (a trimmed set, docs/design.md section 5)
-	 * holds nothing to keep up to date: it says so (version 0), and the home
-	 * pushes to it no more. Storing the push would make it a holder again.
+	 * A write-through push: a holder first keeps the copy it replaces as the
+	 * previous version. The push goes to the holders the home knows of; one
+	 * whose copy the switch has dropped (a trimmed set, docs/design.md
+	 * section 5) holds nothing to keep up to date: it says so (version 0),
+	 * and the home pushes to it no more. Storing the push would make it a
+	 * holder again.
 	 */
-	if (through && !holds_copy(n, m)) {
+	if (through && keep_stored(n, STORE_REPLICA, m) < 0) {
 		node_count(n, NODE_CTR_through_refused);
 		send_ack(n, m, copy.owner, 0, from);
 		return;
 	}
-	if (through)
-		keep_stored(n, STORE_REPLICA, m);
 	rc = store_replica_put(n->store, m->keyhash, m->key, m->key_len, m->version, copy.kind,
 			       copy.ttl_ms ? now + copy.ttl_ms : 0, copy.value, copy.value_len, now,
 			       &held);
