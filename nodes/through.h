@@ -43,7 +43,7 @@
  * late the read arrives. A HINT's stamp (an agent reading directly) is older
  * than the read itself, and an older version could be stale for it.
  */
-#define THROUGH_PREVIOUS 4
+#define THROUGH_PREVIOUS 16
 #define THROUGH_HOLDERS	 32 /* bitmap bytes: node ids 1..255 */
 
 struct through;

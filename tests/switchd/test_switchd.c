@@ -463,16 +463,16 @@ START_TEST(chunked_op_counts_once)
 }
 END_TEST
 
-/* Pin "hot" on n1..n3 and return how many of `count` reads each node got. */
-static void spread(unsigned count, unsigned got[NPORTS], unsigned *replica_flags)
+/* Read `key` count times, one at a time; how many reads each node got. */
+static void spread(const char *key, unsigned count, unsigned got[NPORTS], unsigned *replica_flags)
 {
 	struct rte_mbuf *out[64];
-	uint16_t home = home_of("hot");
+	uint16_t home = home_of(key);
 
 	memset(got, 0, sizeof(unsigned) * NPORTS);
 	*replica_flags = 0;
 	for (unsigned i = 0; i < count; i++) {
-		inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
+		inject(0, 0, request(WIRE_OP_GET, key, NULL));
 		run(); /* one at a time: each choice sees the previous one's in-flight */
 		for (unsigned port = 1; port < NPORTS; port++) {
 			unsigned n = collect(port, out, 64);
@@ -674,7 +674,7 @@ START_TEST(pinned_reads_spread_by_load)
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	/* n1 is busy: the first reads go to n2 and n3 until they catch up. */
 	sw.scores.outstanding[0][1] += 10;
-	spread(30, got, &rflags);
+	spread("hot", 30, got, &rflags);
 	ck_assert_uint_eq(got[4], 0);
 	ck_assert_uint_eq(got[1] + got[2] + got[3], 30);
 	/* Least expected delay: final in-flight 10+got1, got2, got3 within 1 of each other. */
@@ -684,6 +684,44 @@ START_TEST(pinned_reads_spread_by_load)
 	ck_assert_int_le(abs((int)got[2] - (int)got[3]), 1);
 	ck_assert_int_le(abs(10 + (int)got[1] - (int)got[2]), 1);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_REPLICA_READS), rflags);
+}
+END_TEST
+
+/*
+ * A set of 3 or more copies with its home first: the home takes every write
+ * of the key, so its reads go to the other copies, however idle the home is.
+ * In a set of 2, or when the other copies are down, the home serves reads.
+ */
+START_TEST(home_spared_in_larger_sets)
+{
+	unsigned got[NPORTS], rflags;
+	uint16_t home = home_of("hot"), a = home % 4 + 1, b = a % 4 + 1;
+	char set[32];
+
+	snprintf(set, sizeof(set), " force n%u,n%u,n%u", home, a, b);
+	command_ok("cdt pin %s%s", "hot", set);
+	sw.scores.outstanding[0][a] += 10;
+	sw.scores.outstanding[0][b] += 10;
+	spread("hot", 20, got, &rflags);
+	ck_assert_uint_eq(got[home], 0);
+	ck_assert_uint_eq(got[a] + got[b], 20);
+
+	scores_set(&sw.scores, a, 0, SCORES_DOWN);
+	scores_set(&sw.scores, b, 0, SCORES_DOWN);
+	spread("hot", 5, got, &rflags);
+	ck_assert_uint_eq(got[home], 5);
+
+	scores_set(&sw.scores, a, 100, SCORES_UP);
+	scores_set(&sw.scores, b, 100, SCORES_UP);
+	home = home_of("warm");
+	a = home % 4 + 1;
+	snprintf(set, sizeof(set), " force n%u,n%u", home, a);
+	command_ok("cdt pin %s%s", "warm", set);
+	sw.scores.outstanding[0][home] = sw.scores.outstanding[0][a] = 0;
+	spread("warm", 20, got, &rflags);
+	ck_assert_uint_ge(got[home], 9); /* least expected delay: they take turns */
+	ck_assert_uint_ge(got[a], 9);
+	ck_assert_uint_eq(got[home] + got[a], 20);
 }
 END_TEST
 
@@ -697,7 +735,7 @@ START_TEST(down_node_gets_no_reads)
 
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	scores_set(&sw.scores, 2, 0, SCORES_DOWN);
-	spread(40, got, &rflags);
+	spread("hot", 40, got, &rflags);
 	ck_assert_uint_eq(got[2], 0);
 	ck_assert_uint_eq(got[1] + got[3], 40);
 	ck_assert_uint_ge(got[1], 15);
@@ -2543,6 +2581,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, reply_returns_to_client);
 	tcase_add_test(tc, chunked_op_counts_once);
 	tcase_add_test(tc, pinned_reads_spread_by_load);
+	tcase_add_test(tc, home_spared_in_larger_sets);
 	tcase_add_test(tc, down_node_gets_no_reads);
 	tcase_add_test(tc, malformed_dropped_and_counted);
 	tcase_add_test(tc, keyed_control_needs_mac);
