@@ -255,6 +255,10 @@ const struct cfg_key cfg_keys[] = {
 	     "(docs/design.md section 5)"),
     KEY_DOUBLE(DIRECTORY, "replica_factor", replica_factor, 0, 64, 2,
 	       "f: a key with share s of the load wants `1 + ceil(f * s * n)` replicas"),
+    KEY_UINT(DIRECTORY, "spare_home_from", spare_home_from, 0, CFG_MAX_REPLICAS, 8,
+	     "a set of this many copies or more sends no reads to the key's home, which applies "
+	     "and pushes every write of it (docs/design.md section 5); 0: the home is always "
+	     "weighed like the other copies"),
     KEY_UINT(DIRECTORY, "sample_every", sample_every, 1, 1u << 16, 1,
 	     "count 1 in N requests in the heavy-hitter sketch"),
 

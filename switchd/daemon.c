@@ -115,6 +115,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	memcpy(sw->mac.addr_bytes, self->mac, 6);
 	memcpy(&sw->mac_word, self->mac, 6);
 	sw->svc_port = cfg->service.port;
+	sw->spare_home_from = cfg->directory.spare_home_from;
 	sw->vip_be = rte_cpu_to_be_32(sw->vip);
 	sw->svc_port_be = rte_cpu_to_be_16(sw->svc_port);
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;

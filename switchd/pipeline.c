@@ -717,27 +717,25 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 }
 
 /*
- * A set this large spares its home: the home applies every write of the key
- * and pushes it to the copies, so its share of the key is its writes, and
- * the reads go to the other copies. Least expected delay alone gave the home
- * of the hottest key its share of reads too: at 64 nodes it was the busiest
- * node of the run (docs/benchmarks.md). The home is first in a set its write
- * replies made; in a set made otherwise (a pin, a reply of a copy with a
- * newer version) it is weighed like the others.
- */
-#define READS_SPARE_HOME 8
-/*
  * The node a read of this key goes to now: the replica of st with the least
- * expected delay, not the home in a set of READS_SPARE_HOME or more; home
- * when not in the directory (st NULL) or no replica is alive.
+ * expected delay; home when not in the directory (st NULL) or no replica is
+ * alive. A set of directory.spare_home_from copies or more spares its home:
+ * the home applies every write of the key and pushes it to the copies, so
+ * its part of the key is its writes, and the reads go to the other copies.
+ * Least expected delay alone gave the home of the hottest key its share of
+ * reads too: at 64 nodes it was the busiest node of every run
+ * (docs/benchmarks.md). The home is first in a set its write replies made;
+ * in a set made otherwise (a pin, a reply of a copy with a newer version) it
+ * is weighed like the others.
  */
 static inline uint16_t read_target(struct sw_worker *w, const struct cdt_state *st, uint16_t home)
 {
+	uint32_t spare_from = w->sw->spare_home_from;
 	uint16_t t;
 
 	if (!st)
 		return home;
-	if (st->nreplicas >= READS_SPARE_HOME && st->replicas[0] == home)
+	if (spare_from && st->nreplicas >= spare_from && st->replicas[0] == home)
 		t = sel_pick(&w->sw->scores, st->replicas + 1, st->nreplicas - 1u, &w->rng);
 	else
 		t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng);

@@ -688,9 +688,10 @@ START_TEST(pinned_reads_spread_by_load)
 END_TEST
 
 /*
- * A set of 3 or more copies with its home first: the home takes every write
- * of the key, so its reads go to the other copies, however idle the home is.
- * In a set of 2, or when the other copies are down, the home serves reads.
+ * A set of directory.spare_home_from copies or more (3 here: the test has 4
+ * nodes), its home first: the home takes every write of the key, so reads
+ * go to the other copies, however idle the home is. In a smaller set, or
+ * when the other copies are down, the home serves reads.
  */
 START_TEST(home_spared_in_larger_sets)
 {
@@ -698,6 +699,8 @@ START_TEST(home_spared_in_larger_sets)
 	uint16_t home = home_of("hot"), a = home % 4 + 1, b = a % 4 + 1;
 	char set[32];
 
+	ck_assert_uint_eq(sw.spare_home_from, 8); /* the default */
+	sw.spare_home_from = 3;
 	snprintf(set, sizeof(set), " force n%u,n%u,n%u", home, a, b);
 	command_ok("cdt pin %s%s", "hot", set);
 	sw.scores.outstanding[0][a] += 10;
