@@ -11,7 +11,9 @@
 #     workers, each holding a request for the service time) such that the
 #     cluster's total is CEILING_SHARE (40%) of that ceiling: the hottest node,
 #     not the machine, limits a ring-only run.
-#  2. Runs the same closed loop (95% reads, 96 in flight) five times, each
+#  2. Runs the same closed loop (95% reads, 192 in flight: 6 per emulated
+#     server, so that a uniform run keeps the nodes busy and is bound by
+#     them, not by how long a request takes) five times, each
 #     measured after a warm-up of the same load (WARMUP, 3 s: a closed loop
 #     needs a few seconds to pile its requests up at the hottest node, and the
 #     directory to learn the hot set; what runs before is not steady state,
@@ -32,7 +34,7 @@
 #
 # Environment: SKL_DEMO_CONFIG (conf/testbed.json), SKL_RUN_DIR (run/demo),
 # SKL_DEMO_KEYS (10000), SKL_DEMO_PRELOAD (1; 0: keys not preloaded),
-# SKL_DEMO_CONCURRENCY (96), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
+# SKL_DEMO_CONCURRENCY (192), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
 # SKL_DEMO_WARMUP (3 s before each),
 # SKL_DEMO_ZIPFS ("0.99 1.2"), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
 # the sizing and use this), SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
@@ -43,7 +45,7 @@ cd "$repo"
 run=${SKL_RUN_DIR:-$repo/run/demo}
 export SKL_RUN_DIR=$run
 keys=${SKL_DEMO_KEYS:-10000}
-concurrency=${SKL_DEMO_CONCURRENCY:-96}
+concurrency=${SKL_DEMO_CONCURRENCY:-192}
 duration=${SKL_DEMO_DURATION:-15}
 warmup=${SKL_DEMO_WARMUP:-3}
 zipfs=${SKL_DEMO_ZIPFS:-0.99 1.2}
