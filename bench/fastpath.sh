@@ -52,7 +52,7 @@ L3_PID=
 cleanup() {
 	[ -n "$SW_PID" ] && kill "$SW_PID" 2>/dev/null && wait "$SW_PID" 2>/dev/null || true
 	[ -n "$L3_PID" ] && kill "$L3_PID" 2>/dev/null && wait "$L3_PID" 2>/dev/null || true
-	rm -rf "$TMP"
+	rm -rf "$TMP" /var/run/dpdk/"$PFX"* # the EAL's runtime directories, one per process
 }
 trap cleanup EXIT INT TERM
 

@@ -15,10 +15,11 @@
 # runs faster than its steady state until then. 60 s, because max/mean is of
 # counts: a node serves some 30 requests a second, and over 20 s the largest
 # of 64 counts drawn around the same mean is already about 1.10 times it
-# (counting noise, sd 1 / sqrt(600) each); over 60 s about 1.06. Prints the demo's table, then the
-# directory's own figures during the directory run (installs and retires per
-# second, replication lag, the replica sets of the hottest keys) and the
-# nodes' total RSS, and as its last line:
+# (counting noise, sd 1 / sqrt(600) each); over 60 s about 1.06.
+# Prints the demo's table, then the directory's own figures during the
+# directory run (installs and retires per second, replication lag, the
+# replica sets of the hottest keys) and the nodes' total RSS, and as its last
+# line:
 #   nodes=64 ring_ops=A dir_ops=B uniform_ops=C ring_maxmean=D dir_maxmean=E dir_err=F
 # Exits 3 when a run's error rate passed 0.1% (flagged in the table).
 set -uo pipefail

@@ -353,19 +353,23 @@ static void publish(struct sim *s, uint32_t id)
  * The replica a read of e goes to: sel_pick() over a score table whose
  * slots 1..n hold the candidates' in-flight counts and delay units (the
  * switch's table has one slot per node id; the model's node ids go past it).
+ * A set of directory.spare_home_from or more, home first, leaves the home
+ * out, as switchd's read_target() does.
  */
-static uint16_t pick_reader(struct sim *s, const struct cdt_state *st)
+static uint16_t pick_reader(struct sim *s, const struct cdt_state *st, uint16_t home)
 {
+	uint32_t spare_from = s->p->dir.spare_home_from;
+	unsigned first = spare_from && st->nreplicas >= spare_from && st->replicas[0] == home;
 	uint16_t slot[CDT_MAX_REPLICAS];
 
-	for (unsigned i = 0; i < st->nreplicas; i++) {
+	for (unsigned i = first; i < st->nreplicas; i++) {
 		const struct node *n = &s->node[st->replicas[i]];
 
-		slot[i] = (uint16_t)(i + 1);
+		slot[i - first] = (uint16_t)(i + 1);
 		s->pick_scores->outstanding[0][i + 1] = (uint32_t)n->inflight;
 		s->pick_scores->delay_unit[i + 1] = n->delay_unit;
 	}
-	uint16_t best = sel_pick(s->pick_scores, slot, st->nreplicas, &s->sel_rng);
+	uint16_t best = sel_pick(s->pick_scores, slot, st->nreplicas - first, &s->sel_rng);
 
 	return best == SEL_NONE ? 0 : st->replicas[best - 1];
 }
@@ -748,7 +752,7 @@ static void at_switch(struct sim *s, uint32_t i)
 		struct dir_entry *e = dir_find(s, kh);
 
 		if (e) {
-			uint16_t pick = pick_reader(s, &e->state.st);
+			uint16_t pick = pick_reader(s, &e->state.st, e->home);
 
 			s->res->dir_reads++;
 			s->res->dir_reads_home_only += e->state.st.nreplicas == 1;

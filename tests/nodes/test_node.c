@@ -1462,7 +1462,8 @@ END_TEST
 
 /* ---- chunked operations (docs/protocol.md, "Chunked operations") ---- */
 
-static uint8_t big_val[262144 + 16], big_got[262144 + 16];
+/* Values up to 302,000 B: chunk_flood sends some over max_value (256 KB). */
+static uint8_t big_val[302000], big_got[262144 + 16];
 
 /*
  * Send a request carrying val[0..vlen) to node id from fd: whole when it
