@@ -36,7 +36,7 @@ TMP=$(mktemp -d /tmp/skl-fpcg.XXXXXX)
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$TMP" /var/run/dpdk/"$PFX"* # the EAL's runtime directory
+	rm -rf "$TMP" /var/run/dpdk/"$PFX"* # the EAL's runtime directories
 }
 trap cleanup EXIT INT TERM
 "$BUILD/bench/bench_pcapgen" "$TMP/req.pcap" "$TMP/keys.txt" 2048 >/dev/null

@@ -350,11 +350,11 @@ static void publish(struct sim *s, uint32_t id)
 }
 
 /*
- * The replica a read of e goes to: sel_pick() over a score table whose
- * slots 1..n hold the candidates' in-flight counts and delay units (the
- * switch's table has one slot per node id; the model's node ids go past it).
- * A set of directory.spare_home_from or more, home first, leaves the home
- * out, as switchd's read_target() does.
+ * The replica a read of e goes to: sel_pick() over a score table whose slot
+ * i + 1 holds the in-flight count and delay unit of st->replicas[i] (the
+ * switch's table has one slot per node id; the model's node ids go past
+ * it). A set of directory.spare_home_from or more, home first, leaves slot
+ * 1, the home, out, as switchd's read_candidates() does.
  */
 static uint16_t pick_reader(struct sim *s, const struct cdt_state *st, uint16_t home)
 {

@@ -717,32 +717,45 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 }
 
 /*
- * The node a read of this key goes to now: the replica of st with the least
- * expected delay; home when not in the directory (st NULL) or no replica is
- * alive. A set of directory.spare_home_from copies or more spares its home:
- * the home applies every write of the key and pushes it to the copies, so
- * its part of the key is its writes, and the reads go to the other copies.
- * Least expected delay alone gave the home of the hottest key its share of
- * reads too: at 64 nodes it was the busiest node of every run
- * (docs/benchmarks.md). The home is first in a set its write replies made;
- * in a set made otherwise (a pin, a reply of a copy with a newer version) it
- * is weighed like the others.
+ * The copies of st a read weighs: all of them, or all but the home when the
+ * set has directory.spare_home_from copies or more and the home first. The
+ * home applies every write of the key and pushes it to the copies, so its
+ * part of the key is its writes. Least expected delay alone gave the home of
+ * the hottest key its share of reads too: at 64 nodes it was the busiest
+ * node of every run (docs/benchmarks.md). The home is first in every set
+ * its write replies and REPLICATEs made; a set whose first member is not the
+ * home (a forced pin listing it later, a set a copy's reply of a newer
+ * version started) weighs it like the others.
+ */
+static inline const uint16_t *read_candidates(const struct sw *sw, const struct cdt_state *st,
+					      uint16_t home, unsigned *n)
+{
+	bool spare = sw->spare_home_from && st->nreplicas >= sw->spare_home_from &&
+		     st->replicas[0] == home;
+
+	*n = st->nreplicas - spare;
+	return st->replicas + spare;
+}
+
+/*
+ * The node a read of this key goes to now: the candidate of st with the
+ * least expected delay; home when not in the directory (st NULL) or no
+ * candidate is alive.
  */
 static inline uint16_t read_target(struct sw_worker *w, const struct cdt_state *st, uint16_t home)
 {
-	uint32_t spare_from = w->sw->spare_home_from;
+	const uint16_t *cand;
+	unsigned n;
 	uint16_t t;
 
 	if (!st)
 		return home;
-	if (spare_from && st->nreplicas >= spare_from && st->replicas[0] == home)
-		t = sel_pick(&w->sw->scores, st->replicas + 1, st->nreplicas - 1u, &w->rng);
-	else
-		t = sel_pick(&w->sw->scores, st->replicas, st->nreplicas, &w->rng);
+	cand = read_candidates(w->sw, st, home, &n);
+	t = sel_pick(&w->sw->scores, cand, n, &w->rng);
 	return t == SEL_NONE ? home : t;
 }
 
-/* Decision log: what the choice among st's replicas saw (or only the chosen node). */
+/* Decision log: what the choice among st's candidates saw (or only the chosen node). */
 static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p, uint16_t chosen,
 					uint16_t home, bool in_dir, const struct cdt_state *st)
 {
@@ -756,9 +769,12 @@ static __rte_noinline void log_decision(struct sw_worker *w, const struct pkt *p
 	d.in_directory = in_dir;
 	d.key_len = (uint8_t)RTE_MIN(p->msg.key_len, sizeof(d.key));
 	memcpy(d.key, p->msg.key, d.key_len);
-	if (st)
-		sel_explain(&w->sw->scores, st->replicas, st->nreplicas, &d.trace);
-	else
+	if (st) {
+		unsigned n;
+		const uint16_t *cand = read_candidates(w->sw, st, home, &n);
+
+		sel_explain(&w->sw->scores, cand, n, &d.trace);
+	} else
 		sel_explain(&w->sw->scores, &chosen, 1, &d.trace);
 	if (rte_ring_mp_enqueue_elem(w->sw->log_ring, &d, sizeof(d)) == 0)
 		CNT(w, SW_CNT_DEBUG_LOGS);

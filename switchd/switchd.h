@@ -187,7 +187,7 @@ struct sw {
 	uint8_t debug;	       /* relaxed atomic: decision logs for every request */
 	uint8_t dir_on;	       /* relaxed atomic: hot-key sampling and management on */
 	uint32_t sample_every; /* sample 1 in N requests for hot-key detection */
-	uint32_t spare_home_from; /* directory.spare_home_from: sets this large read past their home */
+	uint32_t spare_home_from; /* directory.spare_home_from: sets this large, home first, read past it */
 	/* The control round's stages (control thread only, but for the rings
 	 * intake_sample() and intake_completed() fill). */
 	struct intake *intake;	  /* intake.h: the rings the workers fill */

@@ -690,8 +690,9 @@ END_TEST
 /*
  * A set of directory.spare_home_from copies or more (3 here: the test has 4
  * nodes), its home first: the home takes every write of the key, so reads
- * go to the other copies, however idle the home is. In a smaller set, or
- * when the other copies are down, the home serves reads.
+ * go to the other copies, however idle the home is. In a smaller set, a set
+ * whose first member is not the home, with the rule off (0), or when the
+ * other copies are down, the home serves reads.
  */
 START_TEST(home_spared_in_larger_sets)
 {
@@ -722,9 +723,26 @@ START_TEST(home_spared_in_larger_sets)
 	command_ok("cdt pin %s%s", "warm", set);
 	sw.scores.outstanding[0][home] = sw.scores.outstanding[0][a] = 0;
 	spread("warm", 20, got, &rflags);
-	ck_assert_uint_ge(got[home], 9); /* least expected delay: they take turns */
-	ck_assert_uint_ge(got[a], 9);
-	ck_assert_uint_eq(got[home] + got[a], 20);
+	ck_assert_uint_eq(got[home], 10); /* least expected delay: they take turns */
+	ck_assert_uint_eq(got[a], 10);
+
+	/* Three copies, the home second: weighed like the others. */
+	home = home_of("cool");
+	a = home % 4 + 1;
+	b = a % 4 + 1;
+	snprintf(set, sizeof(set), " force n%u,n%u,n%u", a, home, b);
+	command_ok("cdt pin %s%s", "cool", set);
+	for (unsigned id = 1; id <= 4; id++)
+		sw.scores.outstanding[0][id] = 0;
+	spread("cool", 30, got, &rflags);
+	ck_assert_uint_eq(got[home], 10);
+
+	/* The home first again, with the rule off. */
+	sw.spare_home_from = 0;
+	for (unsigned id = 1; id <= 4; id++)
+		sw.scores.outstanding[0][id] = 0;
+	spread("hot", 30, got, &rflags);
+	ck_assert_uint_eq(got[home_of("hot")], 10);
 }
 END_TEST
 
