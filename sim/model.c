@@ -353,13 +353,12 @@ static void publish(struct sim *s, uint32_t id)
  * The replica a read of e goes to: sel_pick() over a score table whose slot
  * i + 1 holds the in-flight count and delay unit of st->replicas[i] (the
  * switch's table has one slot per node id; the model's node ids go past
- * it). A set of directory.spare_home_from or more, home first, leaves slot
- * 1, the home, out, as switchd's read_candidates() does.
+ * it), from the first member a read weighs (cdt_state_read_skip(), as the
+ * switch does).
  */
 static uint16_t pick_reader(struct sim *s, const struct cdt_state *st, uint16_t home)
 {
-	uint32_t spare_from = s->p->dir.spare_home_from;
-	unsigned first = spare_from && st->nreplicas >= spare_from && st->replicas[0] == home;
+	unsigned first = cdt_state_read_skip(st, home, s->p->dir.spare_home_from);
 	uint16_t slot[CDT_MAX_REPLICAS];
 
 	for (unsigned i = first; i < st->nreplicas; i++) {

@@ -80,6 +80,25 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
 }
 
 /*
+ * How many of s's members a read passes over before it weighs the rest: 1
+ * (the home) when the set has spare_from members or more
+ * (directory.spare_home_from; 0: never) and the home first, else 0. The
+ * home applies every write of the key and pushes it to the copies, so its
+ * part of the key is its writes. Least expected delay alone gave the home of
+ * the hottest key its share of reads too: at 64 nodes it was the busiest
+ * node of every run (docs/benchmarks.md). The home is first in every set
+ * its write replies and REPLICATEs made; a set whose first member is not the
+ * home (a forced pin listing it later, a set a copy's reply of a newer
+ * version started) weighs it like the others. The switch's reads and the
+ * simulator's both ask here.
+ */
+static inline unsigned cdt_state_read_skip(const struct cdt_state *s, uint16_t home,
+					   uint32_t spare_from)
+{
+	return spare_from && s->nreplicas >= spare_from && s->replicas[0] == home;
+}
+
+/*
  * Transitions (pure: read cur, write next, return whether next differs).
  * These are the coherence rules of docs/design.md section 5:
  *

@@ -716,25 +716,14 @@ static inline struct cdt_entry *entry_for(struct sw_worker *w, struct cdt_entry 
 	return e;
 }
 
-/*
- * The copies of st a read weighs: all of them, or all but the home when the
- * set has directory.spare_home_from copies or more and the home first. The
- * home applies every write of the key and pushes it to the copies, so its
- * part of the key is its writes. Least expected delay alone gave the home of
- * the hottest key its share of reads too: at 64 nodes it was the busiest
- * node of every run (docs/benchmarks.md). The home is first in every set
- * its write replies and REPLICATEs made; a set whose first member is not the
- * home (a forced pin listing it later, a set a copy's reply of a newer
- * version started) weighs it like the others.
- */
+/* The copies of st a read weighs: all, or all but a home spared (cdt_state_read_skip()). */
 static inline const uint16_t *read_candidates(const struct sw *sw, const struct cdt_state *st,
 					      uint16_t home, unsigned *n)
 {
-	bool spare = sw->spare_home_from && st->nreplicas >= sw->spare_home_from &&
-		     st->replicas[0] == home;
+	unsigned skip = cdt_state_read_skip(st, home, sw->spare_home_from);
 
-	*n = st->nreplicas - spare;
-	return st->replicas + spare;
+	*n = st->nreplicas - skip;
+	return st->replicas + skip;
 }
 
 /*
