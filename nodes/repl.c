@@ -37,6 +37,17 @@ static void node_addr(const struct cfg_node *cn, struct sockaddr_in *a)
 	a->sin_port = htons(cn->port);
 }
 
+/* Node id's bit in a node bitmap (holders, copy targets: byte id / 8, bit id % 8). */
+static inline bool has_node(const uint8_t *map, unsigned id)
+{
+	return map[id / 8] & (1u << (id % 8));
+}
+
+static inline void add_node(uint8_t *map, unsigned id)
+{
+	map[id / 8] |= (uint8_t)(1u << (id % 8));
+}
+
 /*
  * Keep the key's record in cf as its previous version, before a write-through
  * replaces it: 1 when kept, 0 when it cannot be. At the home a key not stored
@@ -129,7 +140,7 @@ static void replicate(struct node *n, const struct wire_msg *m, bool turn, struc
 		uint16_t target = req.targets[i];
 
 		if (target > 0 && target <= CFG_MAX_NODES && target != n->self->id)
-			copies.targets[target / 8] |= (uint8_t)(1u << (target % 8));
+			add_node(copies.targets, target);
 	}
 	rc = store_copies_add(n->store, m->key, m->key_len, &copies, gate);
 	if (rc != 0) {
@@ -245,7 +256,7 @@ static unsigned push_to_holders(struct node *n, int fd, struct wire_msg *rc_req,
 		const struct cfg_node *cn = cfg_node_by_id(n->cfg, (uint16_t)id);
 		struct sockaddr_in to;
 
-		if (!(holders[id / 8] & (1u << (id % 8))) || !cn || id == n->self->id)
+		if (!has_node(holders, id) || !cn || id == n->self->id)
 			continue;
 		rc_req->node = (uint16_t)id;
 		node_addr(cn, &to);
@@ -287,12 +298,12 @@ static unsigned await_holders(struct node *n, int fd, uint64_t req_id, uint64_t 
 			continue;
 		/* A holder that holds a newer version does not hold this one. */
 		if ((ack.version != version && ack.version != 0) || ack.node == 0 ||
-		    ack.node > CFG_MAX_NODES || !(holders[ack.node / 8] & (1u << (ack.node % 8))) ||
-		    (answered[ack.node / 8] & (1u << (ack.node % 8))))
+		    ack.node > CFG_MAX_NODES || !has_node(holders, ack.node) ||
+		    has_node(answered, ack.node))
 			continue;
-		answered[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+		add_node(answered, ack.node);
 		if (ack.version == version) {
-			confirmed[ack.node / 8] |= (uint8_t)(1u << (ack.node % 8));
+			add_node(confirmed, ack.node);
 			node_count(n, NODE_CTR_write_through_confirmed);
 		} else {
 			node_count(n, NODE_CTR_write_through_dropped);
@@ -350,7 +361,7 @@ static void push_and_list(struct node *n, const struct wire_msg *m, uint16_t own
 	/* The next write pushes to those that hold this one: the switch's set after it. */
 	through_holders_set(n->through, m->keyhash, confirmed);
 	for (unsigned id = 1; id <= CFG_MAX_NODES; id++)
-		if (confirmed[id / 8] & (1u << (id % 8))) {
+		if (has_node(confirmed, id)) {
 			wire_put16(list + 2 * nlist, (uint16_t)id);
 			nlist++;
 		}
@@ -600,7 +611,7 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	/* Every version pushed so far: the current one, or the node's floor if it was collected. */
 	floor = rc ? cur.version : store_floor(n->store);
 	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
-		if (!(c.targets[id / 8] & (1u << (id % 8))))
+		if (!has_node(c.targets, id))
 			continue;
 		if (!drop_copy_at(n, m, (uint16_t)id, floor)) {
 			node_count(n, NODE_CTR_bypass_refused);
