@@ -103,7 +103,7 @@ struct queue {
 struct node {
 	uint32_t busy;
 	struct queue client, control;
-	int32_t inflight; /* the switch's: reads forwarded minus their replies seen */
+	int32_t inflight; /* the switch's: forwarded minus replies seen */
 	uint8_t health, state;
 	uint32_t delay_unit; /* struct scores' delay unit for this node (0: down) */
 	uint64_t served;     /* client requests served in the measured part */
@@ -760,7 +760,7 @@ static void at_switch(struct sim *s, uint32_t i)
 		}
 	}
 	r->node = target;
-	s->node[target].inflight += r->kind == RQ_READ; /* as the switch counts (scores.h) */
+	s->node[target].inflight++;
 	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
 }
 
@@ -794,7 +794,7 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 	switch (r->kind) {
 	case RQ_READ:
 	case RQ_WRITE:
-		s->node[r->node].inflight -= r->kind == RQ_READ;
+		s->node[r->node].inflight--;
 		if (e && !r->overloaded) {
 			bool advanced = on_reply(s, e, r->version, r->node);
 

@@ -337,7 +337,7 @@ static void format_node(const struct sw *sw, const struct cfg_node *n, struct fm
 	fmt_int(f, "id", n->id);
 	fmt_str(f, "name", n->name);
 	fmt_str(f, "ip", cfg_format_ipv4(n->ip, ip));
-	fmt_gauge(f, "inflight", "Reads forwarded to the node and not answered yet",
+	fmt_gauge(f, "inflight", "Requests forwarded to the node and not answered yet",
 		  scores_inflight(&sw->scores, n->id));
 	fmt_gauge(f, "health", "The node's health score, 0..100 (0 while down)",
 		  scores_health(&sw->scores, n->id));

@@ -925,8 +925,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	}
 	stamp_request(&acc, p->hdr, target != home, target, ret_ip, ret_port);
 	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
-	/* Reads only count in flight (scores.h): what a read sent now waits behind. */
-	if (is_read && !later_chunk(msg))
+	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (e) {
 		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
@@ -1067,10 +1066,9 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	sender = accept_from_node(w, p, in_port, now_s);
 	if (!sender)
 		return;
-	if (p->kind == K_REPLY && !later_chunk(msg)) {
-		if (msg->op == (WIRE_OP_GET | WIRE_REPLY))
-			scores_inflight_dec(&sw->scores, w->index, sender, now_tsc);
-	} else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
+	if (p->kind == K_REPLY && !later_chunk(msg))
+		scores_inflight_dec(&sw->scores, w->index, sender, now_tsc);
+	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
 		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
 	in_dir = learn_version(w, p, e);

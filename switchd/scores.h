@@ -1,19 +1,11 @@
 /*
  * scores.h - per-node score tables, "SRAM-style" flat arrays indexed by node
- * id (docs/design.md section 5): in-flight reads, health 0..100, liveness.
- *
- * Reads only count in flight: the count tells the switch how many requests a
- * read sent to the node now would wait behind. A write of a key spread over
- * copies stays in flight while its home waits for the key's turn and for the
- * holders' acks, holding no server (nodes/server.c); counted, the writes of
- * the hottest key made its home look a tenth busier than it was, and it got
- * that much fewer reads (docs/benchmarks.md). A write's own service time is
- * left out with it: writes are a small part of every node's requests.
+ * id (docs/design.md section 5): in-flight requests, health 0..100, liveness.
  *
  * Who writes what:
  *   outstanding[w][]  worker w only (single writer, plain relaxed stores):
- *                   reads it forwarded to each node minus read replies it
- *                   saw from each node (a wrapping counter: a reply may come back
+ *                   requests it forwarded to each node minus replies it saw
+ *                   from each node (a wrapping counter: a reply may come back
  *                   through another worker). In-flight = sum over workers -
  *                   forgotten. A shared counter would need a locked add per
  *                   request (a sixth of the fast path's cycles, measured); the
@@ -24,7 +16,7 @@
  *                   relaxed stores), from digests and failure detection. A node
  *                   is alive exactly when its delay_unit is not 0.
  *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
- *                   forget in-flight counts of reads whose replies were lost.
+ *                   forget in-flight counts of requests whose replies were lost.
  * Readers anywhere use relaxed loads; a reader may see health from a newer
  * update than delay_unit, and every such mix is safe to act on.
  */
@@ -94,17 +86,17 @@ static inline uint32_t *scores_row(struct scores *s, uint16_t w)
 {
 	return s->outstanding[w];
 }
-/* The worker whose row this is forwarded a read to node id. */
+/* The worker whose row this is forwarded a request to node id. */
 static inline void scores_row_inc(uint32_t *row, uint16_t id)
 {
 	__atomic_store_n(&row[id], row[id] + 1, __ATOMIC_RELAXED);
 }
-/* Worker w forwarded a read to node id. */
+/* Worker w forwarded a request to node id. */
 static inline void scores_inflight_inc(struct scores *s, uint16_t w, uint16_t id)
 {
 	scores_row_inc(scores_row(s, w), id);
 }
-/* Worker w saw a read's reply from node id. */
+/* Worker w saw a reply from node id. */
 static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id, uint64_t now_tsc)
 {
 	__atomic_store_n(&s->outstanding[w][id], s->outstanding[w][id] - 1, __ATOMIC_RELAXED);

@@ -1,11 +1,10 @@
 /*
  * select.h - which replica serves a read: least expected delay.
  *
- * Expected delay of node n = (inflight(n) + 1) / (health(n) + 1): the reads
- * queued ahead of this one (writes do not count: scores.h), slowed down by
- * how unhealthy the node is. Nodes that are down are never chosen; ties are
- * broken at random so that equal replicas share load instead of the first one
- * taking every read.
+ * Expected delay of node n = (inflight(n) + 1) / (health(n) + 1): the requests
+ * queued ahead of this one, slowed down by how unhealthy the node is. Nodes
+ * that are down are never chosen; ties are broken at random so that equal
+ * replicas share load instead of the first one taking every read.
  * Pure apart from the caller's RNG state: callable from any lcore.
  */
 #ifndef SKL_SW_SELECT_H
