@@ -667,6 +667,39 @@ START_TEST(ties_won_by_every_replica)
 }
 END_TEST
 
+/*
+ * Writes parked at a node (its digest's mean, in tenths) are in flight but
+ * no read waits behind them: the expected delay leaves them out, down to
+ * none in flight.
+ */
+START_TEST(parked_writes_left_out_of_the_delay)
+{
+	static struct scores s; /* large: not on the stack */
+	uint16_t cand[2] = {1, 2};
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	uint32_t unit;
+
+	scores_init(&s, &cfg, 1);
+	scores_set(&s, 1, 100, SCORES_UP);
+	scores_set(&s, 2, 100, SCORES_UP);
+	unit = scores_delay_unit(&s, 1);
+	s.outstanding[0][1] = 5; /* 4 of them writes parked there */
+	s.outstanding[0][2] = 2;
+	ck_assert_uint_eq(sel_cost(&s, 1), 6ull * unit);
+	ck_assert_uint_eq(sel_pick(&s, cand, 2, &rng), 2);
+	scores_set_parked(&s, 1, 40);
+	ck_assert_uint_eq(sel_cost(&s, 1), 2ull * unit);
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(sel_pick(&s, cand, 2, &rng), 1);
+	/* Tenths count: 2 in flight, 1.5 of them parked. */
+	scores_set_parked(&s, 2, 15);
+	ck_assert_uint_eq(sel_cost(&s, 2), 15ull * unit / 10);
+	/* More parked than in flight (the digest is a mean over its interval): none. */
+	scores_set_parked(&s, 1, 255);
+	ck_assert_uint_eq(sel_cost(&s, 1), 1ull * unit);
+}
+END_TEST
+
 START_TEST(pinned_reads_spread_by_load)
 {
 	unsigned got[NPORTS], rflags;
@@ -2608,6 +2641,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
+	tcase_add_test(tc, parked_writes_left_out_of_the_delay);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
 	tcase_add_test(tc, neighbour_reads_never_torn);
 	tcase_add_test(tc, control_socket_never_takes_what_is_not_stale);
