@@ -274,17 +274,22 @@ static void format_decision(const struct sw *sw, const struct sw_decision *d, ch
 		for (unsigned i = 0; i < d->trace.n && off < cap; i++) {
 			const struct cfg_node *n = cfg_node_by_id(sw->cfg, d->trace.cand[i].node);
 			bool is_chosen = d->trace.cand[i].node == d->chosen;
+			unsigned parked = d->trace.cand[i].parked;
+			char parked_s[24] = "";
 
 			if (is_chosen != (pass == 0))
 				continue;
+			if (parked) /* only where writes are parked (select.h) */
+				snprintf(parked_s, sizeof(parked_s), " parked=%u.%u", parked / 10,
+					 parked % 10);
 			if (is_chosen)
-				off += (size_t)snprintf(
-				    line + off, cap - off, " inflight=%d health=%u",
-				    d->trace.cand[i].inflight, d->trace.cand[i].health);
+				off += (size_t)snprintf(line + off, cap - off, " inflight=%d%s health=%u",
+							d->trace.cand[i].inflight, parked_s,
+							d->trace.cand[i].health);
 			else
 				off += (size_t)snprintf(
-				    line + off, cap - off, "; %s inflight=%d health=%u%s",
-				    n ? n->name : "?", d->trace.cand[i].inflight,
+				    line + off, cap - off, "; %s inflight=%d%s health=%u%s",
+				    n ? n->name : "?", d->trace.cand[i].inflight, parked_s,
 				    d->trace.cand[i].health, d->trace.cand[i].alive ? "" : " down");
 		}
 }

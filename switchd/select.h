@@ -22,6 +22,7 @@ struct sel_trace {
 	struct {
 		uint16_t node;
 		int32_t inflight;
+		uint8_t parked; /* tenths */
 		uint8_t health;
 		uint8_t alive;
 	} cand[16];

@@ -1414,15 +1414,16 @@ START_TEST(debug_logs_decisions)
 }
 END_TEST
 
-/* Node id's DIGEST with the given queue metric (0..100). */
-static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
+/* Node id's DIGEST with the given queue metric (0..100) and writes parked (tenths). */
+static struct rte_mbuf *digest_parked(uint16_t id, uint32_t seq, uint8_t queue, uint8_t parked)
 {
 	struct dig_digest d = {.interval_ms = 100,
 			       .seq = seq,
 			       .boot_id = 42,
 			       .ts_us = seq,
 			       .m = {.queue = queue},
-			       .health = 100};
+			       .health = 100,
+			       .parked_tenths = parked};
 	uint8_t buf[256], mac[6];
 	int n = dig_datagram_build(id, &d, buf, sizeof(buf));
 
@@ -1430,6 +1431,42 @@ static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
 	node_mac(id, mac);
 	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, (size_t)n);
 }
+
+static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
+{
+	return digest_parked(id, seq, queue, 0);
+}
+
+/*
+ * The writes a node's digest reports parked reach the score table, the
+ * node's JSON and the decision log; a digest without them clears them.
+ */
+START_TEST(parked_writes_from_digests)
+{
+	char *out;
+
+	inject(2, 0, digest_parked(2, 1, 0, 13));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(scores_parked(&sw.scores, 2), 13);
+	out = ctl_command(&sw, "nodes");
+	ck_assert_msg(strstr(out, "\"parked_tenths\":13"), "%s", out);
+	free(out);
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	free(ctl_command(&sw, "debug on"));
+	inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
+	run();
+	drain_all();
+	sw_control_poll(&sw, 0);
+	out = ctl_command(&sw, "debug show");
+	ck_assert_msg(strstr(out, "inflight=0 parked=1.3 health=100"), "%s", out);
+	free(out);
+	inject(2, 0, digest_parked(2, 2, 0, 0));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert_uint_eq(scores_parked(&sw.scores, 2), 0);
+}
+END_TEST
 
 START_TEST(digests_drive_health_and_liveness)
 {
@@ -2662,6 +2699,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cdt_filter_counts_installed_keys);
 	tcase_add_test(tc, cdt_entry_tells_keys_apart);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
+	tcase_add_test(tc, parked_writes_from_digests);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
