@@ -1391,17 +1391,22 @@ START_TEST(hint_answered)
 }
 END_TEST
 
-START_TEST(debug_logs_decisions)
+/* Debug on, a read of "hot" pinned to n1, n2 and n3: `debug show`'s answer (to free). */
+static char *hot_read_logged(void)
 {
-	char *out;
-
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	free(ctl_command(&sw, "debug on"));
 	inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
 	run();
 	drain_all();
 	sw_control_poll(&sw, 0);
-	out = ctl_command(&sw, "debug show");
+	return ctl_command(&sw, "debug show");
+}
+
+START_TEST(debug_logs_decisions)
+{
+	char *out = hot_read_logged();
+
 	ck_assert_msg(strstr(out, "key=hot op=GET dir=yes") && strstr(out, "chosen=n") &&
 			  strstr(out, "inflight=0 health=100;"),
 		      "%s", out);
@@ -1452,13 +1457,7 @@ START_TEST(parked_writes_from_digests)
 	out = ctl_command(&sw, "nodes");
 	ck_assert_msg(strstr(out, "\"parked_tenths\":13"), "%s", out);
 	free(out);
-	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
-	free(ctl_command(&sw, "debug on"));
-	inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
-	run();
-	drain_all();
-	sw_control_poll(&sw, 0);
-	out = ctl_command(&sw, "debug show");
+	out = hot_read_logged();
 	ck_assert_msg(strstr(out, "inflight=0 parked=1.3 health=100"), "%s", out);
 	free(out);
 	inject(2, 0, digest_parked(2, 2, 0, 0));
