@@ -163,7 +163,6 @@ int dig_table_receive(struct dig_table *t, uint16_t id, const struct dig_digest 
 	}
 	window_push(&t->win[id], &t->cfg, dig_score(&t->cfg, &d->m));
 	STORE(t->health[id], (uint8_t)lround(dig_window_health(&t->win[id], &t->cfg)));
-	STORE(t->parked[id], d->parked_tenths);
 	STORE(t->alive[id], 1);
 	return 0;
 }
@@ -206,7 +205,6 @@ unsigned dig_table_tick(struct dig_table *t, uint64_t now_us)
 			continue;
 		/* Health first: a reader that sees alive still 1 then sees the node at its worst. */
 		STORE(t->health[id], 0);
-		STORE(t->parked[id], 0);
 		STORE(t->alive[id], 0);
 		count(t, DIG_CNT_DOWN, 1);
 		down++;

@@ -80,8 +80,6 @@ struct dig_window {
 struct dig_table {
 	uint8_t health[DIG_NODES]; /* 0..100, 0 while down; fast path reads */
 	uint8_t alive[DIG_NODES];  /* 1 up, 0 down or untracked; fast path reads */
-	/* Writes parked at the node, in tenths, from its last digest; 0 while down. */
-	uint8_t parked[DIG_NODES];
 	struct dig_node_stats node[DIG_NODES];
 	uint64_t counters[DIG_CNT_COUNT];
 	uint64_t decode_errors[DIG_ERR_COUNT];
@@ -149,10 +147,6 @@ static inline uint8_t dig_health(const struct dig_table *t, uint16_t id)
 static inline bool dig_alive(const struct dig_table *t, uint16_t id)
 {
 	return __atomic_load_n(&t->alive[id], __ATOMIC_RELAXED) != 0;
-}
-static inline uint8_t dig_parked(const struct dig_table *t, uint16_t id)
-{
-	return __atomic_load_n(&t->parked[id], __ATOMIC_RELAXED);
 }
 
 #endif

@@ -178,12 +178,6 @@ struct node {
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */
-	/*
-	 * Time writes spent parked, summed: waiting for their key's turn and for
-	 * their holders' acks, after their service (server.c on_write()). The
-	 * digest reports its mean over each interval (report.c).
-	 */
-	_Atomic uint64_t parked_ns;
 	_Atomic uint64_t ctr[NODE_CTR_COUNT];
 	atomic_bool stop_rx; /* set by main on SIGTERM */
 	atomic_bool stop_bg; /* TTL and digest threads */
@@ -220,12 +214,6 @@ static inline void node_count(struct node *n, enum node_counter c)
 static inline void node_count_n(struct node *n, enum node_counter c, uint64_t v)
 {
 	atomic_fetch_add_explicit(&n->ctr[c], v, memory_order_relaxed);
-}
-
-/* A write was parked this long (node.parked_ns). */
-static inline void node_parked(struct node *n, uint64_t ns)
-{
-	atomic_fetch_add_explicit(&n->parked_ns, ns, memory_order_relaxed);
 }
 
 /* Load reported on the wire: requests in flight plus queued, capped to 16 bits. */

@@ -29,17 +29,6 @@
 /* RocksDB's write pressure is read every this many ticks (100 ms). */
 #define PRESSURE_EVERY_TICKS 20
 
-/*
- * The writes parked over an interval of interval_ns (parked_ns of their time
- * summed), on average, in tenths, capped at 255 (digest_codec.h).
- */
-static uint8_t parked_tenths(uint64_t parked_ns, uint64_t interval_ns)
-{
-	uint64_t tenths = interval_ns ? (parked_ns * 10 + interval_ns / 2) / interval_ns : 0;
-
-	return tenths > 255 ? 255 : (uint8_t)tenths;
-}
-
 /* Workers write the histogram with atomic adds; only the digest thread samples. */
 static struct dig_meter meter;
 
@@ -55,7 +44,7 @@ static void *report_main(void *arg)
 {
 	struct node *n = arg;
 	struct dig_emitter em;
-	uint64_t rx_seen = 0, ticks = 0, parked_seen = 0, parked_since = clock_mono_ns();
+	uint64_t rx_seen = 0, ticks = 0;
 	struct timespec tick = {.tv_sec = 0, .tv_nsec = REPORT_TICK_MS * 1000000L};
 
 	if (dig_emitter_init(&em, &n->cfg->digest, clock_real_us()) != 0) {
@@ -83,12 +72,6 @@ static void *report_main(void *arg)
 		p95 = dig_meter_peek_p95(&meter);
 		if (dig_emitter_due(&em, queue, p95, now) &&
 		    dig_meter_sample(&meter, queue, now, &d) == 0) {
-			uint64_t parked = atomic_load_explicit(&n->parked_ns, memory_order_relaxed);
-			uint64_t mono = clock_mono_ns();
-
-			d.parked_tenths = parked_tenths(parked - parked_seen, mono - parked_since);
-			parked_seen = parked;
-			parked_since = mono;
 			dig_emitter_on_sample(&em, &d, now);
 			len = dig_datagram_build(n->self->id, &d, dgram, sizeof(dgram));
 			for (int i = 0; len > 0 && i < n->nswitches; i++)

@@ -818,16 +818,12 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
  * after the hand-over lock, so that reads of the key (which see the previous
  * version meanwhile) and writes of other keys go on; the writes of the key
  * take turns instead, each from before it applies until its reply has left.
- * The waits for the turn and for the push park the write: it holds no
- * server, and no read waits behind it (node_parked(), for the digest).
  * false: the reply has been sent.
  */
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	uint64_t parked_from = clock_mono_ns();
 	int turn = repl_through_turn(n, m->keyhash);
-	uint64_t parked = clock_mono_ns() - parked_from;
 	struct write_push push = {0};
 	bool sent = false;
 	uint16_t home;
@@ -843,7 +839,6 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	if (turn < 0) {
 		node_count(n, NODE_CTR_through_turn_timeout);
 		rep->status = WIRE_ST_UNAVAILABLE;
-		node_parked(n, parked);
 		return true;
 	}
 	mig_lock(&n->mig, m->keyhash);
@@ -861,15 +856,12 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	}
 	mig_unlock(&n->mig, m->keyhash);
 	if (push.through) {
-		parked_from = clock_mono_ns();
 		repl_through_push(n, m, push.owner, push.holders, rep);
 		sent = node_send_reply(n, from, rep) == 0;
-		parked += clock_mono_ns() - parked_from;
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn > 0)
 		repl_through_turn_end(n, m->keyhash);
-	node_parked(n, parked);
 	return !sent;
 }
 

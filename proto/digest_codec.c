@@ -26,7 +26,7 @@ enum dig_off {
 	DIG_OFF_IO = 36,
 	DIG_OFF_MEM = 37,
 	DIG_OFF_HEALTH = 38,
-	DIG_OFF_PARKED = 39,
+	DIG_OFF_RESERVED = 39,
 };
 
 static const char *const error_names[] = {
@@ -72,7 +72,7 @@ int dig_payload_encode(const struct dig_digest *d, uint8_t *buf, size_t cap)
 	buf[DIG_OFF_IO] = d->m.io;
 	buf[DIG_OFF_MEM] = d->m.mem;
 	buf[DIG_OFF_HEALTH] = d->health;
-	buf[DIG_OFF_PARKED] = d->parked_tenths;
+	buf[DIG_OFF_RESERVED] = 0;
 	return DIG_PAYLOAD_LEN;
 }
 
@@ -106,7 +106,6 @@ enum dig_error dig_payload_decode(const uint8_t *buf, size_t len, struct dig_dig
 	out.m.io = buf[DIG_OFF_IO];
 	out.m.mem = buf[DIG_OFF_MEM];
 	out.health = buf[DIG_OFF_HEALTH];
-	out.parked_tenths = buf[DIG_OFF_PARKED];
 
 	if (out.flags & ~DIG_F_ALL)
 		return DIG_ERR_FLAGS;
@@ -116,6 +115,8 @@ enum dig_error dig_payload_decode(const uint8_t *buf, size_t len, struct dig_dig
 		return DIG_ERR_SEQ;
 	if (!metrics_valid(&out.m, out.health))
 		return DIG_ERR_METRIC;
+	if (buf[DIG_OFF_RESERVED] != 0)
+		return DIG_ERR_RESERVED;
 	*d = out;
 	return DIG_OK;
 }

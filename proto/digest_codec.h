@@ -47,14 +47,6 @@ struct dig_digest {
 	uint32_t rx_rate;     /* raw: requests received per second */
 	struct dig_metrics m;
 	uint8_t health; /* node's own dig_score() estimate, 0..100 */
-	/*
-	 * Writes parked at the node over the interval, on average, in tenths
-	 * (255: 25.5 or more): writes between their service and their reply,
-	 * waiting for their key's turn or for the holders' acks of their push
-	 * (docs/design.md section 5, "Write-through"). They are in flight for
-	 * the switch, but no read waits behind them.
-	 */
-	uint8_t parked_tenths;
 };
 
 /* Why a digest was rejected: X(enum name, counter name). */
@@ -70,6 +62,7 @@ struct dig_digest {
 	X(DIG_ERR_INTERVAL, "bad_interval")                                                        \
 	X(DIG_ERR_SEQ, "bad_seq")                                                                  \
 	X(DIG_ERR_METRIC, "bad_metric") /* a normalised metric or health > 100 */                  \
+	X(DIG_ERR_RESERVED, "bad_reserved")                                                        \
 	X(DIG_ERR_TRAILING, "trailing_bytes")
 
 enum dig_error {

@@ -195,23 +195,21 @@ static void take_syncs(struct sw *sw, uint64_t now_us)
 
 /*
  * The fast path's view of each node: health and alive, from our digests or,
- * when those are stale, a peer's; the writes parked there, from our digests.
- * The control thread is the only writer.
+ * when those are stale, a peer's. The control thread is the only writer.
  */
 static void publish_scores(struct sw *sw, uint64_t now)
 {
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 		enum scores_state st;
-		uint8_t health = dig_health(sw->dig, id), parked = dig_parked(sw->dig, id);
+		uint8_t health = dig_health(sw->dig, id);
 
 		bool alive = dig_alive(sw->dig, id);
 
-		if (cluster_node_score(sw, id, now, &health, &alive) > 0) {
+		if (cluster_node_score(sw, id, now, &health, &alive) > 0)
 			st = alive ? SCORES_UP
 				   : SCORES_DOWN; /* our digests are stale: a peer's view */
-			parked = 0;		  /* a peer's SYNC does not carry it */
-		} else if (!alive)
+		else if (!alive)
 			st = SCORES_DOWN;
 		else if (sw->dig->node[id].received == 0)
 			st = SCORES_UNKNOWN; /* tracked, no digest yet: routed to, health 100 */
@@ -219,8 +217,6 @@ static void publish_scores(struct sw *sw, uint64_t now)
 			st = SCORES_UP;
 		if (sw->scores.state[id] != st || sw->scores.health[id] != health)
 			scores_set(&sw->scores, id, health, st);
-		if (sw->scores.parked[id] != parked)
-			scores_set_parked(&sw->scores, id, parked);
 	}
 }
 
@@ -274,22 +270,17 @@ static void format_decision(const struct sw *sw, const struct sw_decision *d, ch
 		for (unsigned i = 0; i < d->trace.n && off < cap; i++) {
 			const struct cfg_node *n = cfg_node_by_id(sw->cfg, d->trace.cand[i].node);
 			bool is_chosen = d->trace.cand[i].node == d->chosen;
-			unsigned parked = d->trace.cand[i].parked;
-			char parked_s[24] = "";
 
 			if (is_chosen != (pass == 0))
 				continue;
-			if (parked) /* only where writes are parked (select.h) */
-				snprintf(parked_s, sizeof(parked_s), " parked=%u.%u", parked / 10,
-					 parked % 10);
 			if (is_chosen)
-				off += (size_t)snprintf(line + off, cap - off, " inflight=%d%s health=%u",
-							d->trace.cand[i].inflight, parked_s,
-							d->trace.cand[i].health);
+				off += (size_t)snprintf(
+				    line + off, cap - off, " inflight=%d health=%u",
+				    d->trace.cand[i].inflight, d->trace.cand[i].health);
 			else
 				off += (size_t)snprintf(
-				    line + off, cap - off, "; %s inflight=%d%s health=%u%s",
-				    n ? n->name : "?", d->trace.cand[i].inflight, parked_s,
+				    line + off, cap - off, "; %s inflight=%d health=%u%s",
+				    n ? n->name : "?", d->trace.cand[i].inflight,
 				    d->trace.cand[i].health, d->trace.cand[i].alive ? "" : " down");
 		}
 }
@@ -348,10 +339,6 @@ static void format_node(const struct sw *sw, const struct cfg_node *n, struct fm
 	fmt_str(f, "ip", cfg_format_ipv4(n->ip, ip));
 	fmt_gauge(f, "inflight", "Requests forwarded to the node and not answered yet",
 		  scores_inflight(&sw->scores, n->id));
-	fmt_gauge(f, "parked_tenths",
-		  "Writes parked at the node (its last digest), in tenths: in flight, no read"
-		  " waits behind them",
-		  scores_parked(&sw->scores, n->id));
 	fmt_gauge(f, "health", "The node's health score, 0..100 (0 while down)",
 		  scores_health(&sw->scores, n->id));
 	fmt_gauge(f, "weight", "The node's ring weight", n->weight);

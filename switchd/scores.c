@@ -30,12 +30,6 @@ void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state
 			 __ATOMIC_RELAXED);
 }
 
-void scores_set_parked(struct scores *s, uint16_t id, uint8_t tenths)
-{
-	if (id != 0 && id < SCORES_NODES)
-		__atomic_store_n(&s->parked[id], tenths, __ATOMIC_RELAXED);
-}
-
 unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_tsc)
 {
 	unsigned reset = 0;

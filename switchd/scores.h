@@ -15,10 +15,6 @@
  *   health[], state[], delay_unit[]  the control thread only (single writer,
  *                   relaxed stores), from digests and failure detection. A node
  *                   is alive exactly when its delay_unit is not 0.
- *   parked[]        the control thread only, from the node's last digest: the
- *                   writes parked there (in tenths), counted in flight but
- *                   waiting for their key's turn or their holders' acks, with
- *                   no read behind them (proto/digest_codec.h).
  *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
  *                   forget in-flight counts of requests whose replies were lost.
  * Readers anywhere use relaxed loads; a reader may see health from a newer
@@ -46,7 +42,6 @@ struct scores {
 	uint32_t forgotten[SCORES_NODES];
 	uint8_t health[SCORES_NODES];
 	uint8_t state[SCORES_NODES];
-	uint8_t parked[SCORES_NODES]; /* tenths of a write */
 	/* 2^20 / (health + 1) while alive, 0 while down: what one request in flight
 	 * adds to the node's expected delay (select.h), ready for a multiply. */
 	uint32_t delay_unit[SCORES_NODES];
@@ -73,10 +68,6 @@ static inline int32_t scores_inflight(const struct scores *s, uint16_t id)
 	int32_t v = scores_inflight_raw(s, id);
 
 	return v > 0 ? v : 0; /* replies to requests sent before a restart undercount */
-}
-static inline uint8_t scores_parked(const struct scores *s, uint16_t id)
-{
-	return __atomic_load_n(&s->parked[id], __ATOMIC_RELAXED);
 }
 static inline uint8_t scores_health(const struct scores *s, uint16_t id)
 {
@@ -115,8 +106,6 @@ static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id
 
 /* Control thread only: set a node's health and liveness. */
 void scores_set(struct scores *s, uint16_t id, uint8_t health, enum scores_state state);
-/* Control thread only: set the writes parked at a node, in tenths. */
-void scores_set_parked(struct scores *s, uint16_t id, uint8_t tenths);
 
 /*
  * Control thread: a node with requests in flight but no reply for idle_tsc

@@ -29,7 +29,6 @@ void sel_explain(const struct scores *s, const uint16_t *cand, unsigned n, struc
 	for (unsigned i = 0; i < n && trace->n < 16; i++, trace->n++) {
 		trace->cand[i].node = cand[i];
 		trace->cand[i].inflight = scores_inflight(s, cand[i]);
-		trace->cand[i].parked = scores_parked(s, cand[i]);
 		trace->cand[i].health = scores_health(s, cand[i]);
 		trace->cand[i].alive = scores_alive(s, cand[i]);
 	}

@@ -22,7 +22,6 @@ struct sel_trace {
 	struct {
 		uint16_t node;
 		int32_t inflight;
-		uint8_t parked; /* tenths */
 		uint8_t health;
 		uint8_t alive;
 	} cand[16];
@@ -42,16 +41,12 @@ static inline uint64_t sel_rand(uint64_t *state)
 
 /*
  * Expected delay of node id in fixed point: (inflight + 1) * 2^20 / (health + 1),
- * below 2^51, where inflight leaves out the writes parked at the node (its
- * digest's mean, in tenths: scores.h). Health 0 (alive but saturated) gives
- * the largest delay for its load. 0 for a node that is down: callers weigh
- * alive nodes only.
+ * below 2^51. Health 0 (alive but saturated) gives the largest delay for its
+ * load. 0 for a node that is down: callers weigh alive nodes only.
  */
 static inline uint64_t sel_cost(const struct scores *s, uint16_t id)
 {
-	int64_t tenths = 10 * (int64_t)scores_inflight(s, id) - scores_parked(s, id);
-
-	return ((uint64_t)(tenths > 0 ? tenths : 0) + 10) * scores_delay_unit(s, id) / 10;
+	return ((uint64_t)scores_inflight(s, id) + 1) * scores_delay_unit(s, id);
 }
 
 /*

@@ -23,7 +23,6 @@ static void assert_same_digest(const struct dig_digest *a, const struct dig_dige
 	ck_assert_uint_eq(a->rx_rate, b->rx_rate);
 	ck_assert_mem_eq(&a->m, &b->m, sizeof(a->m)); /* six bytes, no padding */
 	ck_assert_uint_eq(a->health, b->health);
-	ck_assert_uint_eq(a->parked_tenths, b->parked_tenths);
 }
 
 static struct dig_digest sample(void)
@@ -40,7 +39,6 @@ static struct dig_digest sample(void)
 	d.rx_rate = 12345;
 	d.m = (struct dig_metrics){7, 23, 25, 40, 100, 3};
 	d.health = 66;
-	d.parked_tenths = 12;
 	return d;
 }
 
@@ -69,7 +67,7 @@ START_TEST(payload_layout_matches_docs)
 	    0,	  0,	0x11, 0x94,			    /* p95_us 4500 */
 	    0,	  0,	0x30, 0x39,			    /* rx_rate 12345 */
 	    7,	  23,	25,   40,   100,  3,		    /* metrics */
-	    66,	  12,					    /* health, parked tenths */
+	    66,	  0,					    /* health, reserved */
 	};
 
 	ck_assert_int_eq(dig_payload_encode(&d, buf, sizeof(buf)), DIG_PAYLOAD_LEN);
@@ -127,12 +125,7 @@ START_TEST(out_of_range_values_rejected)
 		expect_bad(off, 101, DIG_ERR_METRIC);
 		expect_bad(off, 255, DIG_ERR_METRIC);
 	}
-	/* Parked writes take any value: 255 is 25.5 or more. */
-	d.parked_tenths = 255;
-	ck_assert_int_eq(dig_payload_encode(&d, buf, sizeof(buf)), DIG_PAYLOAD_LEN);
-	ck_assert_int_eq(dig_payload_decode(buf, sizeof(buf), &out), DIG_OK);
-	ck_assert_uint_eq(out.parked_tenths, 255);
-	d = sample();
+	expect_bad(39, 1, DIG_ERR_RESERVED);
 	/* seq 0 */
 	d.seq = 0;
 	ck_assert_int_eq(dig_payload_encode(&d, buf, sizeof(buf)), -EINVAL);

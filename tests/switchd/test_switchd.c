@@ -667,39 +667,6 @@ START_TEST(ties_won_by_every_replica)
 }
 END_TEST
 
-/*
- * Writes parked at a node (its digest's mean, in tenths) are in flight but
- * no read waits behind them: the expected delay leaves them out, down to
- * none in flight.
- */
-START_TEST(parked_writes_left_out_of_the_delay)
-{
-	static struct scores s; /* large: not on the stack */
-	uint16_t cand[2] = {1, 2};
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
-	uint32_t unit;
-
-	scores_init(&s, &cfg, 1);
-	scores_set(&s, 1, 100, SCORES_UP);
-	scores_set(&s, 2, 100, SCORES_UP);
-	unit = scores_delay_unit(&s, 1);
-	s.outstanding[0][1] = 5; /* 4 of them writes parked there */
-	s.outstanding[0][2] = 2;
-	ck_assert_uint_eq(sel_cost(&s, 1), 6ull * unit);
-	ck_assert_uint_eq(sel_pick(&s, cand, 2, &rng), 2);
-	scores_set_parked(&s, 1, 40);
-	ck_assert_uint_eq(sel_cost(&s, 1), 2ull * unit);
-	for (int i = 0; i < 100; i++)
-		ck_assert_uint_eq(sel_pick(&s, cand, 2, &rng), 1);
-	/* Tenths count: 2 in flight, 1.5 of them parked. */
-	scores_set_parked(&s, 2, 15);
-	ck_assert_uint_eq(sel_cost(&s, 2), 15ull * unit / 10);
-	/* More parked than in flight (the digest is a mean over its interval): none. */
-	scores_set_parked(&s, 1, 255);
-	ck_assert_uint_eq(sel_cost(&s, 1), 1ull * unit);
-}
-END_TEST
-
 START_TEST(pinned_reads_spread_by_load)
 {
 	unsigned got[NPORTS], rflags;
@@ -1391,22 +1358,17 @@ START_TEST(hint_answered)
 }
 END_TEST
 
-/* Debug on, a read of "hot" pinned to n1, n2 and n3: `debug show`'s answer (to free). */
-static char *hot_read_logged(void)
+START_TEST(debug_logs_decisions)
 {
+	char *out;
+
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	free(ctl_command(&sw, "debug on"));
 	inject(0, 0, request(WIRE_OP_GET, "hot", NULL));
 	run();
 	drain_all();
 	sw_control_poll(&sw, 0);
-	return ctl_command(&sw, "debug show");
-}
-
-START_TEST(debug_logs_decisions)
-{
-	char *out = hot_read_logged();
-
+	out = ctl_command(&sw, "debug show");
 	ck_assert_msg(strstr(out, "key=hot op=GET dir=yes") && strstr(out, "chosen=n") &&
 			  strstr(out, "inflight=0 health=100;"),
 		      "%s", out);
@@ -1419,16 +1381,15 @@ START_TEST(debug_logs_decisions)
 }
 END_TEST
 
-/* Node id's DIGEST with the given queue metric (0..100) and writes parked (tenths). */
-static struct rte_mbuf *digest_parked(uint16_t id, uint32_t seq, uint8_t queue, uint8_t parked)
+/* Node id's DIGEST with the given queue metric (0..100). */
+static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
 {
 	struct dig_digest d = {.interval_ms = 100,
 			       .seq = seq,
 			       .boot_id = 42,
 			       .ts_us = seq,
 			       .m = {.queue = queue},
-			       .health = 100,
-			       .parked_tenths = parked};
+			       .health = 100};
 	uint8_t buf[256], mac[6];
 	int n = dig_datagram_build(id, &d, buf, sizeof(buf));
 
@@ -1436,36 +1397,6 @@ static struct rte_mbuf *digest_parked(uint16_t id, uint32_t seq, uint8_t queue, 
 	node_mac(id, mac);
 	return frame(mac, vip_mac, 0x0a4d0000u + id, VIP, SVC, SVC, buf, (size_t)n);
 }
-
-static struct rte_mbuf *digest_from(uint16_t id, uint32_t seq, uint8_t queue)
-{
-	return digest_parked(id, seq, queue, 0);
-}
-
-/*
- * The writes a node's digest reports parked reach the score table, the
- * node's JSON and the decision log; a digest without them clears them.
- */
-START_TEST(parked_writes_from_digests)
-{
-	char *out;
-
-	inject(2, 0, digest_parked(2, 1, 0, 13));
-	run();
-	sw_control_poll(&sw, 0);
-	ck_assert_uint_eq(scores_parked(&sw.scores, 2), 13);
-	out = ctl_command(&sw, "nodes");
-	ck_assert_msg(strstr(out, "\"parked_tenths\":13"), "%s", out);
-	free(out);
-	out = hot_read_logged();
-	ck_assert_msg(strstr(out, "inflight=0 parked=1.3 health=100"), "%s", out);
-	free(out);
-	inject(2, 0, digest_parked(2, 2, 0, 0));
-	run();
-	sw_control_poll(&sw, 0);
-	ck_assert_uint_eq(scores_parked(&sw.scores, 2), 0);
-}
-END_TEST
 
 START_TEST(digests_drive_health_and_liveness)
 {
@@ -2677,7 +2608,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
-	tcase_add_test(tc, parked_writes_left_out_of_the_delay);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
 	tcase_add_test(tc, neighbour_reads_never_torn);
 	tcase_add_test(tc, control_socket_never_takes_what_is_not_stale);
@@ -2698,7 +2628,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, cdt_filter_counts_installed_keys);
 	tcase_add_test(tc, cdt_entry_tells_keys_apart);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
-	tcase_add_test(tc, parked_writes_from_digests);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
