@@ -687,6 +687,13 @@ START_TEST(pinned_reads_spread_by_load)
 }
 END_TEST
 
+/* Forget every read in flight (spread() leaves its reads unanswered). */
+static void no_reads_in_flight(void)
+{
+	for (unsigned id = 1; id < NPORTS; id++)
+		sw.scores.outstanding[0][id] = 0;
+}
+
 /*
  * A set of directory.spare_home_from copies or more (3 here: the test has 4
  * nodes), its home first: the home takes every write of the key, so reads
@@ -721,7 +728,7 @@ START_TEST(home_spared_in_larger_sets)
 	a = home % 4 + 1;
 	snprintf(set, sizeof(set), " force n%u,n%u", home, a);
 	command_ok("cdt pin %s%s", "warm", set);
-	sw.scores.outstanding[0][home] = sw.scores.outstanding[0][a] = 0;
+	no_reads_in_flight();
 	spread("warm", 20, got, &rflags);
 	ck_assert_uint_eq(got[home], 10); /* least expected delay: they take turns */
 	ck_assert_uint_eq(got[a], 10);
@@ -732,15 +739,13 @@ START_TEST(home_spared_in_larger_sets)
 	b = a % 4 + 1;
 	snprintf(set, sizeof(set), " force n%u,n%u,n%u", a, home, b);
 	command_ok("cdt pin %s%s", "cool", set);
-	for (unsigned id = 1; id <= 4; id++)
-		sw.scores.outstanding[0][id] = 0;
+	no_reads_in_flight();
 	spread("cool", 30, got, &rflags);
 	ck_assert_uint_eq(got[home], 10);
 
 	/* The home first again, with the rule off. */
 	sw.spare_home_from = 0;
-	for (unsigned id = 1; id <= 4; id++)
-		sw.scores.outstanding[0][id] = 0;
+	no_reads_in_flight();
 	spread("hot", 30, got, &rflags);
 	ck_assert_uint_eq(got[home_of("hot")], 10);
 }
