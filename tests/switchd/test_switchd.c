@@ -667,6 +667,40 @@ START_TEST(ties_won_by_every_replica)
 }
 END_TEST
 
+/*
+ * In-flight is written off only after idle_tsc without a reply. A reply a
+ * worker stamped after the control thread read its clock is recent: the
+ * busy node keeps its count (a wrapped now - last wrote it off, and the
+ * late replies then left it near 0 for good, drawing every read there).
+ */
+START_TEST(in_flight_written_off_only_when_idle)
+{
+	static struct scores s; /* large: not on the stack */
+
+	scores_init(&s, &cfg, 2);
+	scores_set(&s, 1, 100, SCORES_UP);
+	for (unsigned i = 0; i < 6; i++)
+		scores_inflight_inc(&s, 0, 1);
+	scores_inflight_dec(&s, 1, 1, 5000); /* through the other worker */
+	ck_assert_int_eq(scores_inflight(&s, 1), 5);
+
+	ck_assert_uint_eq(scores_forget_lost(&s, 4990, 100), 0); /* reply after "now" */
+	ck_assert_int_eq(scores_inflight(&s, 1), 5);
+	ck_assert_uint_eq(scores_forget_lost(&s, 5100, 100), 0); /* exactly idle_tsc: not yet */
+	ck_assert_int_eq(scores_inflight(&s, 1), 5);
+	ck_assert_uint_eq(scores_forget_lost(&s, 5101, 100), 1); /* silent too long: lost */
+	ck_assert_int_eq(scores_inflight(&s, 1), 0);
+
+	/* Their late replies are taken back, not counted below zero. */
+	scores_inflight_dec(&s, 0, 1, 5200);
+	scores_inflight_dec(&s, 1, 1, 5200);
+	ck_assert_int_eq(scores_inflight_raw(&s, 1), -2);
+	ck_assert_uint_eq(scores_forget_lost(&s, 5201, 100), 0);
+	scores_inflight_inc(&s, 1, 1);
+	ck_assert_int_eq(scores_inflight(&s, 1), 1);
+}
+END_TEST
+
 START_TEST(pinned_reads_spread_by_load)
 {
 	unsigned got[NPORTS], rflags;
@@ -2613,6 +2647,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, nodes_sharing_an_address_both_learnt);
 	tcase_add_test(tc, ties_won_by_every_replica);
+	tcase_add_test(tc, in_flight_written_off_only_when_idle);
 	tcase_add_test(tc, learning_keeps_static_neighbours);
 	tcase_add_test(tc, neighbour_reads_never_torn);
 	tcase_add_test(tc, control_socket_never_takes_what_is_not_stale);
