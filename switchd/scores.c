@@ -39,14 +39,14 @@ unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_ts
 
 		int32_t raw = scores_inflight_raw(s, id);
 
-		if (raw < 0) /* late replies: written off too much */
-			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
-					 __ATOMIC_RELAXED);
 		/*
 		 * A worker may have stored a reply's time after the caller read
 		 * now_tsc: that reply is recent, not idle_tsc old (now_tsc - last
 		 * would wrap, and write off the in-flight of a busy node).
 		 */
+		if (raw < 0) /* late replies: written off too much */
+			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
+					 __ATOMIC_RELAXED);
 		else if (raw > 0 && now_tsc > last && now_tsc - last > idle_tsc) {
 			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
 					 __ATOMIC_RELAXED);
