@@ -12,7 +12,8 @@
 #     and w2 still shows p3 alive, its score coming from w1.
 #  c. Partition (both switch ports isolated on the bridge): both sides keep
 #     serving, balance degrades (no read goes to a replica: the switches'
-#     replica_reads stay still), lincheck finds no stale read
+#     replica_reads stay still; a switch that keeps an entry of its own
+#     through the cut sends its reads home), lincheck finds no stale read
 #     in histories spanning the partition, and after healing the switches
 #     converge (leases back, same hot set) within 1 s.
 #  e. Ring changes reach the peer: under reads and writes through both
