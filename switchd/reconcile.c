@@ -485,10 +485,10 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
  * REPLICATE added a node while a write's holders were still confirming)
  * loses its busiest copy, one per round: every write to the key pushes to
  * each copy, a service time there, so a copy beyond the want costs capacity.
- * Sets overshoot by one copy as their keys are installed and then stay there;
- * trimmed, they stay at their want (at 8 nodes no more REPLICATEs went out,
- * and the pushes fell from 5.8% of the nodes' work to 4.4%,
- * docs/benchmarks.md). The node leaves the set first, so no read goes
+ * Most sets overshoot by one copy as their keys are installed; trimmed to
+ * their want, not left one past it, they stay there (at 8 nodes no more
+ * REPLICATEs went out, and the pushes fell from 5.8% of the nodes' work to
+ * 4.4%, docs/benchmarks.md). The node leaves the set first, so no read goes
  * there, then drops its copy (UNREPLICATE); the home stops pushing to it
  * once it answers the next push that it holds nothing (nodes/repl.c). Keys
  * of a peer, and pins, are left as they are.

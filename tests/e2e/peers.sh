@@ -186,8 +186,10 @@ bench c1 w1 "${lin[@]}" --duration 9 --history "$run/c1.history" --json "$run/c1
 bench c2 w2 "${lin[@]}" --duration 9 --history "$run/c2.history" --json "$run/c2.json" & bench_pids+=($!)
 bench c2 w2 "${skewed[@]}" --duration 9 --json "$run/c3.json" & bench_pids+=($!)
 # The switches' read counters: 1 s before the cut, at it, 1 s into it (the leases,
-# L = 300 ms here, have surely ended) and at its end.
+# L = 300 ms here, have surely ended) and at its end; and their directories, from 1 s
+# into the cut to its end.
 counts() { for s in w1 w2; do cdtctl $s --json stats >"$run/c.$1.$s.json"; done; }
+cdts() { for s in w1 w2; do cdtctl $s --json cdt show >"$run/c.$1.$s.cdt.json"; done; }
 sleep 2
 counts pre0
 sleep 1
@@ -195,7 +197,6 @@ counts pre1
 isolate on
 sleep 1
 counts cut0
-cdts() { for s in w1 w2; do cdtctl $s --json cdt show >"$run/c.$1.$s.cdt.json"; done; }
 cdts cut0
 sleep 2
 counts cut1
