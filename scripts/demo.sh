@@ -36,7 +36,9 @@
 # SKL_DEMO_KEYS (10000), SKL_DEMO_PRELOAD (1; 0: keys not preloaded),
 # SKL_DEMO_CONCURRENCY (192), SKL_DEMO_WORKERS (4 per node), SKL_DEMO_DURATION (15 s per run),
 # SKL_DEMO_WARMUP (3 s before each),
-# SKL_DEMO_ZIPFS ("0.99 1.2"), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
+# SKL_DEMO_ZIPFS ("0.99 1.2"), SKL_DEMO_READ_RATIOS ("0.95"; each ratio runs
+# uniform and every zipf, ring and directory; runs at ratios other than 0.95
+# are labelled LABEL@wNN, NN the percentage of writes), CEILING_SHARE (0.4), SKL_SERVICE_TIME_US (skip
 # the sizing and use this), SKL_DEMO_SKIP_SETUP=1 (do not run scripts/setup.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +51,7 @@ concurrency=${SKL_DEMO_CONCURRENCY:-192}
 duration=${SKL_DEMO_DURATION:-15}
 warmup=${SKL_DEMO_WARMUP:-3}
 zipfs=${SKL_DEMO_ZIPFS:-0.99 1.2}
+read_ratios=${SKL_DEMO_READ_RATIOS:-0.95}
 share=${CEILING_SHARE:-0.4}
 t_start=$(date +%s)
 
@@ -112,8 +115,9 @@ print(f"demo: the nodes answered what was left of the last run in {time.monotoni
 PY
 }
 
-# bench LABEL DIST on|off [SECONDS]: one measured run into results/LABEL.json,
-# then the switch's counters and directory and the nodes' RSS beside it.
+# bench LABEL DIST on|off [SECONDS] [READ_RATIO]: one measured run into
+# results/LABEL.json, then the switch's counters and directory and the nodes'
+# RSS beside it.
 bench() {
 	local r=$run/results/$1
 	drain
@@ -124,7 +128,7 @@ bench() {
 	 "$cdtctl" --socket "$socket" --json stats >"$r.stats0.json"
 	 sleep "$(python3 -c "print(0.75 * ${4:-$duration})")"
 	 "$cdtctl" --socket "$socket" --json cdt show >"$r.cdt.json") &
-	agent bench --keys "$keys" --dist "$2" --read-ratio 0.95 --concurrency "$concurrency" \
+	agent bench --keys "$keys" --dist "$2" --read-ratio "${5:-0.95}" --concurrency "$concurrency" \
 		--warmup "$warmup" --duration "${4:-$duration}" --seed 7 --json "$r.json" >"$r.txt"
 	"$cdtctl" --socket "$socket" --json stats >"$r.stats.json"
 	wait
@@ -169,15 +173,18 @@ if [ "${SKL_DEMO_PRELOAD:-1}" = 1 ]; then
 fi
 
 runs=()
-measure() { # LABEL DIST on|off
-	echo "demo: run '$1': $2, directory $3, 95% reads, $concurrency in flight (closed loop), ${warmup}s warm-up, ${duration}s measured"
-	bench "$@"
+measure() { # LABEL DIST on|off READ_RATIO
+	echo "demo: run '$1': $2, directory $3, $(python3 -c "print(round(100 * $4))")% reads, $concurrency in flight (closed loop), ${warmup}s warm-up, ${duration}s measured"
+	bench "$1" "$2" "$3" "$duration" "$4"
 	runs+=("$1=$run/results/$1.json")
 }
-measure uniform uniform on
-for s in $zipfs; do
-	measure "ring-$s" "zipf:$s" off
-	measure "dir-$s" "zipf:$s" on
+for ratio in $read_ratios; do
+	suffix=$(python3 -c "r = $ratio; print('' if r == 0.95 else '@w%d' % round(100 * (1 - r)))")
+	measure "uniform$suffix" uniform on "$ratio"
+	for s in $zipfs; do
+		measure "ring-$s$suffix" "zipf:$s" off "$ratio"
+		measure "dir-$s$suffix" "zipf:$s" on "$ratio"
+	done
 done
 
 capacity=$((workers * 1000000 / SKL_SERVICE_TIME_US)) # one node, ops/s
