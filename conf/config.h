@@ -98,6 +98,7 @@ struct cfg_directory {
 	uint32_t retire_epochs; /* M: epochs a key may stay cold before retirement */
 	uint32_t max_replicas;
 	double replica_factor; /* a key with share s wants 1 + ceil(factor * s * n) replicas */
+	double push_cost; /* a write's push to a key's copies, in writes at its home */
 	uint32_t spare_home_from; /* sets of this many copies read from all but the home; 0: none */
 	uint32_t sample_every; /* count 1 in N requests in the sketch */
 };

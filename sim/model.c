@@ -745,7 +745,7 @@ static void at_switch(struct sim *s, uint32_t i)
 		char key[32];
 		uint16_t len = key_name(r->key, key);
 
-		hot_observe(s->hot, kh, (const uint8_t *)key, len);
+		hot_observe(s->hot, kh, (const uint8_t *)key, len, r->kind == RQ_WRITE);
 	}
 	if (r->kind == RQ_READ && s->dir_used) {
 		struct dir_entry *e = dir_find(s, kh);

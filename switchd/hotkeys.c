@@ -19,6 +19,7 @@ struct hot_name {
 	uint16_t key_len;
 	uint8_t key[HOT_MAX_KEY];
 	uint32_t cold_epochs; /* epochs in a row outside the hot set */
+	uint32_t seen, writes; /* its samples this epoch since it was remembered, and the writes */
 	uint8_t tracked;      /* was in a report's hot list and not yet retired */
 	uint8_t used;
 };
@@ -31,6 +32,7 @@ struct hot_detector {
 	uint32_t nnodes;
 	uint32_t max_replicas;
 	double replica_factor;
+	double push_cost;
 	uint32_t retire_epochs;
 	uint64_t epoch;
 	uint64_t samples;
@@ -72,6 +74,22 @@ double hot_share_for_replicas(unsigned replicas, uint32_t nnodes, double factor)
 	return (double)(replicas - 1) / (factor * (double)nnodes);
 }
 
+/*
+ * Copies must take at least a fifth off the home's load of the key: they also
+ * cost the cluster a write per copy, and a key's write share is measured per
+ * epoch, so a key near the line is not copied and dropped epoch after epoch.
+ */
+#define HOT_COPIES_PAY 0.8
+
+uint16_t hot_replicas_for_writes(uint16_t replicas, double write_share, double push_cost)
+{
+	if (replicas <= 1)
+		return replicas;
+	double home = write_share * (1.0 + push_cost) + (1.0 - write_share) / replicas;
+
+	return home <= HOT_COPIES_PAY ? replicas : 1;
+}
+
 struct hot_detector *hot_create(const struct cfg *cfg, int socket)
 {
 	static unsigned instance;
@@ -86,6 +104,7 @@ struct hot_detector *hot_create(const struct cfg *cfg, int socket)
 	h->nnodes = cfg->nnodes;
 	h->max_replicas = cfg->directory.max_replicas;
 	h->replica_factor = cfg->directory.replica_factor;
+	h->push_cost = cfg->directory.push_cost;
 	h->retire_epochs = cfg->directory.retire_epochs;
 
 	snprintf(name, sizeof(name), "hot_sketch_%u", instance);
@@ -139,14 +158,22 @@ static struct hot_name *name_of(struct hot_detector *h, uint64_t keyhash)
 	return slot < 0 ? NULL : &h->names[slot];
 }
 
-void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, uint16_t len)
+void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, uint16_t len,
+		 bool write)
 {
 	uint64_t count = 0;
+	struct hot_name *known;
 
 	rte_member_add(h->sketch, &keyhash, 1);
 	h->samples++;
-	if (len > HOT_MAX_KEY || name_of(h, keyhash))
+	if (len > HOT_MAX_KEY)
 		return;
+	known = name_of(h, keyhash);
+	if (known) {
+		known->seen++;
+		known->writes += write;
+		return;
+	}
 	if (rte_member_query_count(h->sketch, &keyhash, &count) != 0 || count < HOT_REMEMBER_AFTER)
 		return;
 	int slot = rte_hash_add_key(h->index, &keyhash);
@@ -157,6 +184,8 @@ void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, u
 	n->key_len = len;
 	memcpy(n->key, key, len);
 	n->cold_epochs = 0;
+	n->seen = 1;
+	n->writes = write;
 	n->tracked = 0;
 	n->used = 1;
 }
@@ -207,14 +236,18 @@ void hot_epoch(struct hot_detector *h, struct hot_report *out)
 		k->keyhash = keyhash;
 		k->count = counts[i];
 		k->share = h->samples ? (double)counts[i] / (double)h->samples : 0;
-		k->replicas = hot_replicas_for_share(k->share, h->nnodes, h->max_replicas,
-							     h->replica_factor);
+		k->write_share = name->seen ? (double)name->writes / name->seen : 0;
+		k->replicas = hot_replicas_for_writes(
+		    hot_replicas_for_share(k->share, h->nnodes, h->max_replicas, h->replica_factor),
+		    k->write_share, h->push_cost);
 		k->key_len = name->key_len;
 		memcpy(k->key, name->key, name->key_len);
 		name->cold_epochs = 0;
 		name->tracked = 1;
 	}
 	qsort(out->hot, out->nhot, sizeof(out->hot[0]), by_count_desc);
+	for (uint32_t i = 0; i < HOT_MAX_NAMES; i++)
+		h->names[i].seen = h->names[i].writes = 0; /* each epoch measures its own writes */
 
 	/* Retire tracked keys cold for too long; drop untracked names that went cold. */
 	for (uint32_t i = 0; i < HOT_MAX_NAMES; i++) {

@@ -14,6 +14,7 @@
 #ifndef SKL_HOTKEYS_H
 #define SKL_HOTKEYS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -30,7 +31,9 @@ struct hot_key {
 	uint64_t keyhash;
 	uint64_t count;	   /* samples this epoch */
 	double share;	   /* count / samples this epoch */
-	uint16_t replicas; /* how many nodes should serve it, home included */
+	double write_share; /* of its samples this epoch, the writes (PUT, DEL) */
+	uint16_t replicas; /* how many nodes should serve it, home included: by share, then
+			    * by writes (hot_replicas_for_writes()) */
 	uint16_t key_len;
 	uint8_t key[HOT_MAX_KEY];
 };
@@ -50,8 +53,9 @@ struct hot_detector;
 struct hot_detector *hot_create(const struct cfg *cfg, int socket);
 void hot_free(struct hot_detector *h);
 
-/* Count one sampled request key. */
-void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, uint16_t len);
+/* Count one sampled request key; write: the request was a PUT or DEL. */
+void hot_observe(struct hot_detector *h, uint64_t keyhash, const uint8_t *key, uint16_t len,
+		 bool write);
 
 /* Forget a key the directory no longer holds (unpinned by hand, say). */
 void hot_forget(struct hot_detector *h, uint64_t keyhash);
@@ -72,5 +76,17 @@ uint16_t hot_replicas_for_share(double share, uint32_t nnodes, uint32_t max_repl
  * pin, a peer's), so that its replicas weigh as the sizing rule meant them.
  */
 double hot_share_for_replicas(unsigned replicas, uint32_t nnodes, double factor);
+
+/*
+ * Whether copies of a hot key pay for its writes (docs/design.md section 13,
+ * "Copies only where they pay"). With r copies, the home among them, every
+ * write costs the home the write and the wait for its push to the others
+ * (push_cost writes' worth) and every other copy one write; reads divide over
+ * the r. The busiest copy is the home: write_share (1 + push_cost) +
+ * (1 - write_share) / r of what the key alone brings it. Returns replicas
+ * when that is at most HOT_COPIES_PAY, else 1: the key stays at its home.
+ * write_share is the fraction of the key's requests that are writes.
+ */
+uint16_t hot_replicas_for_writes(uint16_t replicas, double write_share, double push_cost);
 
 #endif

@@ -32,7 +32,8 @@
 struct in_sample {
 	uint64_t keyhash;
 	uint16_t key_len;
-	uint16_t pad;
+	uint8_t write; /* a PUT or DEL */
+	uint8_t pad;
 	uint8_t key[HOT_MAX_KEY];
 };
 
@@ -104,6 +105,7 @@ void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
 		return; /* never installed (hotkeys.h): not worth a sample */
 	s.keyhash = msg->keyhash;
 	s.key_len = msg->key_len;
+	s.write = msg->op == WIRE_OP_PUT || msg->op == WIRE_OP_DEL;
 	s.pad = 0;
 	memcpy(s.key, msg->key, msg->key_len);
 	if (rte_ring_mp_enqueue_elem(w->sw->intake->samples, &s, sizeof(s)) == 0)
@@ -229,7 +231,7 @@ static void take_samples(struct sw *sw)
 
 	while (rte_ring_sc_dequeue_elem(sw->intake->samples, &s, sizeof(s)) == 0)
 		if (on)
-			hot_observe(sw->hot, s.keyhash, s.key, s.key_len);
+			hot_observe(sw->hot, s.keyhash, s.key, s.key_len, s.write);
 }
 
 /* At most a ring's worth per round (what reconcile queues); the rest waits for the next. */

@@ -41,7 +41,7 @@ static void load_cfg(void)
 
 static void observe(struct hot_detector *h, const char *key)
 {
-	hot_observe(h, keyhash(key, strlen(key)), (const uint8_t *)key, (uint16_t)strlen(key));
+	hot_observe(h, keyhash(key, strlen(key)), (const uint8_t *)key, (uint16_t)strlen(key), false);
 }
 
 START_TEST(skewed_stream_reports_top_keys_hottest_first)
@@ -136,7 +136,7 @@ START_TEST(long_keys_are_never_installed)
 
 	memset(key, 'x', sizeof(key));
 	for (int i = 0; i < 100; i++)
-		hot_observe(h, keyhash(key, sizeof(key)), key, sizeof(key));
+		hot_observe(h, keyhash(key, sizeof(key)), key, sizeof(key), false);
 	hot_epoch(h, r);
 	ck_assert_uint_eq(r->nhot, 0);
 	hot_free(h);
@@ -157,6 +157,63 @@ START_TEST(replicas_grow_with_share)
 	/* Sets past 16 at hundreds of nodes: key:0 of zipf 0.99 at 1024 nodes wants 135. */
 	ck_assert_uint_eq(hot_replicas_for_share(0.065, 1024, 128, 2), 128);
 	ck_assert_uint_eq(hot_replicas_for_share(0.065, 255, 128, 2), 35);
+}
+END_TEST
+
+/* Copies only where they pay: the home's part of a copied key against the key alone. */
+START_TEST(copies_only_where_writes_let_them_pay)
+{
+	/* Reads only, or a few writes: every copy the share asked for. */
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 0.0, 1.0), 8);
+	ck_assert_uint_eq(hot_replicas_for_writes(3, 0.05, 1.0), 3);
+	/* 20% writes over 3 copies: the home carries 0.4 + 0.8 / 3 = 0.67 of the key. */
+	ck_assert_uint_eq(hot_replicas_for_writes(3, 0.2, 1.0), 3);
+	/* Half writes: 1.0 + 0.5 / 8 > 1, worse than the home alone. */
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 0.5, 1.0), 1);
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 1.0, 1.0), 1);
+	/* The line: 8 copies pay up to 36% writes at a push cost of 1. */
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 0.35, 1.0), 8);
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 0.37, 1.0), 1);
+	/* A free push: half writes over 8 copies leave the home 0.56 of the key. */
+	ck_assert_uint_eq(hot_replicas_for_writes(8, 0.5, 0.0), 8);
+	/* One replica stays one. */
+	ck_assert_uint_eq(hot_replicas_for_writes(1, 0.0, 1.0), 1);
+}
+END_TEST
+
+/* The detector weighs each hot key's writes: half writes keep a key home, 5% do not. */
+START_TEST(write_heavy_hot_key_reported_home_only)
+{
+	struct hot_detector *h = hot_create(cfg, 0);
+	struct hot_report *r = calloc(1, sizeof(*r));
+	const char *reads = "key:reads", *writes = "key:writes";
+
+	ck_assert_ptr_nonnull(h);
+	for (int i = 0; i < 4000; i++) {
+		hot_observe(h, keyhash(reads, strlen(reads)), (const uint8_t *)reads,
+			    (uint16_t)strlen(reads), i % 20 == 0);
+		hot_observe(h, keyhash(writes, strlen(writes)), (const uint8_t *)writes,
+			    (uint16_t)strlen(writes), i % 2 == 0);
+	}
+	hot_epoch(h, r);
+	ck_assert_uint_eq(r->nhot, 2);
+	for (uint32_t i = 0; i < r->nhot; i++) {
+		bool write_heavy = r->hot[i].key_len == strlen(writes) &&
+				   memcmp(r->hot[i].key, writes, strlen(writes)) == 0;
+
+		ck_assert_double_eq_tol(r->hot[i].write_share, write_heavy ? 0.5 : 0.05, 0.01);
+		/* Half of the samples each: the share alone asks for 1 + ceil(2 * 0.5 * 8) = 8. */
+		ck_assert_uint_eq(r->hot[i].replicas, write_heavy ? 1 : 8);
+	}
+	/* The next epoch measures its own writes: the same key, now read only, is copied. */
+	for (int i = 0; i < 4000; i++)
+		hot_observe(h, keyhash(writes, strlen(writes)), (const uint8_t *)writes,
+			    (uint16_t)strlen(writes), false);
+	hot_epoch(h, r);
+	ck_assert_uint_eq(r->nhot, 1);
+	ck_assert_uint_eq(r->hot[0].replicas, 8);
+	hot_free(h);
+	free(r);
 }
 END_TEST
 
@@ -198,6 +255,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, cold_keys_retire_after_m_epochs);
 	tcase_add_test(tc, long_keys_are_never_installed);
 	tcase_add_test(tc, replicas_grow_with_share);
+	tcase_add_test(tc, copies_only_where_writes_let_them_pay);
+	tcase_add_test(tc, write_heavy_hot_key_reported_home_only);
 	tcase_add_test(tc, share_implied_by_replicas);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
