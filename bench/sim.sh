@@ -2,7 +2,7 @@
 # bench/sim.sh - the cluster beyond one machine, in skewless-sim.
 #
 # The simulator routes with the switch's own policy code (docs/benchmarks.md,
-# "Simulator"). For each of NODES (8 16 32 64 128 256 512 1024) it runs, closed
+# "bench/sim.sh"). For each of NODES (8 16 32 64 128 256 512 1024) it runs, closed
 # loop with 6 requests in flight per node, 95% reads over KEYS (1M) keys, the
 # directory with up to MAX_REPLICAS (128) replicas per key (directory.max_replicas):
 #   uniform   uniform keys, directory on (the balanced reference)

@@ -3,18 +3,17 @@
 #
 # 8 nodes as scripts/demo.sh sizes them (4 workers, SERVICE8_US per request,
 # 96 in flight, 10,000 preloaded keys, zipf 0.99 and 1.2, 15 s each) and 64
-# nodes as bench/scale.sh did in the run docs/benchmarks.md's "64 nodes" table
-# records (conf/scale64.json: 2 workers, SERVICE64_US, 512 in flight, 1M keys
-# not preloaded, epoch 1 s, 3 retire epochs, up to 16 replicas, replica
-# factor 4, 20 s each), 95% reads, for SEEDS seeds (1 2 3), 50 us per hop at 8
-# nodes and 100 us at 64. At 64 nodes it compares both the whole run and its
-# second half (the simulator's same run measured from 10 s on: the closed
-# loop's start-up, before requests pile up at the ring's hottest node, left
-# out on both sides). Prints each figure's mean and range over the seeds
-# beside the testbed's (TESTBED_* below, from docs/benchmarks.md; override
-# them to compare with a new run) and the relative difference. The testbed
-# figures predate write-through, so the simulator runs without it unless
-# WRITE_THROUGH=on. Last line:
+# nodes as bench/scale.sh ran before write-through (conf/scale64.json: 2
+# workers, SERVICE64_US, 512 in flight, 1M keys not preloaded, epoch 1 s, 3
+# retire epochs, up to 16 replicas, replica factor 4, 20 s each), 95% reads,
+# for SEEDS seeds (1 2 3), 50 us per hop at 8 nodes and 100 us at 64. At 64
+# nodes it compares both the whole run and its second half (the simulator's
+# same run measured from 10 s on: the closed loop's start-up, before requests
+# pile up at the ring's hottest node, left out on both sides). Prints each
+# figure's mean and range over the seeds beside the testbed's (TESTBED_*
+# below, its recorded runs; override them to compare with a new run) and the
+# relative difference. The testbed figures predate write-through, so the
+# simulator runs without it unless WRITE_THROUGH=on. Last line:
 #   gain_099=… gain_12=… dir_vs_uniform8=… dir_maxmean8=…/… dir_vs_ring64=… dir_maxmean64=… dir_vs_ring64_steady=…
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,7 +70,7 @@ rows = [
     ("64 nodes: dir / uniform", ratio("n64-dir-whole", "n64-uniform-whole"), env("TESTBED_DIR_VS_UNIFORM64", 0.73)),
     ("64 nodes: max/mean ring", get("n64-ring-whole", "max_over_mean"), env("TESTBED_RING_MAXMEAN64", 5.03)),
     # The testbed's directory max/mean spread from 1.25 to 1.79 over its five recorded runs
-    # at this sizing (docs/benchmarks.md, "64 nodes"): their mean, not one run.
+    # at this sizing: their mean, not one run.
     ("64 nodes: max/mean dir", get("n64-dir-whole", "max_over_mean"), env("TESTBED_DIR_MAXMEAN64", 1.53)),
     ("64 nodes: max/mean uniform", get("n64-uniform-whole", "max_over_mean"), env("TESTBED_UNIFORM_MAXMEAN64", 1.23)),
     ("64 nodes, second half: ring ops/s", get("n64-ring-steady", "throughput_ops"), env("TESTBED_RING_OPS64_STEADY", 454)),

@@ -41,9 +41,9 @@
  * (through_previous()'s depth): the switch stamps the version it has seen
  * complete when it forwards the read, so that version is linearizable however
  * late the read arrives. A HINT's stamp (an agent reading directly) is older
- * than the read itself, and an older version could be stale for it. With 4,
- * at 64 nodes, one read in 16 at copies waited past more than 4 pushes of
- * its key (docs/benchmarks.md). The values take THROUGH_SLOTS x 16 x
+ * than the read itself, and an older version could be stale for it. 16
+ * covers the pushes a read can wait behind at a busy copy of the hottest
+ * key of a 64-node cluster. The values take THROUGH_SLOTS x 16 x
  * THROUGH_MAX_VALUE = 64 MiB of address space, of which only the pages of
  * keys written through are ever touched.
  */

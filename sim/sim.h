@@ -1,6 +1,6 @@
 /*
  * sim.h - skewless-sim: a discrete-event simulator of a skewless cluster
- * beyond what one machine holds (docs/benchmarks.md, "Simulator").
+ * beyond what one machine holds (docs/benchmarks.md, "bench/sim.sh").
  *
  * What is the switch's own code, linked, not modelled: the ketama ring
  * (proto/ring.h), hot-key detection and replica sizing (switchd/hotkeys.h:

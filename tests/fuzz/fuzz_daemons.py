@@ -24,7 +24,8 @@ node's health). At the end both are stopped with SIGTERM and must exit 0
 with no AddressSanitizer, LeakSanitizer or UBSan report in their logs.
 
 Bounded by --count (default 20,000) and --seconds (default 45), whichever
-comes first. Long run (docs/benchmarks.md): --count 1000000 --seconds 7200.
+comes first. Long run (docs/operations.md, "Fuzzing the running daemons"):
+--count 1000000 --seconds 7200.
 Exit 0 pass, 1 fail, 77 skipped (not root, no namespaces or TAP devices, no
 ASan build).
 """
