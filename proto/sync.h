@@ -6,7 +6,7 @@
  *
  * sync_decode() validates a whole value and points into it; sync_msg_*()
  * then walk the items. The encoder appends items while they fit. The
- * protocol state built from these messages is switchd/peers.h.
+ * protocol state built from these messages is switchd/peer.h.
  */
 #ifndef SKL_SYNC_H
 #define SKL_SYNC_H

@@ -7,7 +7,7 @@
  * cdt_state.h) and, for a read of a directory key, sel_pick() over the
  * switch's score table (struct scores) holding the candidates' in-flight
  * counts and delay units; its control round feeds the rte_member hot-key
- * detector (hotkeys.h) with every request key, ends an epoch every
+ * detector (hot.h) with every request key, ends an epoch every
  * directory.epoch_ms (installs, replica wants, retires), REPLICATEs entries
  * short of replicas, and keeps health from digests in digest/health.h's
  * window. The nodes' digests are built by digest/meter.h and timed by
@@ -31,7 +31,7 @@
 #include "health.h"
 #include "heap.h"
 #include "hist.h"
-#include "hotkeys.h"
+#include "hot.h"
 #include "keyhash.h"
 #include "meter.h"
 #include "place.h"

@@ -3,10 +3,10 @@
  * beyond what one machine holds (docs/benchmarks.md, "bench/sim.sh").
  *
  * What is the switch's own code, linked, not modelled: the ketama ring
- * (proto/ring.h), hot-key detection and replica sizing (switchd/hotkeys.h:
+ * (proto/ring.h), hot-key detection and replica sizing (switchd/policy/hot.h:
  * DPDK's rte_member sketch with top-K, the epoch's hot and retired keys),
- * the directory's coherence rules (switchd/cdt_state.h), the read target
- * choice (switchd/select.h, sel_pick() over the switch's score table),
+ * the directory's coherence rules (switchd/policy/cdt_state.h), the read target
+ * choice (switchd/policy/select.h, sel_pick() over the switch's score table),
  * health from digests with its window (digest/health.h) and the nodes' side
  * of digests (digest/meter.h, digest/emit.h), and the load generator's key
  * choice (agent/workload.h, keys "key:0".."key:K-1" as `skewless bench`).

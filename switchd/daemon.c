@@ -30,13 +30,13 @@
 #include <rte_random.h>
 
 #include "clock.h"
-#include "cluster.h"
+#include "peer_sync.h"
 #include "ctl.h"
 #include "decide.h"
 #include "egress.h"
 #include "health.h"
 #include "intake.h"
-#include "members.h"
+#include "ring_change.h"
 #include "reconcile.h"
 #include "stats.h"
 #include "switchd.h"

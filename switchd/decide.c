@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "peer_sync.h"
 #include "switchd.h"
 
 struct decide {

@@ -15,14 +15,14 @@
 #include <rte_telemetry.h>
 #include <rte_udp.h>
 
-#include "cluster.h"
+#include "peer_sync.h"
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"
 #include "prom.h"
 #include "health.h"
 #include "log.h"
-#include "members.h"
+#include "ring_change.h"
 #include "reconcile.h"
 #include "switchd.h"
 
@@ -102,7 +102,7 @@ void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
 	struct in_sample s;
 
 	if (msg->key_len > HOT_MAX_KEY)
-		return; /* never installed (hotkeys.h): not worth a sample */
+		return; /* never installed (hot.h): not worth a sample */
 	s.keyhash = msg->keyhash;
 	s.key_len = msg->key_len;
 	s.write = msg->op == WIRE_OP_PUT || msg->op == WIRE_OP_DEL;

@@ -76,7 +76,7 @@ void l2_mac_learn(struct l2 *l, const uint8_t mac[6], uint8_t port, uint32_t now
 uint16_t l2_node_of_ip(const struct l2 *l, uint32_t ip);
 
 /*
- * Add node id at ip to the node map (a node a ring change brings, members.c).
+ * Add node id at ip to the node map (a node a ring change brings, ring_change.c).
  * Control thread; readers see the entry once its id is stored (release).
  * 0, or -ENOSPC when the map is full, -EEXIST when id is known.
  */

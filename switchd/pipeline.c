@@ -464,7 +464,7 @@ static __rte_noinline uint8_t other_kind(struct sw_worker *w, struct pkt *p, uin
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
 	case WIRE_OP_RING | WIRE_REPLY:
-		/* A node's answer to a ring change (members.c), through the digests' ring. */
+		/* A node's answer to a ring change (ring_change.c), through the digests' ring. */
 		p->m->port = in_port;
 		if (!from_node(sw, p)) {
 			drop(w, p->m, SW_CNT_DROP_RING_REPLY);

@@ -15,7 +15,7 @@
 #include <rte_telemetry.h>
 
 #include "clock.h"
-#include "cluster.h"
+#include "peer_sync.h"
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"

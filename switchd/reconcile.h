@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hotkeys.h"
+#include "hot.h"
 
 struct sw;
 struct cdt_entry;
@@ -71,7 +71,7 @@ void rec_fini(struct sw *sw);
 void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
 /*
- * A ring change moves homes (members.c, docs/design.md section 12): remove
+ * A ring change moves homes (ring_change.c, docs/design.md section 12): remove
  * every entry this switch owns whose home moves (moves(arg, keyhash) true),
  * UNREPLICATE its copies, and remember it; rec_rehome_install() installs the
  * remembered keys again at the home the ring now gives, set {home},

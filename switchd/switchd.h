@@ -155,7 +155,7 @@ struct sw {
 	/*
 	 * The ring requests are routed by (RCU: workers load it with acquire,
 	 * sw_ring(); the control thread publishes a new one in a ring change,
-	 * members.c, and frees the old one after a QSBR grace period).
+	 * ring_change.c, and frees the old one after a QSBR grace period).
 	 */
 	struct ring *ring;
 	uint32_t vip;		   /* host order */
@@ -191,11 +191,11 @@ struct sw {
 	/* The control round's stages (control thread only, but for the rings
 	 * intake_sample() and intake_completed() fill). */
 	struct intake *intake;	  /* intake.h: the rings the workers fill */
-	struct hot_detector *hot; /* hotkeys.h: fed by intake, read by decide */
+	struct hot_detector *hot; /* hot.h: fed by intake, read by decide */
 	struct decide *decide;	  /* decide.h: the policies */
 	struct reconcile *rec;	  /* reconcile.h: the CDT's one writer */
 	struct egress *egress;	  /* egress.h: every frame the control thread sends */
-	struct members *members;  /* members.h: ring changes */
+	struct members *members;  /* ring_change.h: ring changes */
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -203,7 +203,7 @@ struct sw {
 	uint64_t drain_tsc;
 
 	/*
-	 * Peer switches (cluster.h). Addresses read-only after start-up; the
+	 * Peer switches (peer_sync.h). Addresses read-only after start-up; the
 	 * lease deadline is written by the control thread (relaxed) and read by
 	 * workers: replica reads only while now_tsc < lease_until_tsc.
 	 */

@@ -32,9 +32,9 @@ def layer_table(design):
         uses = set()
         if "nothing" not in may:
             bare = re.sub(r"\([^)]*\)", "", may)
-            uses = {w for w in re.findall(r"[a-z]+", bare) if w != "and"}
+            uses = {w for w in re.findall(r"[a-z]+(?:/[a-z]+)*", bare) if w != "and"}
         allowed[folder] = uses
-        for used, inside in re.findall(r"([a-z]+)\s*\(([^)]*)\)", may):
+        for used, inside in re.findall(r"([a-z]+(?:/[a-z]+)*)\s*\(([^)]*)\)", may):
             headers = set(re.findall(r"`([\w.]+\.h)`", inside))
             if headers and used in uses:
                 only.setdefault(folder, {})[used] = headers
@@ -43,8 +43,13 @@ def layer_table(design):
     return allowed, only
 
 
-def project_files(folder):
-    for dirpath, _, names in os.walk(os.path.join(ROOT, folder)):
+def project_files(folder, rows=()):
+    """The files of folder, but for those of a subfolder with a row of its own
+    (switchd/policy/ inside switchd/)."""
+    top = os.path.join(ROOT, folder)
+    for dirpath, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs
+                   if os.path.relpath(os.path.join(dirpath, d), ROOT) not in rows]
         for name in names:
             yield os.path.join(dirpath, name)
 
@@ -55,7 +60,7 @@ def main():
     # Which folder each header lives in, and which folder declares each dependency.
     home_of_header, home_of_dep = {}, {}
     for folder in allowed:
-        for path in project_files(folder):
+        for path in project_files(folder, allowed):
             if path.endswith(".h"):
                 home_of_header.setdefault(os.path.basename(path), set()).add(folder)
             elif os.path.basename(path) == "meson.build":
@@ -72,7 +77,7 @@ def main():
     bad = []
     for folder, uses in sorted(rules.items()):
         ok = uses | {folder}
-        for path in project_files(folder):
+        for path in project_files(folder, rules):
             rel = os.path.relpath(path, ROOT)
             text = open(path, errors="replace").read()
             if path.endswith(SOURCES):

@@ -13,7 +13,7 @@
 
 #include "../common/eal_cleanup.h"
 #include "config.h"
-#include "hotkeys.h"
+#include "hot.h"
 #include "keyhash.h"
 
 static struct cfg *cfg;

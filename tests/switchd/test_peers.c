@@ -1,5 +1,5 @@
 /*
- * test_peers.c - the peer-switch protocol (switchd/peers.c) on a simulated
+ * test_peers.c - the peer-switch protocol (switchd/peer.c) on a simulated
  * clock: window merge and the majority rule, rendezvous ownership, the lease and
  * liveness state machine, owned lists across several datagrams, score deltas.
  * Two protocol states talk through peer_build() -> peer_receive().
@@ -12,7 +12,7 @@
 
 #include "config.h"
 #include "keyhash.h"
-#include "peers.h"
+#include "peer.h"
 #include "wire.h"
 
 #define MS  1000ull
@@ -380,7 +380,7 @@ START_TEST(ring_epochs_travel_and_gate_the_steps)
 	peer_set_ring(&a, v2_0, v2_7, 1);
 	ck_assert(!peer_ring_ready(&a, v2_7, T0 + 2 * MS, &lagging));
 	ck_assert_uint_eq(lagging, 1);
-	/* A heartbeat alone carries it at once (members.c sends one when its ring changes). */
+	/* A heartbeat alone carries it at once (ring_change.c sends one when its ring changes). */
 	net.log.n = 0;
 	peer_build_heartbeat(&a, 1, T0 + 150 * MS, emit_fake, &net);
 	ck_assert_uint_eq(net.log.n, 1);
@@ -391,7 +391,7 @@ START_TEST(ring_epochs_travel_and_gate_the_steps)
 	ck_assert_uint_eq(b.slot[1].ring_ready, v2_7);
 	ck_assert_uint_eq(b.slot[1].ring_epoch, v2_0);
 	ck_assert_uint_eq(b.slot[1].ring_prev, 1);
-	/* b follows (members.c) and says so: the step may go. */
+	/* b follows (ring_change.c) and says so: the step may go. */
 	peer_set_ring(&b, v1_done, v2_7, 0);
 	exchange(&b, &a, T0 + 210 * MS, 1 * MS);
 	ck_assert(peer_ring_ready(&a, v2_7, T0 + 211 * MS, &lagging));

@@ -1,5 +1,5 @@
 /*
- * test_place.c - where new replicas go (switchd/place.c): by the expected load
+ * test_place.c - where new replicas go (switchd/policy/place.c): by the expected load
  * the directory's sets put on each node, then by expected delay.
  */
 #include <check.h>

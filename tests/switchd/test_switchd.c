@@ -43,7 +43,7 @@
 #include "intake.h"
 #include "keyhash.h"
 #include "payload.h"
-#include "peers.h"
+#include "peer.h"
 #include "rchange.h"
 #include "switchd.h"
 #include "wire.h"
@@ -2245,7 +2245,7 @@ START_TEST(metrics_from_the_same_formatters)
 }
 END_TEST
 
-/* ---- Peer switches: the control round with a peer (peers.c plays switch s2). ------------ */
+/* ---- Peer switches: the control round with a peer (peer.c plays switch s2). ------------ */
 
 static const char *peers_json =
     "{\"service\": {\"vip\": \"10.77.0.100\", \"port\": 7447, \"mac\": \"02:53:4b:4c:00:64\"},"

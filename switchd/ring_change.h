@@ -1,5 +1,5 @@
 /*
- * members.h - ring changes at the switch (docs/design.md section 12): the
+ * ring_change.h - ring changes at the switch (docs/design.md section 12): the
  * operator's `ring apply FILE` and `ring show`, and the change it drives.
  *
  * A stage of the control round after reconcile (order 6 in docs/design.md
@@ -29,7 +29,7 @@ void members_fini(struct sw *sw);
 void members_run(struct sw *sw, uint64_t now_us);
 /*
  * With peers, before the round's policy (daemon.c, after intake): follow a
- * peer's change from the ring fields of its SYNCs (peers.h). A switch that
+ * peer's change from the ring fields of its SYNCs (peer.h). A switch that
  * was away catches up here, before it can hold a lease again.
  */
 void members_follow(struct sw *sw, uint64_t now_us);

@@ -1,5 +1,5 @@
 /*
- * hotkeys.h - hot-key detection for the coherence directory (docs/design.md section 5).
+ * hot.h - hot-key detection for the coherence directory (docs/design.md section 5).
  *
  * The control thread owns a struct hot_detector: fast-path lcores hand it
  * sampled request keys (through an rte_ring, see intake_sample() in

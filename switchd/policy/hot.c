@@ -1,7 +1,7 @@
 /*
- * hotkeys.c - rte_member count-min sketch + key names + hot-set bookkeeping.
+ * hot.c - rte_member count-min sketch + key names + hot-set bookkeeping.
  */
-#include "hotkeys.h"
+#include "hot.h"
 
 #include <errno.h>
 #include <math.h>

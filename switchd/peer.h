@@ -1,11 +1,11 @@
 /*
- * peers.h - peer switches (docs/design.md section 7, docs/protocol.md "Peer switches"):
+ * peer.h - peer switches (docs/design.md section 7, docs/protocol.md "Peer switches"):
  * the protocol state a switch keeps about its peers, built from the SYNC
  * messages proto/sync.h encodes and decodes.
  *
  * Pure logic, no DPDK and no clock of its own: every function takes the
  * caller's monotonic time in microseconds, so the unit tests drive it on a
- * simulated clock. switchd's control thread is the only caller (cluster.c,
+ * simulated clock. switchd's control thread is the only caller (peer_sync.c,
  * decide.c, reconcile.c) and the only writer; cdtctl's answers are built on
  * the same thread.
  *
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "hotkeys.h"
+#include "hot.h"
 #include "sync.h"
 
 #define PEER_MAX	     CFG_MAX_SWITCHES /* slots, this switch included */
@@ -97,7 +97,7 @@ struct peer_slot {
 	bool sent_any[CFG_MAX_NODES + 1];
 	/* the version of ITS owned list we have applied (reconcile.c sets it) */
 	uint64_t applied_version;
-	/* its ring (highest heard in this incarnation); slot 0: ours (members.c sets it) */
+	/* its ring (highest heard in this incarnation); slot 0: ours (ring_change.c sets it) */
 	uint64_t ring_epoch, ring_ready, ring_prev;
 };
 
@@ -166,7 +166,7 @@ bool peer_tick(struct peer_state *ps, uint64_t now_us);
 /* Recompute the cluster hot set from the windows of the live switches. */
 void peer_compute_hot(struct peer_state *ps, uint64_t now_us);
 
-/* This switch's ring, for every SYNC from now on (members.c). */
+/* This switch's ring, for every SYNC from now on (ring_change.c). */
 void peer_set_ring(struct peer_state *ps, uint64_t epoch, uint64_t ready, uint64_t prev);
 /*
  * Whether every configured peer is ready for ring epoch `epoch`: its SYNC

@@ -1,11 +1,11 @@
 /*
- * cluster.c - peer switches in the switch: the state, SYNC in and out, health
+ * peer_sync.c - peer switches in the switch: the state, SYNC in and out, health
  * from peers, and what `cdtctl peers` and /skewless/peers show (see
- * cluster.h; docs/protocol.md "Peer switches" has the protocol and the
+ * peer_sync.h; docs/protocol.md "Peer switches" has the protocol and the
  * linearizability argument). The policy on this state is decide.c's, the
  * CDT changes it calls for are reconcile.c's.
  */
-#include "cluster.h"
+#include "peer_sync.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * members.c - ring changes at the switch (members.h, docs/design.md section 12).
+ * ring_change.c - ring changes at the switch (ring_change.h, docs/design.md section 12).
  *
  * State, all on the control thread: the ring the switch runs (`next`, and
  * while a change runs the previous ring and the moved arcs), the epoch
@@ -9,12 +9,12 @@
  *
  * With peer switches (docs/design.md section 12, "Peer switches") the switch
  * that applied the change drives it; the others follow it from the ring
- * fields every SYNC carries (peers.h): each step is first made *ready* (the
+ * fields every SYNC carries (peer.h): each step is first made *ready* (the
  * directory entries whose home moves in it removed, at every switch), and
  * announced to the nodes only once every live peer says it is ready too;
  * a follower publishes the epochs the driver published.
  */
-#include "members.h"
+#include "ring_change.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +27,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "clock.h"
-#include "cluster.h"
+#include "peer_sync.h"
 #include "ctl.h"
 #include "egress.h"
 #include "health.h"
@@ -53,7 +53,7 @@ struct members {
 	uint32_t ncfgs;
 	bool changing;
 	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
-	uint64_t ready;	      /* the epoch this switch is ready for (peers.h) */
+	uint64_t ready;	      /* the epoch this switch is ready for (peer.h) */
 	struct step_arg step; /* the step made ready, for reconcile's installs */
 	struct ring target;   /* following: the ring at `ready` */
 	uint16_t leader;      /* following: the peer whose change this is */

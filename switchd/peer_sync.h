@@ -1,6 +1,6 @@
 /*
- * cluster.h - the switch's state among peer switches (docs/design.md section 7):
- * the protocol state of peers.c tied to the switch, the lease flag, where
+ * peer_sync.h - the switch's state among peer switches (docs/design.md section 7):
+ * the protocol state of peer.c tied to the switch, the lease flag, where
  * each node's score comes from, and what `cdtctl peers` and telemetry show.
  *
  * A data module under the control thread's pipeline: intake feeds it SYNC
@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "peers.h"
+#include "peer.h"
 
 struct sw;
 
@@ -89,7 +89,7 @@ const char *cluster_score_source(const struct sw *sw, uint16_t node);
 
 /* Reconcile, on a sync tick: SYNC to every peer (through egress), then the rows for telemetry. */
 void cluster_sync_out(struct sw *sw, uint64_t now_us);
-/* Our ring changed (members.c): a heartbeat to every peer now, carrying it. */
+/* Our ring changed (ring_change.c): a heartbeat to every peer now, carrying it. */
 void cluster_sync_ring(struct sw *sw, uint64_t now_us);
 
 /* The control round took took_us: the slowest is kept, a slow one logged. */

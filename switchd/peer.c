@@ -1,8 +1,8 @@
 /*
- * peers.c - the peer-switch protocol state (see peers.h); the SYNC codec is proto/sync.c.
- * Pure: no DPDK, no clock, no I/O; cluster.c drives it from the control thread.
+ * peer.c - the peer-switch protocol state (see peer.h); the SYNC codec is proto/sync.c.
+ * Pure: no DPDK, no clock, no I/O; peer_sync.c drives it from the control thread.
  */
-#include "peers.h"
+#include "peer.h"
 
 #include <errno.h>
 #include <stdio.h>
