@@ -128,7 +128,7 @@ struct dir_entry {
 	union cdt_state_room state; /* the switch's state of the entry (state.st) */
 	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
 	/* Nodes REPLICATE named as targets since the install: where a retire sends
-	 * UNREPLICATE, with the home and the set (reconcile.c's struct rec_copies). */
+	 * UNREPLICATE, with the home and the set (reconcile.c's struct reconcile_copies). */
 	uint64_t copied[SIM_MAX_NODES / 64 + 1];
 	uint16_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];
@@ -801,7 +801,7 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 			/* A pushed write's holders join as their RC_ACKs would (add_holders()). */
 			for (unsigned h = 0; r->through && h < r->ntargets; h++)
 				on_rc_ack(s, e, r->version, s->targets[i][h]);
-			/* A write completed: the set is filled up now if short (rec_completed()).
+			/* A write completed: the set is filled up now if short (reconcile_completed()).
 			 */
 			if (advanced && r->kind == RQ_WRITE) {
 				if (e->state.st.nreplicas == 1)

@@ -189,9 +189,9 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 			    strerror(errno));
 
 	/* The registry first: every module registers its commands as it starts. */
-	if (ctl_init(sw, err, errlen) != 0 || eg_init(sw, err, errlen) != 0 ||
-	    rec_init(sw, err, errlen) != 0 || decide_init(sw, err, errlen) != 0 ||
-	    cluster_init(sw, err, errlen) != 0 || members_init(sw, err, errlen) != 0 ||
+	if (ctl_init(sw, err, errlen) != 0 || egress_init(sw, err, errlen) != 0 ||
+	    reconcile_init(sw, err, errlen) != 0 || decide_init(sw, err, errlen) != 0 ||
+	    peer_sync_init(sw, err, errlen) != 0 || ring_change_init(sw, err, errlen) != 0 ||
 	    intake_init(sw, err, errlen) != 0)
 		return -1;
 	if (ports_init(sw, err, errlen) != 0)
@@ -271,7 +271,7 @@ void sw_fini(struct sw *sw)
 	free_queued_mbufs(sw->ctl_tx_ring);
 	free_queued_mbufs(sw->sync_ring);
 	rte_ring_free(sw->sync_ring);
-	cluster_fini(sw);
+	peer_sync_fini(sw);
 	rte_ring_free(sw->ctl_tx_ring);
 	rte_ring_free(sw->digest_ring);
 	rte_ring_free(sw->arp_ring);
@@ -281,8 +281,8 @@ void sw_fini(struct sw *sw)
 	sw->wake_fd = -1;
 	intake_fini(sw);
 	decide_fini(sw);
-	rec_fini(sw);
-	eg_fini(sw);
+	reconcile_fini(sw);
+	egress_fini(sw);
 	cdt_free(sw->cdt);
 	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */
 	rte_mempool_free(sw->pool);
@@ -293,7 +293,7 @@ void sw_fini(struct sw *sw)
 	rte_free(sw->qsbr);
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		rte_free(sw->workers[i]);
-	members_fini(sw);
+	ring_change_fini(sw);
 	if (sw->ring)
 		ring_free(sw->ring);
 	free(sw->ring);
@@ -307,17 +307,17 @@ void sw_fini(struct sw *sw)
 void sw_control_poll(struct sw *sw, int timeout_ms)
 {
 	uint64_t now = rte_rdtsc(), now_u = clock_mono_us();
-	struct rec_want want;
+	struct reconcile_want want;
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	intake_run(sw, now, now_u);
-	members_follow(sw, now_u);
+	ring_change_follow(sw, now_u);
 	decide_run(sw, now_u, &want);
-	rec_run(sw, now_u, &want);
-	members_run(sw, now_u);
-	eg_run(sw, now);
-	if (cluster_on(sw))
-		cluster_note_round(sw, (rte_rdtsc() - now) * 1000000u / sw->tsc_hz);
+	reconcile_run(sw, now_u, &want);
+	ring_change_run(sw, now_u);
+	egress_run(sw, now);
+	if (peer_sync_on(sw))
+		peer_sync_note_round(sw, (rte_rdtsc() - now) * 1000000u / sw->tsc_hz);
 	rte_rcu_qsbr_quiescent(sw->qsbr, sw->nworkers);
 	/* Offline while blocked in poll(): no worker's reclamation waits on us. */
 	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);

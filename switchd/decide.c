@@ -50,9 +50,9 @@ void decide_fini(struct sw *sw)
 }
 
 /* The lease rule and the cluster hot set. */
-static void peer_policy(struct sw *sw, uint64_t now_us, struct rec_want *want)
+static void peer_policy(struct sw *sw, uint64_t now_us, struct reconcile_want *want)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	uint64_t until;
 	bool fresh = false;
 
@@ -81,7 +81,7 @@ static void peer_policy(struct sw *sw, uint64_t now_us, struct rec_want *want)
 }
 
 /* Every epoch_ms: the epoch's hot set (directory on); with peers, into our pending window. */
-static void local_policy(struct sw *sw, uint64_t now_us, struct rec_want *want)
+static void local_policy(struct sw *sw, uint64_t now_us, struct reconcile_want *want)
 {
 	struct decide *d = sw->decide;
 
@@ -92,16 +92,16 @@ static void local_policy(struct sw *sw, uint64_t now_us, struct rec_want *want)
 	if (!__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED))
 		return;
 	hot_epoch(sw->hot, d->report);
-	if (sw->cluster)
-		peer_add_epoch(&sw->cluster->ps, d->report);
+	if (sw->peer_sync)
+		peer_add_epoch(&sw->peer_sync->ps, d->report);
 	want->epoch = d->report;
 }
 
-void decide_run(struct sw *sw, uint64_t now_us, struct rec_want *want)
+void decide_run(struct sw *sw, uint64_t now_us, struct reconcile_want *want)
 {
 	memset(want, 0, sizeof(*want));
 	/* Peers first: an epoch's keys join the window after this round's tick. */
-	if (sw->cluster)
+	if (sw->peer_sync)
 		peer_policy(sw, now_us, want);
 	local_policy(sw, now_us, want);
 }

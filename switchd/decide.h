@@ -3,7 +3,7 @@
  * should hold (docs/design.md sections 5 and 7).
  *
  * Second stage of the control round, after intake (which has fed the hot-key
- * detector, sw->hot, and the peer state, sw->cluster, this round):
+ * detector, sw->hot, and the peer state, sw->peer_sync, this round):
  *   local policy  every directory.epoch_ms, with the directory on, the
  *                 epoch ends (hot_epoch): its hot keys, each with the
  *                 replicas its share of load calls for, and the keys cold
@@ -13,7 +13,7 @@
  *                 the transitions), the sync tick (our window closes, the
  *                 cluster hot set is recomputed) or, between ticks, the hot
  *                 set recomputed when a peer's window changed.
- * The result is a struct rec_want for reconcile.h, which alone changes the
+ * The result is a struct reconcile_want for reconcile.h, which alone changes the
  * CDT. Control thread only.
  */
 #ifndef SKL_SW_DECIDE_H
@@ -31,6 +31,6 @@ int decide_init(struct sw *sw, char *err, size_t errlen);
 void decide_fini(struct sw *sw);
 
 /* The decide stage of a control round: fill *want (valid until the next call). */
-void decide_run(struct sw *sw, uint64_t now_us, struct rec_want *want);
+void decide_run(struct sw *sw, uint64_t now_us, struct reconcile_want *want);
 
 #endif

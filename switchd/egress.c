@@ -26,10 +26,10 @@
 struct egress {
 	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
 	uint64_t last_node_arp_tsc;
-	struct eg_stats st;
+	struct egress_stats st;
 };
 
-int eg_init(struct sw *sw, char *err, size_t errlen)
+int egress_init(struct sw *sw, char *err, size_t errlen)
 {
 	sw->egress = calloc(1, sizeof(*sw->egress));
 	if (!sw->egress) {
@@ -39,20 +39,20 @@ int eg_init(struct sw *sw, char *err, size_t errlen)
 	return 0;
 }
 
-void eg_fini(struct sw *sw)
+void egress_fini(struct sw *sw)
 {
 	free(sw->egress);
 	sw->egress = NULL;
 }
 
-void eg_get_stats(const struct sw *sw, struct eg_stats *out)
+void egress_get_stats(const struct sw *sw, struct egress_stats *out)
 {
 	*out = sw->egress->st;
 }
 
 /* ---- ARP requests from the VIP. --------------------------------------------------------- */
 
-void eg_arp_request(struct sw *sw, uint32_t ip)
+void egress_arp_request(struct sw *sw, uint32_t ip)
 {
 	for (uint16_t p = 0; p < sw->nports; p++) {
 		struct rte_mbuf *m = rte_pktmbuf_alloc(sw->pool);
@@ -89,7 +89,7 @@ void eg_arp_request(struct sw *sw, uint32_t ip)
 	}
 }
 
-void eg_arp(struct sw *sw, uint32_t ip, uint64_t now)
+void egress_arp(struct sw *sw, uint32_t ip, uint64_t now)
 {
 	uint64_t *last = sw->egress->arp_last_tsc;
 	uint32_t b = (ip * 2654435761u) % L2_NB_SETS;
@@ -97,7 +97,7 @@ void eg_arp(struct sw *sw, uint32_t ip, uint64_t now)
 	if (ip == 0 || now - last[b] < sw->tsc_hz / 1000 * EG_ARP_RETRY_MS)
 		return;
 	last[b] = now;
-	eg_arp_request(sw, ip);
+	egress_arp_request(sw, ip);
 }
 
 /* ---- Datagrams from the VIP. ------------------------------------------------------------ */
@@ -155,22 +155,22 @@ static int send_datagram(struct sw *sw, const uint8_t mac[6], uint8_t port, uint
 	return 0;
 }
 
-int eg_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
+int egress_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg)
 {
 	uint32_t ip = rte_be_to_cpu_32(sw->node_ip_be[node]);
 	uint8_t mac[6], port;
 
 	if (!l2_node_nb(sw->l2, node, mac, &port) || port >= sw->nports) {
-		eg_arp(sw, ip, rte_rdtsc());
+		egress_arp(sw, ip, rte_rdtsc());
 		return -ENOENT;
 	}
 	return send_datagram(sw, mac, port, ip, rte_be_to_cpu_16(sw->node_port_be[node]), msg);
 }
 
-int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
+int egress_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
 		 uint16_t key_len, uint64_t version, const struct wire_replicate *req)
 {
-	struct eg_stats *st = &sw->egress->st;
+	struct egress_stats *st = &sw->egress->st;
 	uint8_t payload[WIRE_REPLICATE_MAX_LEN];
 	int len, rc;
 
@@ -188,7 +188,7 @@ int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *
 	    .key = key,
 	    .value = payload,
 	};
-	rc = eg_to_node(sw, home, &m);
+	rc = egress_to_node(sw, home, &m);
 	if (rc == 0)
 		st->replicates_sent++;
 	else
@@ -196,10 +196,10 @@ int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *
 	return rc;
 }
 
-int eg_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
+int egress_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
 		   uint16_t key_len)
 {
-	struct eg_stats *st = &sw->egress->st;
+	struct egress_stats *st = &sw->egress->st;
 	struct wire_msg m = {
 	    .op = WIRE_OP_UNREPLICATE,
 	    .flags = WIRE_F_VIA_SWITCH,
@@ -208,7 +208,7 @@ int eg_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t
 	    .key_len = key_len,
 	    .key = key,
 	};
-	int rc = eg_to_node(sw, node, &m);
+	int rc = egress_to_node(sw, node, &m);
 
 	if (rc == 0)
 		st->unreplicates_sent++;
@@ -217,10 +217,10 @@ int eg_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t
 	return rc;
 }
 
-int eg_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
+int egress_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
 {
 	const struct cfg_switch *peer = cfg_switch_by_id(sw->cfg, id);
-	struct eg_stats *st = &sw->egress->st;
+	struct egress_stats *st = &sw->egress->st;
 	uint8_t mac[6], port;
 	uint64_t now = rte_rdtsc();
 	int rc;
@@ -229,7 +229,7 @@ int eg_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
 		rc = -EINVAL;
 	} else if (!l2_nb_lookup(sw->l2, peer->vip, mac, &port, (uint32_t)(now / sw->tsc_hz)) ||
 		   port >= sw->nports) {
-		eg_arp(sw, peer->vip, now);
+		egress_arp(sw, peer->vip, now);
 		rc = -ENOENT;
 	} else {
 		struct wire_msg m = {
@@ -249,7 +249,7 @@ int eg_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len)
 
 /* ---- The egress stage. ------------------------------------------------------------------ */
 
-void eg_run(struct sw *sw, uint64_t now)
+void egress_run(struct sw *sw, uint64_t now)
 {
 	struct egress *eg = sw->egress;
 	uint8_t mac[6], port;
@@ -259,5 +259,5 @@ void eg_run(struct sw *sw, uint64_t now)
 	eg->last_node_arp_tsc = now;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
 		if (!l2_node_nb(sw->l2, sw->cfg->nodes[i].id, mac, &port))
-			eg_arp(sw, sw->cfg->nodes[i].ip, now);
+			egress_arp(sw, sw->cfg->nodes[i].ip, now);
 }

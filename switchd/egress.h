@@ -21,7 +21,7 @@ struct wire_msg;
 struct wire_replicate;
 
 /* What the control thread sent; `cdtctl stats` (directory) and `cdtctl peers` show it. */
-struct eg_stats {
+struct egress_stats {
 	uint64_t replicates_sent;
 	uint64_t unreplicates_sent;
 	uint64_t send_failed; /* REPLICATE/UNREPLICATE not sent (no neighbour or no mbuf) */
@@ -29,41 +29,41 @@ struct eg_stats {
 	uint64_t sync_send_failed;
 };
 
-int eg_init(struct sw *sw, char *err, size_t errlen);
-void eg_fini(struct sw *sw);
+int egress_init(struct sw *sw, char *err, size_t errlen);
+void egress_fini(struct sw *sw);
 
 /* An ARP request for ip from the VIP (every port inline, else the one). */
-void eg_arp_request(struct sw *sw, uint32_t ip);
+void egress_arp_request(struct sw *sw, uint32_t ip);
 /* The same, rate-limited: one request per address bucket per 100 ms. now: TSC. */
-void eg_arp(struct sw *sw, uint32_t ip, uint64_t now_tsc);
+void egress_arp(struct sw *sw, uint32_t ip, uint64_t now_tsc);
 
 /*
  * msg to node from the VIP. 0, or -ENOENT when the node's MAC is not known
  * yet (an ARP goes out), -ENOMEM.
  */
-int eg_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
+int egress_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
 
 /*
  * REPLICATE(version) of key to its home: copy it to req's targets (encoded by
- * proto/payload.h). 0 or as eg_to_node(), counted either way; -EINVAL, not
+ * proto/payload.h). 0 or as egress_to_node(), counted either way; -EINVAL, not
  * sent, when req names no target.
  */
-int eg_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
+int egress_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
 		 uint16_t key_len, uint64_t version, const struct wire_replicate *req);
 
-/* UNREPLICATE of key to node: drop its copy. 0 or as eg_to_node(); counted either way. */
-int eg_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
+/* UNREPLICATE of key to node: drop its copy. 0 or as egress_to_node(); counted either way. */
+int egress_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
 		   uint16_t key_len);
 
 /*
  * A SYNC value to peer switch id. 0, or -ENOENT when its MAC is not known yet
  * (an ARP goes out), -ENOMEM, -EINVAL; counted either way.
  */
-int eg_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len);
+int egress_sync(struct sw *sw, uint16_t id, const uint8_t *value, size_t len);
 
 /* The egress stage of a control round: re-ARP, every second, the nodes not resolved. */
-void eg_run(struct sw *sw, uint64_t now_tsc);
+void egress_run(struct sw *sw, uint64_t now_tsc);
 
-void eg_get_stats(const struct sw *sw, struct eg_stats *out);
+void egress_get_stats(const struct sw *sw, struct egress_stats *out);
 
 #endif

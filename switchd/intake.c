@@ -165,7 +165,7 @@ static void take_digests(struct sw *sw, uint64_t now)
 		if (len > WIRE_OFF_OP && p[WIRE_OFF_OP] == (WIRE_OP_RING | WIRE_REPLY)) {
 			/* A node's answer to a ring change (pipeline.c checked its source). */
 			if (wire_decode(p, len, &ring_reply) == WIRE_OK)
-				members_take_reply(sw, &ring_reply);
+				ring_change_take_reply(sw, &ring_reply);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -190,7 +190,7 @@ static void take_syncs(struct sw *sw, uint64_t now_us)
 		size_t len;
 		const uint8_t *p = udp_payload(sw, m, &len);
 
-		cluster_receive(sw, p, len, now_us);
+		peer_sync_receive(sw, p, len, now_us);
 		rte_pktmbuf_free(m);
 	}
 }
@@ -208,7 +208,7 @@ static void publish_scores(struct sw *sw, uint64_t now)
 
 		bool alive = dig_alive(sw->dig, id);
 
-		if (cluster_node_score(sw, id, now, &health, &alive) > 0)
+		if (peer_sync_node_score(sw, id, now, &health, &alive) > 0)
 			st = alive ? SCORES_UP
 				   : SCORES_DOWN; /* our digests are stale: a peer's view */
 		else if (!alive)
@@ -242,7 +242,7 @@ static void take_completions(struct sw *sw)
 	for (unsigned n = 0; n < SW_COMPLETION_RING &&
 			     rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0;
 	     n++)
-		rec_completed(sw, c.keyhash, c.version);
+		reconcile_completed(sw, c.keyhash, c.version);
 }
 
 /* ---- Decision logs. ------------------------------------------------------------------------ */
@@ -309,14 +309,14 @@ void intake_run(struct sw *sw, uint64_t now_tsc, uint64_t now_us)
 	uint32_t ip;
 
 	take_digests(sw, now_us);
-	if (cluster_on(sw))
+	if (peer_sync_on(sw))
 		take_syncs(sw, now_us);
 	publish_scores(sw, now_us);
 	take_samples(sw);
 	take_completions(sw);
 	take_logs(sw);
 	while (rte_ring_sc_dequeue_elem(sw->arp_ring, &ip, sizeof(ip)) == 0)
-		eg_arp(sw, ip, now_tsc);
+		egress_arp(sw, ip, now_tsc);
 	if (now_tsc - in->last_lost_tsc >= sw->tsc_hz / 1000 * IN_LOST_REPLY_MS) {
 		in->last_lost_tsc = now_tsc;
 		scores_forget_lost(&sw->scores, now_tsc, sw->tsc_hz / 1000 * IN_LOST_REPLY_MS);
@@ -332,7 +332,7 @@ static void format_node(const struct sw *sw, const struct cfg_node *n, struct fm
 	uint8_t m[6], port;
 	bool known = l2_node_nb(sw->l2, n->id, m, &port);
 	/* Whose digests the score comes from: this switch's, or a peer's. */
-	const char *src = cluster_score_source(sw, n->id);
+	const char *src = peer_sync_score_source(sw, n->id);
 	struct dig_node_view dv = {0};
 
 	dig_table_node(sw->dig, n->id, &dv);

@@ -31,9 +31,9 @@
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux);
 static void metrics_peers(struct sw *sw, struct prom *p);
 
-int cluster_init(struct sw *sw, char *err, size_t errlen)
+int peer_sync_init(struct sw *sw, char *err, size_t errlen)
 {
-	struct cluster *c;
+	struct peer_sync *c;
 	uint32_t inc;
 	int rc;
 
@@ -66,34 +66,34 @@ int cluster_init(struct sw *sw, char *err, size_t errlen)
 	    (uint64_t)sw->cfg->digest.down_after_intervals * sw->cfg->digest.interval_ms * 1000u;
 	for (unsigned s = 1; s < c->ps.nslots; s++)
 		sw->peer_vip[sw->npeers++] = c->ps.slot[s].vip;
-	sw->cluster = c;
+	sw->peer_sync = c;
 	__atomic_store_n(&sw->lease_until_tsc, 0, __ATOMIC_RELAXED);
 	return 0;
 }
 
-void cluster_fini(struct sw *sw)
+void peer_sync_fini(struct sw *sw)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	if (!c)
 		return;
 	peer_fini(&c->ps);
 	free(c->scratch);
 	free(c);
-	sw->cluster = NULL;
+	sw->peer_sync = NULL;
 }
 
-bool cluster_on(const struct sw *sw)
+bool peer_sync_on(const struct sw *sw)
 {
-	return sw->cluster != NULL;
+	return sw->peer_sync != NULL;
 }
 
-bool cluster_may_replicate(const struct sw *sw)
+bool peer_sync_may_replicate(const struct sw *sw)
 {
-	return !sw->cluster || sw->cluster->leased;
+	return !sw->peer_sync || sw->peer_sync->leased;
 }
 
-const char *cluster_switch_name(const struct sw *sw, uint16_t id)
+const char *peer_sync_switch_name(const struct sw *sw, uint16_t id)
 {
 	const struct cfg_switch *s = cfg_switch_by_id(sw->cfg, id);
 
@@ -102,9 +102,9 @@ const char *cluster_switch_name(const struct sw *sw, uint16_t id)
 
 /* ---- SYNC in. ------------------------------------------------------------------------------- */
 
-void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t now_us)
+void peer_sync_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	struct wire_msg msg;
 
 	/* The fast path validated the wire header; the value is the SYNC payload. */
@@ -115,9 +115,9 @@ void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t n
 
 /* ---- Health from peers. ---------------------------------------------------------------------- */
 
-int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive)
+int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	const struct dig_node_stats *own;
 	uint64_t best_age = UINT64_MAX, fresh_for;
 	int best = 0;
@@ -154,9 +154,9 @@ int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *h
 	return best;
 }
 
-const char *cluster_score_source(const struct sw *sw, uint16_t node)
+const char *peer_sync_score_source(const struct sw *sw, uint16_t node)
 {
-	const struct cluster *c = sw->cluster;
+	const struct peer_sync *c = sw->peer_sync;
 
 	if (!c || node > CFG_MAX_NODES || c->score_src[node] == 0)
 		return NULL;
@@ -175,7 +175,7 @@ static void emit(void *arg, const uint8_t *buf, size_t len)
 {
 	struct emit_ctx *x = arg;
 
-	eg_sync(x->sw, x->peer, buf, len); /* counted by egress */
+	egress_sync(x->sw, x->peer, buf, len); /* counted by egress */
 }
 
 /* Our own view of a node, as peers get it: from our digests only, never a peer's. */
@@ -198,7 +198,7 @@ static void own_score(void *arg, uint16_t node, struct sync_score *s)
 
 static void send_syncs(struct sw *sw, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	uint16_t nodes[CFG_MAX_NODES];
 	size_t cap = 1500;
 
@@ -220,14 +220,14 @@ static void send_syncs(struct sw *sw, uint64_t now_us)
 
 /* ---- Rows: `cdtctl peers` and telemetry. ------------------------------------------------- */
 
-static void fill_rows(struct sw *sw, uint64_t now_us, struct cluster_row *rows)
+static void fill_rows(struct sw *sw, uint64_t now_us, struct peer_sync_row *rows)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	for (unsigned s = 0; s < c->ps.nslots; s++) {
 		const struct peer_slot *sl = &c->ps.slot[s];
 		const struct peer_window *w = sl->nwin ? &sl->win[0] : NULL;
-		struct cluster_row *r = &rows[s];
+		struct peer_sync_row *r = &rows[s];
 
 		memset(r, 0, sizeof(*r));
 		r->id = sl->id;
@@ -252,7 +252,7 @@ static void fill_rows(struct sw *sw, uint64_t now_us, struct cluster_row *rows)
 }
 
 /* One switch's row, for the socket's JSON and telemetry alike. */
-static void format_row(struct fmt *f, const struct cluster_row *r)
+static void format_row(struct fmt *f, const struct peer_sync_row *r)
 {
 	fmt_int(f, "id", r->id);
 	fmt_str(f, "name", r->name);
@@ -279,10 +279,10 @@ static void format_row(struct fmt *f, const struct cluster_row *r)
 /* The peer machinery's counters, for `peers` and /metrics. */
 static void format_stats(struct sw *sw, struct fmt *f)
 {
-	const struct cluster *c = sw->cluster;
-	struct eg_stats eg;
+	const struct peer_sync *c = sw->peer_sync;
+	struct egress_stats eg;
 
-	eg_get_stats(sw, &eg);
+	egress_get_stats(sw, &eg);
 	fmt_counter(f, "lease_losses", "Times this switch lost a peer lease (reads go home)",
 		    c->st.lease_losses);
 	fmt_counter(f, "lease_resumes", "Times every lease was held again", c->st.lease_resumes);
@@ -305,9 +305,9 @@ static void format_stats(struct sw *sw, struct fmt *f)
 		  (int64_t)c->st.slowest_round_us);
 }
 
-void cluster_sync_ring(struct sw *sw, uint64_t now_us)
+void peer_sync_heartbeat(struct sw *sw, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	for (unsigned s = 1; c && s < c->ps.nslots; s++) {
 		struct emit_ctx x = {sw, c->ps.slot[s].id, now_us};
@@ -316,10 +316,10 @@ void cluster_sync_ring(struct sw *sw, uint64_t now_us)
 	}
 }
 
-void cluster_sync_out(struct sw *sw, uint64_t now_us)
+void peer_sync_send(struct sw *sw, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
-	struct cluster_row rows[PEER_MAX];
+	struct peer_sync *c = sw->peer_sync;
+	struct peer_sync_row rows[PEER_MAX];
 
 	send_syncs(sw, now_us);
 	fill_rows(sw, now_us, rows);
@@ -330,9 +330,9 @@ void cluster_sync_out(struct sw *sw, uint64_t now_us)
 	pthread_mutex_unlock(&sw->tel_lock);
 }
 
-void cluster_note_round(struct sw *sw, uint64_t took_us)
+void peer_sync_note_round(struct sw *sw, uint64_t took_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	if (took_us > c->st.slowest_round_us)
 		c->st.slowest_round_us = took_us;
@@ -346,9 +346,9 @@ void cluster_note_round(struct sw *sw, uint64_t took_us)
 			 (unsigned long long)c->st.remote_removes);
 }
 
-unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased)
+unsigned peer_sync_rows_snapshot(struct sw *sw, struct peer_sync_row *rows, bool *leased)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	unsigned n;
 
 	if (!c)
@@ -364,8 +364,8 @@ unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *le
 /* `peers`: every switch's row, the lease state, the cluster hot set, the counters. */
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 {
-	struct cluster *c = sw->cluster;
-	struct cluster_row rows[PEER_MAX];
+	struct peer_sync *c = sw->peer_sync;
+	struct peer_sync_row rows[PEER_MAX];
 	json_t *arr = json_array(), *hot = json_array(), *o;
 	uint64_t now_us, until = 0;
 	struct fmt f;
@@ -389,7 +389,7 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
 		    hot,
 		    json_pack("{s:o, s:I, s:i, s:s}", "key", fmt_key_json(k->key, k->key_len),
 			      "count", (json_int_t)k->count, "replicas", k->replicas, "owner",
-			      cluster_switch_name(sw, peer_owner(&c->ps, k->keyhash, now_us))));
+			      peer_sync_switch_name(sw, peer_owner(&c->ps, k->keyhash, now_us))));
 	}
 	peer_all_leases(&c->ps, now_us, &until);
 	o = json_pack(
@@ -408,8 +408,8 @@ static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux)
  */
 static void metrics_peers(struct sw *sw, struct prom *p)
 {
-	struct cluster *c = sw->cluster;
-	struct cluster_row rows[PEER_MAX];
+	struct peer_sync *c = sw->peer_sync;
+	struct peer_sync_row rows[PEER_MAX];
 	uint64_t now_us, until = 0;
 	struct fmt f;
 
@@ -433,11 +433,11 @@ static void metrics_peers(struct sw *sw, struct prom *p)
 /* /skewless/peers (telemetry thread): the rows of the last sync round. */
 static int tel_peers(struct sw *sw, struct rte_tel_data *d)
 {
-	struct cluster_row rows[PEER_MAX];
+	struct peer_sync_row rows[PEER_MAX];
 	bool leased = false;
 	unsigned n;
 
-	n = cluster_rows_snapshot(sw, rows, &leased);
+	n = peer_sync_rows_snapshot(sw, rows, &leased);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "peers_configured", sw->npeers);
 	rte_tel_data_add_dict_u64(d, "leased", leased);

@@ -4,12 +4,12 @@
  * each node's score comes from, and what `cdtctl peers` and telemetry show.
  *
  * A data module under the control thread's pipeline: intake feeds it SYNC
- * values (cluster_receive) and reads peers' node scores from it, decide runs
+ * values (peer_sync_receive) and reads peers' node scores from it, decide runs
  * the peer policy on it (leases, the cluster hot set), reconcile makes the
- * CDT follow it and sends our SYNC (cluster_sync_out, through egress). It
+ * CDT follow it and sends our SYNC (peer_sync_send, through egress). It
  * calls only egress and the pure modules. Everything runs on the control
- * thread, the single writer, except cluster_rows_snapshot() (telemetry).
- * A switch without peers has no struct cluster: cluster_on() is false and
+ * thread, the single writer, except peer_sync_rows_snapshot() (telemetry).
+ * A switch without peers has no struct peer_sync: peer_sync_on() is false and
  * the directory behaves exactly as it does alone.
  */
 #ifndef SKL_SW_CLUSTER_H
@@ -22,7 +22,7 @@
 
 struct sw;
 
-struct cluster_stats {
+struct peer_sync_stats {
 	uint64_t lease_losses;	 /* times the switch lost a lease and reset its entries */
 	uint64_t lease_resumes;	 /* times all leases came back */
 	uint64_t resets;	 /* entries reset to {home} by the lease rule */
@@ -37,7 +37,7 @@ struct cluster_stats {
 };
 
 /* One switch as `cdtctl peers` shows it (slot 0: this switch). */
-struct cluster_row {
+struct peer_sync_row {
 	uint16_t id;
 	char name[CFG_MAX_NAME];
 	bool self, live, lease;
@@ -50,31 +50,31 @@ struct cluster_row {
 	uint64_t ring_version, ring_epoch; /* the ring it routes by (docs/design.md section 12) */
 };
 
-struct cluster {
+struct peer_sync {
 	struct peer_state ps;
 	bool leased;			      /* decide: every lease was held at the last round */
 	struct peer_key *scratch;	      /* our owned list as published: owned_cap keys */
 	uint64_t stale_us;		      /* own digests older than this are stale */
 	uint8_t score_src[CFG_MAX_NODES + 1]; /* slot a node's score comes from; 0: own digests */
-	struct cluster_stats st;
+	struct peer_sync_stats st;
 	/* Telemetry's copy, refreshed every sync round under sw->tel_lock. */
-	struct cluster_row rows[PEER_MAX];
+	struct peer_sync_row rows[PEER_MAX];
 	unsigned nrows;
 	bool rows_leased;
 };
 
 /* Set up (no peers configured: nothing) and register `peers` and /skewless/peers. */
-int cluster_init(struct sw *sw, char *err, size_t errlen);
-void cluster_fini(struct sw *sw);
+int peer_sync_init(struct sw *sw, char *err, size_t errlen);
+void peer_sync_fini(struct sw *sw);
 
 /* True when the switch has peers (the consensus drives the directory). */
-bool cluster_on(const struct sw *sw);
+bool peer_sync_on(const struct sw *sw);
 
 /* Whether REPLICATE may go out now (false while a lease is missing). */
-bool cluster_may_replicate(const struct sw *sw);
+bool peer_sync_may_replicate(const struct sw *sw);
 
 /* Intake: a SYNC datagram (UDP payload) from a peer into the peer state; rejects counted. */
-void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t now_us);
+void peer_sync_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t now_us);
 
 /*
  * Intake: the score a node should get. When this switch's own digests from
@@ -82,22 +82,22 @@ void cluster_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t n
  * *alive are replaced by the peer's and the peer's slot is returned (>0);
  * else 0 and nothing changes.
  */
-int cluster_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive);
+int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive);
 
 /* Name of the switch a node's score comes from now (NULL: this switch's own digests). */
-const char *cluster_score_source(const struct sw *sw, uint16_t node);
+const char *peer_sync_score_source(const struct sw *sw, uint16_t node);
 
 /* Reconcile, on a sync tick: SYNC to every peer (through egress), then the rows for telemetry. */
-void cluster_sync_out(struct sw *sw, uint64_t now_us);
+void peer_sync_send(struct sw *sw, uint64_t now_us);
 /* Our ring changed (ring_change.c): a heartbeat to every peer now, carrying it. */
-void cluster_sync_ring(struct sw *sw, uint64_t now_us);
+void peer_sync_heartbeat(struct sw *sw, uint64_t now_us);
 
 /* The control round took took_us: the slowest is kept, a slow one logged. */
-void cluster_note_round(struct sw *sw, uint64_t took_us);
+void peer_sync_note_round(struct sw *sw, uint64_t took_us);
 
 /* Telemetry: the rows of the last sync round (any thread). Returns how many. */
-unsigned cluster_rows_snapshot(struct sw *sw, struct cluster_row *rows, bool *leased);
+unsigned peer_sync_rows_snapshot(struct sw *sw, struct peer_sync_row *rows, bool *leased);
 /* Name of a switch id ("-" when unknown). */
-const char *cluster_switch_name(const struct sw *sw, uint16_t id);
+const char *peer_sync_switch_name(const struct sw *sw, uint16_t id);
 
 #endif

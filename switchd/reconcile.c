@@ -31,7 +31,7 @@ _Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.m
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define REC_COMPLETIONS SW_COMPLETION_RING
 
-struct rec_completion {
+struct reconcile_completion {
 	uint64_t keyhash;
 	uint64_t version;
 };
@@ -48,13 +48,13 @@ struct rec_completion {
 #define REC_PENDING	     1024
 #define REC_DELAY_GIVE_UP_US (60ull * 1000 * 1000)
 
-struct rec_pending {
+struct reconcile_pending {
 	uint64_t keyhash;
 	uint64_t since_us;
 };
 
 /* A key removed because its home moves in a ring change, to be installed again. */
-struct rec_moved {
+struct reconcile_moved {
 	uint64_t keyhash;
 	uint16_t key_len;
 	uint8_t pinned, want;
@@ -71,25 +71,25 @@ struct rec_moved {
  * switch owned the key) is left behind as one a lost UNREPLICATE leaves:
  * harmless (remove_entry()).
  */
-struct rec_copies {
+struct reconcile_copies {
 	uint64_t bits[(WIRE_MAX_NODE + 64) / 64];
 };
 
 struct reconcile {
-	struct rec_stats stats; /* control thread writes; commands read on the same thread */
-	struct rec_copies *copies; /* [cdt max_entries], by entry index */
+	struct reconcile_stats stats; /* control thread writes; commands read on the same thread */
+	struct reconcile_copies *copies; /* [cdt max_entries], by entry index */
 	/* By entry index: the key's share of the requests in the last epoch it was
 	 * hot (0: not known, a pin or a peer's key); what its replicas are charged. */
 	double *share;
 	struct place place;	 /* expected load of the sets on each node (place.h) */
 	struct place_cand *cand; /* [CFG_MAX_NODES]: pick_targets()' candidates */
 	uint32_t ncompleted;
-	struct rec_completion completed[REC_COMPLETIONS];
+	struct reconcile_completion completed[REC_COMPLETIONS];
 	uint32_t npending;
-	struct rec_pending pending[REC_PENDING];
+	struct reconcile_pending pending[REC_PENDING];
 	struct prom_hist update_delay; /* control thread writes, relaxed */
 	uint32_t nmoved, moved_cap;
-	struct rec_moved *moved; /* rec_rehome_remove() -> rec_rehome_install() */
+	struct reconcile_moved *moved; /* reconcile_rehome_remove() -> reconcile_rehome_install() */
 	/* Meanwhile: keys whose home moves in the step are not installed (NULL: none). */
 	bool (*moving)(void *arg, uint64_t keyhash);
 	void *moving_arg;
@@ -102,7 +102,7 @@ static const double update_delay_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 
 
 static void register_commands(struct sw *sw);
 
-int rec_init(struct sw *sw, char *err, size_t errlen)
+int reconcile_init(struct sw *sw, char *err, size_t errlen)
 {
 	struct reconcile *r = calloc(1, sizeof(*r));
 
@@ -126,7 +126,7 @@ int rec_init(struct sw *sw, char *err, size_t errlen)
 	return 0;
 }
 
-void rec_fini(struct sw *sw)
+void reconcile_fini(struct sw *sw)
 {
 	if (sw->rec) {
 		free(sw->rec->moved);
@@ -139,7 +139,7 @@ void rec_fini(struct sw *sw)
 	sw->rec = NULL;
 }
 
-void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
+void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 {
 	struct reconcile *r = sw->rec;
 
@@ -147,7 +147,7 @@ void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 	 * epoch's repair would copy the version out. */
 	if (r->ncompleted < REC_COMPLETIONS)
 		r->completed[r->ncompleted++] =
-		    (struct rec_completion){.keyhash = keyhash, .version = version};
+		    (struct reconcile_completion){.keyhash = keyhash, .version = version};
 }
 
 /* ---- Replication. ---------------------------------------------------------------------- */
@@ -211,12 +211,12 @@ static void charge_sets(struct sw *sw)
 	place_charge_ring(&r->place, sw_ring(sw), 1 - hot);
 }
 
-static void copies_add(struct rec_copies *c, uint16_t node)
+static void copies_add(struct reconcile_copies *c, uint16_t node)
 {
 	c->bits[node / 64] |= 1ull << (node % 64);
 }
 
-static bool copies_has(const struct rec_copies *c, uint16_t node)
+static bool copies_has(const struct reconcile_copies *c, uint16_t node)
 {
 	return c->bits[node / 64] >> (node % 64) & 1;
 }
@@ -236,14 +236,14 @@ static void replicate(struct sw *sw, struct cdt_entry *e, const struct cdt_state
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
 	/* A peer's key is that peer's to replicate; none of ours while a lease is missing. */
-	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !cluster_may_replicate(sw))
+	if (st->nreplicas >= want || key_len == 0 || e->owner != 0 || !peer_sync_may_replicate(sw))
 		return;
 	req.ntargets = (uint8_t)pick_targets(sw, e, st, want - st->nreplicas, req.targets);
 	if (req.ntargets == 0)
 		return;
 	for (unsigned i = 0; i < req.ntargets; i++)
 		copies_add(&sw->rec->copies[e->index], req.targets[i]);
-	eg_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
+	egress_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
 }
 
 /* REPLICATE the entry's completed version to as many nodes as it is short of. */
@@ -262,7 +262,7 @@ static int remove_entry(struct sw *sw, struct cdt_entry *e)
 	uint16_t key_len, home = e->home;
 	uint64_t kh = e->keyhash;
 	const uint8_t *k = cdt_entry_key(sw->cdt, e, &key_len);
-	struct rec_copies *copies = &sw->rec->copies[e->index];
+	struct reconcile_copies *copies = &sw->rec->copies[e->index];
 	const struct cdt_state *st = cdt_entry_state(e);
 	int rc;
 
@@ -288,7 +288,7 @@ static int remove_entry(struct sw *sw, struct cdt_entry *e)
 		 */
 		for (unsigned i = 0; i < sw->cfg->nnodes; i++)
 			if (copies_has(copies, sw->cfg->nodes[i].id))
-				eg_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
+				egress_unreplicate(sw, sw->cfg->nodes[i].id, kh, key, key_len);
 	}
 	/* Routed to a peer: the copies are the owner's business. */
 	memset(copies, 0, sizeof(*copies));
@@ -329,7 +329,7 @@ static struct cdt_entry *install(struct sw *sw, uint64_t keyhash, const uint8_t 
 	r->share[e->index] = share;
 	r->stats.installs++;
 	if (want > 1 && r->npending < REC_PENDING)
-		r->pending[r->npending++] = (struct rec_pending){keyhash, clock_mono_us()};
+		r->pending[r->npending++] = (struct reconcile_pending){keyhash, clock_mono_us()};
 	else if (want > 1)
 		r->stats.delay_unmeasured++;
 	/* v = 0: "your current version"; the replies converge from there
@@ -363,7 +363,7 @@ static struct cdt_entry *pin(struct sw *sw, const void *key, size_t key_len, con
 
 /* ---- Ring changes: entries whose home moves (docs/design.md section 12). ---------------- */
 
-uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg)
+uint32_t reconcile_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg)
 {
 	struct reconcile *r = sw->rec;
 	uint64_t *gone;
@@ -380,7 +380,7 @@ uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyh
 		if (e->owner == 0 && moves(arg, e->keyhash))
 			gone[n++] = e->keyhash;
 	if (r->moved_cap < r->nmoved + n) {
-		struct rec_moved *m = realloc(r->moved, (r->nmoved + n) * sizeof(*m));
+		struct reconcile_moved *m = realloc(r->moved, (r->nmoved + n) * sizeof(*m));
 
 		if (!m) {
 			free(gone);
@@ -390,7 +390,7 @@ uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyh
 		r->moved_cap = r->nmoved + n;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		struct rec_moved *m = &r->moved[r->nmoved];
+		struct reconcile_moved *m = &r->moved[r->nmoved];
 		const uint8_t *key;
 
 		e = cdt_find(sw->cdt, gone[i]);
@@ -410,14 +410,14 @@ uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyh
 	return removed;
 }
 
-uint32_t rec_rehome_install(struct sw *sw)
+uint32_t reconcile_rehome_install(struct sw *sw)
 {
 	struct reconcile *r = sw->rec;
 	uint32_t done = 0;
 
 	r->moving = NULL; /* the step is published: every home is the workers' ring's */
 	for (uint32_t i = 0; i < r->nmoved; i++) {
-		struct rec_moved *m = &r->moved[i];
+		struct reconcile_moved *m = &r->moved[i];
 		struct cdt_entry *e = install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
 
 		if (e) {
@@ -434,10 +434,10 @@ uint32_t rec_rehome_install(struct sw *sw)
 /* Install or refresh the epoch's hot keys; retire the ones gone cold. */
 static void follow_epoch(struct sw *sw, const struct hot_report *r)
 {
-	struct rec_stats *st = &sw->rec->stats;
+	struct reconcile_stats *st = &sw->rec->stats;
 	uint32_t installs = 0, retires = 0;
 
-	if (cluster_on(sw)) {
+	if (peer_sync_on(sw)) {
 		/* With peers the cluster hot set decides what is installed (decide.c). */
 		st->hot_set = r->nhot;
 		st->epochs++;
@@ -516,7 +516,7 @@ static void trim(struct sw *sw, struct cdt_entry *e)
 	if (!drop || cdt_apply(sw->cdt, sw->cdt->nworkers, e, CDT_EV_DROP, 0, drop, NULL) <= 0)
 		return;
 	sw->rec->stats.trims++;
-	eg_unreplicate(sw, drop, e->keyhash, key, key_len);
+	egress_unreplicate(sw, drop, e->keyhash, key, key_len);
 }
 
 /* Every entry short of replicas gets a REPLICATE of its completed version; one past them, a trim. */
@@ -534,7 +534,7 @@ static void repair(struct sw *sw)
 /* Directory on or off; off removes every entry that is not pinned. */
 static void set_enabled(struct sw *sw, bool on)
 {
-	struct rec_stats *st = &sw->rec->stats;
+	struct reconcile_stats *st = &sw->rec->stats;
 
 	__atomic_store_n(&sw->dir_on, on, __ATOMIC_RELAXED);
 	st->enabled = on;
@@ -588,7 +588,7 @@ static void reset_entry(struct sw *sw, struct cdt_entry *e)
 	uint16_t home = e->home;
 
 	if (cdt_set_replicas(sw->cdt, e, &home, 1, 0) == 0)
-		sw->cluster->st.resets++;
+		sw->peer_sync->st.resets++;
 }
 
 static void reset_owned(struct sw *sw)
@@ -617,7 +617,7 @@ static uint32_t collect(struct sw *sw, uint64_t *out,
 /* A remote entry whose owner is no longer live or no longer claims it. */
 static bool remote_stale(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	int s;
 
 	if (e->owner == 0)
@@ -630,7 +630,7 @@ static bool remote_stale(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
 /* An entry we own (not pinned) that the cluster hot set no longer gives us. */
 static bool own_unwanted(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	if (e->owner != 0 || e->pinned)
 		return false;
@@ -642,7 +642,7 @@ static bool own_unwanted(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
 
 static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	struct cdt_entry *e = cdt_find(sw->cdt, keyhash);
 
 	if (!e)
@@ -662,7 +662,7 @@ static void remove_keyhash(struct sw *sw, uint64_t keyhash, bool owned)
 /* Route a live peer's claimed keys to it; true when every one of them is routed. */
 static bool apply_claims(struct sw *sw, unsigned s)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	struct peer_slot *sl = &c->ps.slot[s];
 	bool all = true;
 
@@ -708,7 +708,7 @@ static bool apply_claims(struct sw *sw, unsigned s)
 /* Install (or take over) the cluster-hot keys the rendezvous hash gives us. */
 static void install_owned(struct sw *sw, uint64_t now_us)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 
 	for (uint32_t i = 0; i < c->ps.nhot; i++) {
 		const struct peer_key *k = &c->ps.hot[i];
@@ -743,7 +743,7 @@ static void install_owned(struct sw *sw, uint64_t now_us)
 /* Publish our owned list; stamp new keys with its version; open replica reads where confirmed. */
 static void publish_owned(struct sw *sw)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	uint32_t it = 0, n = 0;
 	struct cdt_entry *e;
 	uint64_t confirmed;
@@ -779,7 +779,7 @@ static void publish_owned(struct sw *sw)
  */
 static void follow_peers(struct sw *sw, uint64_t now_us, bool tick)
 {
-	struct cluster *c = sw->cluster;
+	struct peer_sync *c = sw->peer_sync;
 	uint64_t *victims = calloc(sw->cdt->max_entries, sizeof(*victims));
 	uint32_t n;
 
@@ -819,7 +819,7 @@ static void follow_peers(struct sw *sw, uint64_t now_us, bool tick)
  * lease back -> the same reset, ownership recomputed, and only then replica
  * reads resume (the deadline is published last).
  */
-static void follow_cluster(struct sw *sw, uint64_t now_us, const struct rec_want *w)
+static void follow_cluster(struct sw *sw, uint64_t now_us, const struct reconcile_want *w)
 {
 	if (!w->leased)
 		__atomic_store_n(&sw->lease_until_tsc, 0, __ATOMIC_RELAXED);
@@ -834,7 +834,7 @@ static void follow_cluster(struct sw *sw, uint64_t now_us, const struct rec_want
 				 rte_rdtsc() + (w->lease_until_us - now_us) * sw->tsc_hz / 1000000u,
 				 __ATOMIC_RELAXED);
 	if (w->sync_tick)
-		cluster_sync_out(sw, now_us);
+		peer_sync_send(sw, now_us);
 }
 
 /* ---- The round. ------------------------------------------------------------------------ */
@@ -851,7 +851,7 @@ static void measure_update_delay(struct sw *sw)
 	uint32_t kept = 0;
 
 	for (uint32_t i = 0; i < r->npending; i++) {
-		const struct rec_pending *p = &r->pending[i];
+		const struct reconcile_pending *p = &r->pending[i];
 		struct cdt_entry *e = cdt_find(sw->cdt, p->keyhash);
 
 		if (e && cdt_entry_state(e)->nreplicas > 1)
@@ -864,12 +864,12 @@ static void measure_update_delay(struct sw *sw)
 	r->npending = kept;
 }
 
-void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want)
+void reconcile_run(struct sw *sw, uint64_t now_us, const struct reconcile_want *want)
 {
 	struct reconcile *r = sw->rec;
 
 	charge_sets(sw);
-	if (cluster_on(sw))
+	if (peer_sync_on(sw))
 		follow_cluster(sw, now_us, want);
 	/* A write shrank a set to {home}: copy the new version out right away. */
 	for (uint32_t i = 0; i < r->ncompleted; i++) {
@@ -928,7 +928,7 @@ static void format_entry(struct sw *sw, const struct cdt_entry *e, struct fmt *f
 	if (ownership) {
 		uint16_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
 
-		fmt_str(f, "owner", owner ? cluster_switch_name(sw, owner) : sw->self->name);
+		fmt_str(f, "owner", owner ? peer_sync_switch_name(sw, owner) : sw->self->name);
 		fmt_bool(f, "spread", !sw->npeers || (!owner && e->spread));
 	}
 }
@@ -943,13 +943,13 @@ static json_t *entry_json(struct sw *sw, const struct cdt_entry *e, bool ownersh
 }
 
 /* The directory manager's view: hot set, churn, replication traffic and lag. */
-void rec_format_stats(struct sw *sw, struct fmt *f)
+void reconcile_format_stats(struct sw *sw, struct fmt *f)
 {
-	const struct rec_stats *d = &sw->rec->stats;
+	const struct reconcile_stats *d = &sw->rec->stats;
 	uint64_t lag_n = sw_counter(sw, SW_CNT_REPL_LAG_SAMPLES);
-	struct eg_stats eg;
+	struct egress_stats eg;
 
-	eg_get_stats(sw, &eg);
+	egress_get_stats(sw, &eg);
 	fmt_flag(f, "enabled", "1 while the directory takes hot keys", d->enabled);
 	fmt_gauge(f, "entries", "Keys in the directory", sw->cdt->nentries);
 	fmt_gauge(f, "capacity", "Directory entries available (directory.max_keys)",
@@ -992,7 +992,7 @@ static void metrics_directory(struct sw *sw, struct prom *p)
 	struct fmt f;
 
 	fmt_prom(&f, p, "skewless_switch_directory_", NULL, 0);
-	rec_format_stats(sw, &f);
+	reconcile_format_stats(sw, &f);
 }
 
 static json_t *stats_json(struct sw *sw)
@@ -1000,7 +1000,7 @@ static json_t *stats_json(struct sw *sw)
 	struct fmt f;
 	json_t *o = fmt_json(&f);
 
-	rec_format_stats(sw, &f);
+	reconcile_format_stats(sw, &f);
 	return o;
 }
 

@@ -4,8 +4,8 @@
  * and section 7 for peers).
  *
  * Third stage of the control round. decide.c hands it what the policies
- * want (struct rec_want): the epoch's hot and retired keys (alone), or the
- * cluster hot set and the peers' claims (with peers, in struct cluster), and
+ * want (struct reconcile_want): the epoch's hot and retired keys (alone), or the
+ * cluster hot set and the peers' claims (with peers, in struct peer_sync), and
  * the lease state. It makes the CDT agree, in this order:
  *   1. with peers: the lease rule (a lease lost or back: every owned entry
  *      to {home}, completed 0), remote entries follow the live peers'
@@ -34,7 +34,7 @@ struct cdt_entry;
 struct fmt;
 
 /* What the policies want this round (decide.c fills it). */
-struct rec_want {
+struct reconcile_want {
 	/* Local policy: an epoch ended with the directory on (NULL: none). */
 	const struct hot_report *epoch;
 	bool repair; /* an epoch boundary: REPLICATE every entry short of replicas */
@@ -48,7 +48,7 @@ struct rec_want {
 };
 
 /* What `cdtctl stats` and `cdtctl directory` show of the directory. */
-struct rec_stats {
+struct reconcile_stats {
 	bool enabled;
 	uint32_t hot_set;	/* keys in the last epoch's hot set */
 	uint32_t last_installs; /* in the last epoch */
@@ -64,28 +64,28 @@ struct rec_stats {
 	uint64_t trims;		   /* copies dropped from sets grown past what their key wants */
 };
 
-int rec_init(struct sw *sw, char *err, size_t errlen);
-void rec_fini(struct sw *sw);
+int reconcile_init(struct sw *sw, char *err, size_t errlen);
+void reconcile_fini(struct sw *sw);
 
 /* Intake: a write to a directory key completed at version (queued for this round's run). */
-void rec_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
+void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
 /*
  * A ring change moves homes (ring_change.c, docs/design.md section 12): remove
  * every entry this switch owns whose home moves (moves(arg, keyhash) true),
- * UNREPLICATE its copies, and remember it; rec_rehome_install() installs the
+ * UNREPLICATE its copies, and remember it; reconcile_rehome_install() installs the
  * remembered keys again at the home the ring now gives, set {home},
  * completed 0. Returns the entries removed. In between, no key for which
  * moves() holds is installed (its home in the workers' ring is about to be
- * wrong): arg must live until rec_rehome_install().
+ * wrong): arg must live until reconcile_rehome_install().
  */
-uint32_t rec_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
-uint32_t rec_rehome_install(struct sw *sw);
+uint32_t reconcile_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
+uint32_t reconcile_rehome_install(struct sw *sw);
 
 /* The reconcile stage of a control round (QSBR online). now_us: CLOCK_MONOTONIC. */
-void rec_run(struct sw *sw, uint64_t now_us, const struct rec_want *want);
+void reconcile_run(struct sw *sw, uint64_t now_us, const struct reconcile_want *want);
 
 /* The directory's figures (stats, counters of egress and workers) through f. */
-void rec_format_stats(struct sw *sw, struct fmt *f);
+void reconcile_format_stats(struct sw *sw, struct fmt *f);
 
 #endif

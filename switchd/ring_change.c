@@ -48,7 +48,7 @@ struct step_arg {
 	struct sw *sw;
 };
 
-struct members {
+struct ring_change {
 	struct cfg *cfgs[MEMBERS_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
 	uint32_t ncfgs;
 	bool changing;
@@ -79,9 +79,9 @@ struct members {
 static void register_commands(struct sw *sw);
 static json_t *show(struct sw *sw);
 
-int members_init(struct sw *sw, char *err, size_t errlen)
+int ring_change_init(struct sw *sw, char *err, size_t errlen)
 {
-	struct members *m = calloc(1, sizeof(*m));
+	struct ring_change *m = calloc(1, sizeof(*m));
 
 	if (!m || cfg_build_ring(sw->cfg, &m->next) != 0) {
 		free(m);
@@ -89,14 +89,14 @@ int members_init(struct sw *sw, char *err, size_t errlen)
 		return -1;
 	}
 	m->ready = rch_epoch(m->next.version, RCH_COMPLETE);
-	sw->members = m;
+	sw->ring_change = m;
 	register_commands(sw);
 	return 0;
 }
 
-void members_fini(struct sw *sw)
+void ring_change_fini(struct sw *sw)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 
 	if (!m)
 		return;
@@ -107,13 +107,13 @@ void members_fini(struct sw *sw)
 	for (uint32_t i = 0; i < m->ncfgs; i++)
 		free(m->cfgs[i]);
 	free(m);
-	sw->members = NULL;
+	sw->ring_change = NULL;
 }
 
 /* The step's ring for the workers; the old one is freed after every worker let go of it. */
 static int publish_ring(struct sw *sw, uint32_t active)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	struct ring *r = calloc(1, sizeof(*r)), *old = sw->ring;
 	int rc;
 
@@ -136,7 +136,7 @@ static int publish_ring(struct sw *sw, uint32_t active)
 /* Every node of the running config: the members of both rings and the ones at weight 0. */
 static void send_ring(struct sw *sw, bool laggards_only, bool warm_poll)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	uint8_t payload[16 + 4 * WIRE_RING_MAX_MEMBERS];
 	int len = wire_ring_encode(&m->prev_members, payload, sizeof(payload));
 
@@ -156,14 +156,14 @@ static void send_ring(struct sw *sw, bool laggards_only, bool warm_poll)
 		if (laggards_only && m->acked[id] >= m->epoch &&
 		    !(warm_poll && m->outgoing[id] && !m->warm[id]))
 			continue;
-		if (eg_to_node(sw, id, &msg) == 0)
+		if (egress_to_node(sw, id, &msg) == 0)
 			m->ring_sent++;
 	}
 }
 
 static bool all_acked(const struct sw *sw)
 {
-	const struct members *m = sw->members;
+	const struct ring_change *m = sw->ring_change;
 
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
 		if (m->acked[sw->cfg->nodes[i].id] < m->epoch)
@@ -173,7 +173,7 @@ static bool all_acked(const struct sw *sw)
 
 static bool all_warm(const struct sw *sw)
 {
-	const struct members *m = sw->members;
+	const struct ring_change *m = sw->ring_change;
 
 	for (unsigned id = 1; id <= CFG_MAX_NODES; id++)
 		if (m->outgoing[id] && !m->warm[id])
@@ -199,7 +199,7 @@ static bool home_differs(void *arg, uint64_t keyhash)
 }
 
 /* The epoch the workers route by. */
-static uint64_t published_epoch(const struct members *m)
+static uint64_t published_epoch(const struct ring_change *m)
 {
 	return rch_epoch(m->next.version, m->changing ? m->published : RCH_COMPLETE);
 }
@@ -210,38 +210,38 @@ static uint64_t published_epoch(const struct members *m)
  */
 static void tell_peers(struct sw *sw)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	const struct peer_slot *self;
 	uint64_t epoch = published_epoch(m);
 
-	if (!cluster_on(sw))
+	if (!peer_sync_on(sw))
 		return;
-	self = &sw->cluster->ps.slot[0];
+	self = &sw->peer_sync->ps.slot[0];
 	if (self->ring_epoch == epoch && self->ring_ready == (m->ready > epoch ? m->ready : epoch))
 		return;
-	peer_set_ring(&sw->cluster->ps, epoch, m->ready, m->changing ? m->prev.version : 0);
-	cluster_sync_ring(sw, clock_mono_us());
+	peer_set_ring(&sw->peer_sync->ps, epoch, m->ready, m->changing ? m->prev.version : 0);
+	peer_sync_heartbeat(sw, clock_mono_us());
 }
 
 /* Driving: whether every live peer is ready for epoch (no peers: yes). */
 static bool peers_ready(struct sw *sw, uint64_t epoch, uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	unsigned lagging = 0;
 	bool was_waiting = m->waiting_for != 0;
 
 	m->waiting_for = 0;
-	if (!cluster_on(sw) || peer_ring_ready(&sw->cluster->ps, epoch, now_us, &lagging))
+	if (!peer_sync_on(sw) || peer_ring_ready(&sw->peer_sync->ps, epoch, now_us, &lagging))
 		return true;
 	if (!was_waiting) /* one wait per step: counted when it begins */
 		m->peer_waits++;
-	m->waiting_for = sw->cluster->ps.slot[lagging].id;
+	m->waiting_for = sw->peer_sync->ps.slot[lagging].id;
 	return false;
 }
 
 static void announce(struct sw *sw, uint64_t epoch, uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 
 	m->epoch = epoch;
 	m->last_send_us = now_us;
@@ -256,7 +256,7 @@ static void announce(struct sw *sw, uint64_t epoch, uint64_t now_us)
  */
 static void prepare(struct sw *sw, uint64_t epoch, uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 
 	m->ready = epoch;
 	tell_peers(sw);
@@ -264,9 +264,9 @@ static void prepare(struct sw *sw, uint64_t epoch, uint64_t now_us)
 		announce(sw, epoch, now_us);
 }
 
-void members_run(struct sw *sw, uint64_t now_us)
+void ring_change_run(struct sw *sw, uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	uint32_t announced, want;
 
 	if (!m->changing || !m->driving)
@@ -294,7 +294,7 @@ void members_run(struct sw *sw, uint64_t now_us)
 			goto out; /* out of memory: try again next round */
 		m->published = announced;
 		m->steps++;
-		m->rehomed += rec_rehome_install(sw);
+		m->rehomed += reconcile_rehome_install(sw);
 	}
 	/* A step made ready, waiting for a peer. */
 	if (m->ready > m->epoch) {
@@ -308,7 +308,7 @@ void members_run(struct sw *sw, uint64_t now_us)
 		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
 			m->step = (struct step_arg){.c = &m->change, .from = announced, .to = want};
 			/* Hot keys whose home moves leave the directory before the nodes hear. */
-			rec_rehome_remove(sw, home_moves, &m->step);
+			reconcile_rehome_remove(sw, home_moves, &m->step);
 			m->last_step_us = now_us;
 			prepare(sw, rch_epoch(m->next.version, want), now_us);
 		}
@@ -343,7 +343,7 @@ static int add_nodes(struct sw *sw, const struct cfg *next);
 static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64_t prev,
 			uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	const char *path = sw->cfg->path;
 	struct cfg *next;
 	struct ring ring = {0};
@@ -362,7 +362,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 		snprintf(err, sizeof(err),
 			 "%s: ring.version: peer %s runs version %lu, this file has %lu: install "
 			 "the new config on this host",
-			 path, cluster_switch_name(sw, leader), (unsigned long)version,
+			 path, peer_sync_switch_name(sw, leader), (unsigned long)version,
 			 (unsigned long)next->ring_version);
 	else if (!err[0])
 		validate(sw, next, path, err, sizeof(err));
@@ -375,7 +375,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 		m->follow_refused++;
 		if (m->refused_version != version)
 			log_warn("ring: not following %s to version %lu: %s",
-				 cluster_switch_name(sw, leader), (unsigned long)version, err);
+				 peer_sync_switch_name(sw, leader), (unsigned long)version, err);
 		m->refused_version = version;
 		rch_free(&change);
 		ring_free(&ring);
@@ -403,7 +403,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 	memset(m->incoming, 0, sizeof(m->incoming));
 	if (stepwise)
 		rch_count_by_node(&m->change, m->outgoing, m->incoming);
-	log_info("ring: following %s from version %lu to %lu (%s)", cluster_switch_name(sw, leader),
+	log_info("ring: following %s from version %lu to %lu (%s)", peer_sync_switch_name(sw, leader),
 		 (unsigned long)m->prev.version, (unsigned long)version,
 		 stepwise ? "step by step" : "straight to the new ring: ours was older");
 	return 0;
@@ -412,7 +412,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 /* Following: ready for epoch (our entries whose home moves up to it out), and its ring kept. */
 static int follow_ready(struct sw *sw, uint64_t epoch)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	uint32_t active = rch_epoch_active(epoch);
 	struct ring target = {0};
 	int rc = active == RCH_COMPLETE || !m->changing
@@ -424,21 +424,21 @@ static int follow_ready(struct sw *sw, uint64_t epoch)
 	ring_free(&m->target);
 	m->target = target;
 	m->step = (struct step_arg){.target = &m->target, .sw = sw};
-	rec_rehome_remove(sw, home_differs, &m->step);
+	reconcile_rehome_remove(sw, home_differs, &m->step);
 	m->ready = epoch;
 	return 0;
 }
 
-void members_follow(struct sw *sw, uint64_t now_us)
+void ring_change_follow(struct sw *sw, uint64_t now_us)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	struct peer_state *ps;
 	uint64_t ready = 0, prev = 0, published = 0, want;
 	uint16_t leader = 0;
 
-	if (!cluster_on(sw) || (m->changing && m->driving))
+	if (!peer_sync_on(sw) || (m->changing && m->driving))
 		return;
-	ps = &sw->cluster->ps;
+	ps = &sw->peer_sync->ps;
 	/* The newest change a live peer is ready for, and the furthest any live peer routes by. */
 	for (unsigned s = 1; s < ps->nslots; s++) {
 		const struct peer_slot *sl = &ps->slot[s];
@@ -465,7 +465,7 @@ void members_follow(struct sw *sw, uint64_t now_us)
 			goto out;
 		if (follow_ready(sw, rch_epoch(m->next.version, RCH_COMPLETE)) == 0 &&
 		    publish_ring(sw, RCH_COMPLETE) == 0)
-			m->rehomed += rec_rehome_install(sw);
+			m->rehomed += reconcile_rehome_install(sw);
 		goto out;
 	}
 	if (ready > m->ready && follow_ready(sw, ready) != 0)
@@ -481,7 +481,7 @@ void members_follow(struct sw *sw, uint64_t now_us)
 		m->changing = false;
 		m->complete_us = now_us;
 		log_info("ring version %lu complete (following %s)", (unsigned long)m->next.version,
-			 cluster_switch_name(sw, m->leader));
+			 peer_sync_switch_name(sw, m->leader));
 	} else {
 		if (publish_ring(sw, rch_epoch_active(want)) != 0)
 			goto out;
@@ -490,14 +490,14 @@ void members_follow(struct sw *sw, uint64_t now_us)
 	}
 	m->epoch = want;
 	if (want == m->ready)
-		m->rehomed += rec_rehome_install(sw);
+		m->rehomed += reconcile_rehome_install(sw);
 out:
 	tell_peers(sw);
 }
 
-void members_take_reply(struct sw *sw, const struct wire_msg *msg)
+void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	uint16_t id = msg->node;
 	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
 	struct wire_ring_reply reply;
@@ -544,7 +544,7 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 		    size_t errlen)
 {
 	const struct cfg *cur = sw->cfg;
-	const struct members *m = sw->members;
+	const struct ring_change *m = sw->ring_change;
 
 	if (next->ring_version <= m->next.version) {
 		snprintf(err, errlen,
@@ -600,7 +600,7 @@ static int add_nodes(struct sw *sw, const struct cfg *next)
 		if (l2_add_node(sw->l2, n->id, n->ip) != 0 ||
 		    dig_table_track(sw->dig, n->id, now) != 0)
 			return -1;
-		eg_arp(sw, n->ip, rte_rdtsc());
+		egress_arp(sw, n->ip, rte_rdtsc());
 	}
 	return 0;
 }
@@ -611,7 +611,7 @@ static int add_nodes(struct sw *sw, const struct cfg *next)
  */
 static void begin(struct sw *sw, const struct rchange *change)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 
 	/* The previous ring's members, for the nodes (RING); no floor heard yet. */
 	m->prev_members.prev_version = m->prev.version;
@@ -650,7 +650,7 @@ static void begin(struct sw *sw, const struct rchange *change)
  */
 static json_t *resume(struct sw *sw, const char *path)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	struct cfg *prev = malloc(sizeof(*prev));
 	struct ring ring = {0};
 	struct rchange change;
@@ -700,7 +700,7 @@ static json_t *resume(struct sw *sw, const char *path)
 
 static json_t *apply(struct sw *sw, const char *path)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	struct cfg *next;
 	struct ring ring = {0};
 	struct rchange change;
@@ -750,7 +750,7 @@ static json_t *apply(struct sw *sw, const char *path)
 /* `ring show`: the running ring, the change in progress, each node's answer, the peers'. */
 static json_t *show(struct sw *sw)
 {
-	struct members *m = sw->members;
+	struct ring_change *m = sw->ring_change;
 	json_t *nodes = json_array(), *o;
 	uint32_t announced = rch_epoch_active(m->epoch), done = 0;
 	const char *state = !m->changing		  ? "stable"
@@ -789,10 +789,10 @@ static json_t *show(struct sw *sw)
 	json_object_set_new(o, "driving", json_boolean(m->changing && m->driving));
 	json_object_set_new(
 	    o, "following",
-	    json_string(m->changing && !m->driving ? cluster_switch_name(sw, m->leader) : ""));
+	    json_string(m->changing && !m->driving ? peer_sync_switch_name(sw, m->leader) : ""));
 	json_object_set_new(o, "waiting_for",
 			    json_string(m->changing && m->driving && m->waiting_for
-					    ? cluster_switch_name(sw, m->waiting_for)
+					    ? peer_sync_switch_name(sw, m->waiting_for)
 					    : ""));
 	json_object_set_new(o, "follows", json_integer((json_int_t)m->follows));
 	json_object_set_new(o, "follow_refused", json_integer((json_int_t)m->follow_refused));

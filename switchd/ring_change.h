@@ -3,9 +3,9 @@
  * operator's `ring apply FILE` and `ring show`, and the change it drives.
  *
  * A stage of the control round after reconcile (order 6 in docs/design.md
- * section 11): members_run() announces each step's ring epoch to the nodes
+ * section 11): ring_change_run() announces each step's ring epoch to the nodes
  * with RING (egress), waits for every node's answer (intake hands them in,
- * members_take_reply()), removes the directory entries whose home moves
+ * ring_change_take_reply()), removes the directory entries whose home moves
  * before a step and installs them again after it (reconcile), and publishes
  * the step's effective ring to the workers (sw->ring, RCU).
  */
@@ -23,17 +23,17 @@ struct wire_msg;
 #define MEMBERS_STEP_MS		100 /* a ramp's steps at most this often: each one is a RING round */
 #define MEMBERS_FOLLOW_RETRY_MS 1000 /* a peer's change our config file lacks: read it again */
 
-int members_init(struct sw *sw, char *err, size_t errlen);
-void members_fini(struct sw *sw);
+int ring_change_init(struct sw *sw, char *err, size_t errlen);
+void ring_change_fini(struct sw *sw);
 /* One round of the change this switch drives, if any. */
-void members_run(struct sw *sw, uint64_t now_us);
+void ring_change_run(struct sw *sw, uint64_t now_us);
 /*
  * With peers, before the round's policy (daemon.c, after intake): follow a
  * peer's change from the ring fields of its SYNCs (peer.h). A switch that
  * was away catches up here, before it can hold a lease again.
  */
-void members_follow(struct sw *sw, uint64_t now_us);
+void ring_change_follow(struct sw *sw, uint64_t now_us);
 /* A node's RING reply (intake.c). */
-void members_take_reply(struct sw *sw, const struct wire_msg *msg);
+void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg);
 
 #endif

@@ -65,7 +65,7 @@ static json_t *cmd_stats(struct sw *sw, int argc, char **argv, void *aux)
 	json_object_set_new(o, "digests_received",
 			    json_integer((json_int_t)intake_digests_received(sw)));
 	dir = fmt_json(&f);
-	rec_format_stats(sw, &f);
+	reconcile_format_stats(sw, &f);
 	json_object_set_new(o, "directory", dir);
 	return o;
 }

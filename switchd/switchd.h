@@ -140,13 +140,13 @@ struct sw_opts {
 
 struct ctl;
 struct dig_table;
-struct cluster;
+struct peer_sync;
 struct intake;
 struct decide;
 struct reconcile;
 struct egress;
 struct hot_detector;
-struct members;
+struct ring_change;
 
 struct sw {
 	const struct cfg *cfg;
@@ -195,7 +195,7 @@ struct sw {
 	struct decide *decide;	  /* decide.h: the policies */
 	struct reconcile *rec;	  /* reconcile.h: the CDT's one writer */
 	struct egress *egress;	  /* egress.h: every frame the control thread sends */
-	struct members *members;  /* ring_change.h: ring changes */
+	struct ring_change *ring_change; /* ring_change.h: ring changes */
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -211,7 +211,7 @@ struct sw {
 	uint32_t peer_vip[SW_MAX_PEERS]; /* host order */
 	uint64_t lease_until_tsc;
 	struct rte_ring *sync_ring;
-	struct cluster *cluster;
+	struct peer_sync *peer_sync;
 
 	/* The cluster key (auth.key_file), read-only after start-up: with it, the
 	 * workers check the MAC of every control datagram (pipeline.c) and the

@@ -1593,7 +1593,7 @@ START_TEST(keyed_control_needs_mac)
 	/* The switch's own REPLICATE leaves sealed. */
 	struct wire_replicate req = {.owner = 1, .ntargets = 1, .targets = {other}};
 
-	ck_assert_int_eq(eg_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req),
+	ck_assert_int_eq(egress_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req),
 			 0);
 	for (int i = 0; i < 200 && n == 0; i++) {
 		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
