@@ -128,7 +128,7 @@ struct dir_entry {
 	union cdt_state_room state; /* the switch's state of the entry (state.st) */
 	uint64_t collapsed_ns; /* a write's reply left the set at {home} (0: not since) */
 	/* Nodes REPLICATE named as targets since the install: where a retire sends
-	 * UNREPLICATE, with the home and the set (reconcile.c's struct reconcile_copies). */
+	 * UNREPLICATE, with the home and the set (replicas.c's struct replicas_copies). */
 	uint64_t copied[SIM_MAX_NODES / 64 + 1];
 	uint16_t ncopies;
 	uint16_t copy_node[COPY_SLOTS];

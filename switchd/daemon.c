@@ -30,14 +30,18 @@
 #include <rte_random.h>
 
 #include "clock.h"
-#include "peer_sync.h"
 #include "ctl.h"
 #include "decide.h"
+#include "dir_ctl.h"
 #include "egress.h"
 #include "health.h"
 #include "intake.h"
-#include "ring_change.h"
+#include "ownership.h"
+#include "peer_sync.h"
 #include "reconcile.h"
+#include "rehome.h"
+#include "replicas.h"
+#include "ring_change.h"
 #include "stats.h"
 #include "switchd.h"
 
@@ -190,9 +194,12 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 
 	/* The registry first: every module registers its commands as it starts. */
 	if (ctl_init(sw, err, errlen) != 0 || egress_init(sw, err, errlen) != 0 ||
-	    reconcile_init(sw, err, errlen) != 0 || decide_init(sw, err, errlen) != 0 ||
-	    peer_sync_init(sw, err, errlen) != 0 || ring_change_init(sw, err, errlen) != 0 ||
-	    intake_init(sw, err, errlen) != 0)
+	    replicas_init(sw, err, errlen) != 0 || reconcile_init(sw, err, errlen) != 0)
+		return -1;
+	dir_ctl_init(sw);
+	if (decide_init(sw, err, errlen) != 0 || peer_sync_init(sw, err, errlen) != 0 ||
+	    ownership_init(sw, err, errlen) != 0 || rehome_init(sw, err, errlen) != 0 ||
+	    ring_change_init(sw, err, errlen) != 0 || intake_init(sw, err, errlen) != 0)
 		return -1;
 	if (ports_init(sw, err, errlen) != 0)
 		return -1;
@@ -271,6 +278,7 @@ void sw_fini(struct sw *sw)
 	free_queued_mbufs(sw->ctl_tx_ring);
 	free_queued_mbufs(sw->sync_ring);
 	rte_ring_free(sw->sync_ring);
+	ownership_fini(sw);
 	peer_sync_fini(sw);
 	rte_ring_free(sw->ctl_tx_ring);
 	rte_ring_free(sw->digest_ring);
@@ -281,7 +289,9 @@ void sw_fini(struct sw *sw)
 	sw->wake_fd = -1;
 	intake_fini(sw);
 	decide_fini(sw);
+	rehome_fini(sw);
 	reconcile_fini(sw);
+	replicas_fini(sw);
 	egress_fini(sw);
 	cdt_free(sw->cdt);
 	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */
@@ -313,7 +323,9 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 	intake_run(sw, now, now_u);
 	ring_change_follow(sw, now_u);
 	decide_run(sw, now_u, &want);
-	reconcile_run(sw, now_u, &want);
+	replicas_charge(sw); /* the sets' load on the nodes, for this round's placements */
+	ownership_run(sw, now_u, &want);
+	reconcile_run(sw, &want);
 	ring_change_run(sw, now_u);
 	egress_run(sw, now);
 	if (peer_sync_on(sw))

@@ -52,31 +52,19 @@ void decide_fini(struct sw *sw)
 /* The lease rule and the cluster hot set. */
 static void peer_policy(struct sw *sw, uint64_t now_us, struct reconcile_want *want)
 {
-	struct peer_sync *c = sw->peer_sync;
-	uint64_t until;
-	bool fresh = false;
+	struct peer_sync_lease lease;
+	bool fresh;
 
-	want->leased = peer_all_leases(&c->ps, now_us, &until);
-	if (!want->leased && c->leased) {
-		c->leased = false;
-		c->st.lease_losses++;
-		want->lease_lost = true;
-	} else if (want->leased && !c->leased) {
-		/* Back: forget what may have changed behind our back, recompute ownership. */
-		c->leased = true;
-		c->st.lease_resumes++;
-		peer_compute_hot(&c->ps, now_us);
-		want->lease_back = true;
-	}
-	want->lease_until_us = until;
-	for (unsigned s = 1; s < c->ps.nslots; s++)
-		fresh |= c->ps.slot[s].owned_fresh;
-	if (peer_tick(&c->ps, now_us)) {
+	peer_sync_lease(sw, now_us, &lease);
+	want->leased = lease.held;
+	want->lease_lost = lease.lost;
+	want->lease_back = lease.back;
+	want->lease_until_us = lease.until_us;
+	fresh = peer_sync_claims_fresh(sw);
+	if (peer_sync_tick(sw, now_us)) {
 		want->sync_tick = true;
 		return;
 	}
-	if (c->ps.hot_dirty)
-		peer_compute_hot(&c->ps, now_us);
 	want->claims_fresh = fresh;
 }
 
@@ -92,8 +80,8 @@ static void local_policy(struct sw *sw, uint64_t now_us, struct reconcile_want *
 	if (!__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED))
 		return;
 	hot_epoch(sw->hot, d->report);
-	if (sw->peer_sync)
-		peer_add_epoch(&sw->peer_sync->ps, d->report);
+	if (peer_sync_on(sw))
+		peer_sync_add_epoch(sw, d->report);
 	want->epoch = d->report;
 }
 
@@ -101,7 +89,7 @@ void decide_run(struct sw *sw, uint64_t now_us, struct reconcile_want *want)
 {
 	memset(want, 0, sizeof(*want));
 	/* Peers first: an epoch's keys join the window after this round's tick. */
-	if (sw->peer_sync)
+	if (peer_sync_on(sw))
 		peer_policy(sw, now_us, want);
 	local_policy(sw, now_us, want);
 }

@@ -15,15 +15,15 @@
 #include <rte_telemetry.h>
 #include <rte_udp.h>
 
-#include "peer_sync.h"
 #include "ctl.h"
 #include "egress.h"
 #include "fmt.h"
-#include "prom.h"
 #include "health.h"
 #include "log.h"
-#include "ring_change.h"
+#include "peer_sync.h"
+#include "prom.h"
 #include "reconcile.h"
+#include "ring_change.h"
 #include "switchd.h"
 
 #define IN_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */

@@ -1,9 +1,9 @@
 /*
- * peer_sync.c - peer switches in the switch: the state, SYNC in and out, health
- * from peers, and what `cdtctl peers` and /skewless/peers show (see
- * peer_sync.h; docs/protocol.md "Peer switches" has the protocol and the
- * linearizability argument). The policy on this state is decide.c's, the
- * CDT changes it calls for are reconcile.c's.
+ * peer_sync.c - peer switches in the switch: the state, SYNC in and out, the
+ * leases, health from peers, and what `cdtctl peers` and /skewless/peers
+ * show (see peer_sync.h; docs/protocol.md "Peer switches" has the protocol
+ * and the linearizability argument). The policy on this state is decide.c's,
+ * the CDT changes it calls for are ownership.c's.
  */
 #include "peer_sync.h"
 
@@ -27,6 +27,27 @@
 #include "prom.h"
 #include "rchange.h"
 #include "switchd.h"
+
+struct peer_sync_stats {
+	uint64_t lease_losses;	   /* times the switch lost a lease and reset its entries */
+	uint64_t lease_resumes;	   /* times all leases came back */
+	uint64_t sync_rejected;	   /* malformed or from an unknown switch */
+	uint64_t health_from_peer; /* node score updates taken from a peer */
+	uint64_t slowest_round_us; /* longest control round (grace periods of CDT changes) */
+	uint64_t events[PEER_SYNC_NEVENTS]; /* ownership.c's changes to the directory */
+};
+
+struct peer_sync {
+	struct peer_state ps;
+	bool leased;			      /* every lease was held at the last round */
+	uint64_t stale_us;		      /* own digests older than this are stale */
+	uint8_t score_src[CFG_MAX_NODES + 1]; /* slot a node's score comes from; 0: own digests */
+	struct peer_sync_stats st;
+	/* Telemetry's copy, refreshed every sync round under sw->tel_lock. */
+	struct peer_sync_row rows[PEER_MAX];
+	unsigned nrows;
+	bool rows_leased;
+};
 
 static json_t *cmd_peers(struct sw *sw, int argc, char **argv, void *aux);
 static void metrics_peers(struct sw *sw, struct prom *p);
@@ -53,12 +74,10 @@ int peer_sync_init(struct sw *sw, char *err, size_t errlen)
 		inc = (uint32_t)rte_rand();
 	while (inc == 0);
 	rc = peer_init(&c->ps, sw->cfg, sw->self->id, inc, 0);
-	c->scratch = calloc(rc == 0 && c->ps.owned_cap ? c->ps.owned_cap : 1, sizeof(*c->scratch));
-	if (rc != 0 || !c->scratch) {
+	if (rc != 0) {
 		snprintf(err, errlen, "switches[%s].peers: cannot set up the peer state: %s",
-			 sw->self->name, strerror(rc ? -rc : ENOMEM));
+			 sw->self->name, strerror(-rc));
 		peer_fini(&c->ps);
-		free(c->scratch);
 		free(c);
 		return -1;
 	}
@@ -78,7 +97,6 @@ void peer_sync_fini(struct sw *sw)
 	if (!c)
 		return;
 	peer_fini(&c->ps);
-	free(c->scratch);
 	free(c);
 	sw->peer_sync = NULL;
 }
@@ -286,35 +304,210 @@ static void format_stats(struct sw *sw, struct fmt *f)
 	fmt_counter(f, "lease_losses", "Times this switch lost a peer lease (reads go home)",
 		    c->st.lease_losses);
 	fmt_counter(f, "lease_resumes", "Times every lease was held again", c->st.lease_resumes);
-	fmt_counter(f, "resets", "Directory resets on a lease change", c->st.resets);
+	fmt_counter(f, "resets", "Directory resets on a lease change",
+		    c->st.events[PEER_SYNC_RESET]);
 	fmt_counter(f, "sync_sent", "SYNC datagrams sent", eg.sync_sent);
 	fmt_counter(f, "sync_send_failed", "SYNC datagrams that could not be sent",
 		    eg.sync_send_failed);
 	fmt_counter(f, "sync_rejected", "SYNC datagrams rejected (bad payload or sender)",
 		    c->st.sync_rejected);
-	fmt_counter(f, "owned_installs", "Owned keys installed", c->st.owned_installs);
-	fmt_counter(f, "owned_retires", "Owned keys retired", c->st.owned_retires);
+	fmt_counter(f, "owned_installs", "Owned keys installed",
+		    c->st.events[PEER_SYNC_OWNED_INSTALL]);
+	fmt_counter(f, "owned_retires", "Owned keys retired", c->st.events[PEER_SYNC_OWNED_RETIRE]);
 	fmt_counter(f, "remote_installs", "Peers' keys installed (routed to their owner)",
-		    c->st.remote_installs);
-	fmt_counter(f, "remote_removes", "Peers' keys removed", c->st.remote_removes);
+		    c->st.events[PEER_SYNC_REMOTE_INSTALL]);
+	fmt_counter(f, "remote_removes", "Peers' keys removed",
+		    c->st.events[PEER_SYNC_REMOTE_REMOVE]);
 	fmt_counter(f, "remote_failed", "Peers' keys that could not be installed",
-		    c->st.remote_failed);
+		    c->st.events[PEER_SYNC_REMOTE_FAILED]);
 	fmt_counter(f, "health_from_peer", "Node scores taken from a peer's digests",
 		    c->st.health_from_peer);
 	fmt_gauge(f, "slowest_round_us", "Slowest control round so far",
 		  (int64_t)c->st.slowest_round_us);
 }
 
-void peer_sync_heartbeat(struct sw *sw, uint64_t now_us)
+/* ---- The peer policy's state (decide.c). ----------------------------------------------------- */
+
+void peer_sync_lease(struct sw *sw, uint64_t now_us, struct peer_sync_lease *l)
 {
 	struct peer_sync *c = sw->peer_sync;
 
-	for (unsigned s = 1; c && s < c->ps.nslots; s++) {
+	l->held = peer_all_leases(&c->ps, now_us, &l->until_us);
+	l->lost = !l->held && c->leased;
+	l->back = l->held && !c->leased;
+	if (l->lost) {
+		c->leased = false;
+		c->st.lease_losses++;
+	} else if (l->back) {
+		/* Back: forget what may have changed behind our back, recompute ownership. */
+		c->leased = true;
+		c->st.lease_resumes++;
+		peer_compute_hot(&c->ps, now_us);
+	}
+}
+
+bool peer_sync_claims_fresh(const struct sw *sw)
+{
+	const struct peer_sync *c = sw->peer_sync;
+	bool fresh = false;
+
+	for (unsigned s = 1; s < c->ps.nslots; s++)
+		fresh |= c->ps.slot[s].owned_fresh;
+	return fresh;
+}
+
+bool peer_sync_tick(struct sw *sw, uint64_t now_us)
+{
+	struct peer_sync *c = sw->peer_sync;
+
+	if (peer_tick(&c->ps, now_us))
+		return true;
+	if (c->ps.hot_dirty)
+		peer_compute_hot(&c->ps, now_us);
+	return false;
+}
+
+void peer_sync_add_epoch(struct sw *sw, const struct hot_report *r)
+{
+	peer_add_epoch(&sw->peer_sync->ps, r);
+}
+
+/* ---- Ownership in the directory (ownership.c). ----------------------------------------------- */
+
+const struct peer_key *peer_sync_hot_set(const struct sw *sw, uint32_t *n)
+{
+	*n = sw->peer_sync->ps.nhot;
+	return sw->peer_sync->ps.hot;
+}
+
+uint16_t peer_sync_owner(const struct sw *sw, uint64_t keyhash, uint64_t now_us)
+{
+	return peer_owner(&sw->peer_sync->ps, keyhash, now_us);
+}
+
+static int cmp_keyhash(const void *a, const void *b)
+{
+	const uint64_t *x = a;
+	const struct peer_key *y = b;
+
+	return *x < y->keyhash ? -1 : *x > y->keyhash;
+}
+
+bool peer_sync_claims(const struct sw *sw, uint16_t owner, uint64_t keyhash, uint64_t now_us)
+{
+	const struct peer_state *ps = &sw->peer_sync->ps;
+	int s = peer_slot_of(ps, owner);
+	const struct peer_slot *sl;
+
+	if (s <= 0 || !peer_live(ps, (unsigned)s, now_us))
+		return false;
+	/* Lists are sorted by keyhash. */
+	sl = &ps->slot[s];
+	return sl->owned_version &&
+	       bsearch(&keyhash, sl->owned, sl->nowned, sizeof(*sl->owned), cmp_keyhash);
+}
+
+void peer_sync_follow_claims(struct sw *sw, uint64_t now_us, bool all,
+			     bool (*apply)(struct sw *sw, uint16_t peer, const struct peer_key *keys,
+					   uint32_t n))
+{
+	struct peer_state *ps = &sw->peer_sync->ps;
+
+	for (unsigned s = 1; s < ps->nslots; s++) {
+		struct peer_slot *sl = &ps->slot[s];
+
+		if (!peer_live(ps, s, now_us)) {
+			sl->applied_version = 0; /* when it is back, it must hear us confirm afresh */
+			continue;
+		}
+		if (!all && !sl->owned_fresh)
+			continue;
+		sl->owned_fresh = false;
+		if (apply(sw, sl->id, sl->owned, sl->nowned))
+			sl->applied_version = sl->owned_version;
+	}
+}
+
+uint32_t peer_sync_owned_cap(const struct sw *sw)
+{
+	return sw->peer_sync->ps.owned_cap;
+}
+
+uint64_t peer_sync_set_owned(struct sw *sw, const struct peer_key *keys, uint32_t n,
+			     uint64_t *confirmed)
+{
+	struct peer_state *ps = &sw->peer_sync->ps;
+
+	peer_set_owned(ps, keys, n);
+	*confirmed = peer_min_confirmed(ps);
+	return ps->owned_version;
+}
+
+void peer_sync_count(struct sw *sw, enum peer_sync_event ev)
+{
+	sw->peer_sync->st.events[ev]++;
+}
+
+void peer_sync_publish_lease(struct sw *sw, uint64_t until_us, uint64_t now_us)
+{
+	uint64_t tsc = until_us ? rte_rdtsc() + (until_us - now_us) * sw->tsc_hz / 1000000u : 0;
+
+	__atomic_store_n(&sw->lease_until_tsc, tsc, __ATOMIC_RELAXED);
+}
+
+/* ---- Ring changes (ring_change.c). ----------------------------------------------------------- */
+
+void peer_sync_set_ring(struct sw *sw, uint64_t epoch, uint64_t ready, uint64_t prev,
+			uint64_t now_us)
+{
+	struct peer_sync *c = sw->peer_sync;
+	const struct peer_slot *self;
+
+	if (!c)
+		return;
+	self = &c->ps.slot[0];
+	if (self->ring_epoch == epoch && self->ring_ready == (ready > epoch ? ready : epoch))
+		return;
+	peer_set_ring(&c->ps, epoch, ready, prev);
+	for (unsigned s = 1; s < c->ps.nslots; s++) {
 		struct emit_ctx x = {sw, c->ps.slot[s].id, now_us};
 
 		peer_build_heartbeat(&c->ps, s, now_us, emit, &x);
 	}
 }
+
+bool peer_sync_ring_ready(const struct sw *sw, uint64_t epoch, uint64_t now_us, uint16_t *lagging)
+{
+	const struct peer_sync *c = sw->peer_sync;
+	unsigned slot = 0;
+
+	if (!c || peer_ring_ready(&c->ps, epoch, now_us, &slot))
+		return true;
+	*lagging = c->ps.slot[slot].id;
+	return false;
+}
+
+void peer_sync_rings(const struct sw *sw, uint64_t now_us, struct peer_sync_rings *r)
+{
+	const struct peer_state *ps = &sw->peer_sync->ps;
+
+	memset(r, 0, sizeof(*r));
+	for (unsigned s = 1; s < ps->nslots; s++) {
+		const struct peer_slot *sl = &ps->slot[s];
+
+		if (!peer_live(ps, s, now_us))
+			continue;
+		if (sl->ring_ready > r->ready) {
+			r->ready = sl->ring_ready;
+			r->prev = sl->ring_prev;
+			r->leader = sl->id;
+		}
+		if (sl->ring_epoch > r->published)
+			r->published = sl->ring_epoch;
+	}
+}
+
+/* ---- A sync tick, the round's time, the rows for telemetry. ----------------------------- */
 
 void peer_sync_send(struct sw *sw, uint64_t now_us)
 {
@@ -339,11 +532,12 @@ void peer_sync_note_round(struct sw *sw, uint64_t took_us)
 	if (took_us > 50000)
 		log_warn("peers: a control round took %llu ms (resets %llu, installs %llu+%llu, "
 			 "removes %llu+%llu)",
-			 (unsigned long long)took_us / 1000, (unsigned long long)c->st.resets,
-			 (unsigned long long)c->st.owned_installs,
-			 (unsigned long long)c->st.remote_installs,
-			 (unsigned long long)c->st.owned_retires,
-			 (unsigned long long)c->st.remote_removes);
+			 (unsigned long long)took_us / 1000,
+			 (unsigned long long)c->st.events[PEER_SYNC_RESET],
+			 (unsigned long long)c->st.events[PEER_SYNC_OWNED_INSTALL],
+			 (unsigned long long)c->st.events[PEER_SYNC_REMOTE_INSTALL],
+			 (unsigned long long)c->st.events[PEER_SYNC_OWNED_RETIRE],
+			 (unsigned long long)c->st.events[PEER_SYNC_REMOTE_REMOVE]);
 }
 
 unsigned peer_sync_rows_snapshot(struct sw *sw, struct peer_sync_row *rows, bool *leased)

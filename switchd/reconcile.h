@@ -1,25 +1,20 @@
 /*
- * reconcile.h - the directory's one writer: installs, removes and
- * replication of CDT entries (docs/design.md section 5, "Hot-key detection",
- * and section 7 for peers).
+ * reconcile.h - the local directory: installs and removals of CDT entries,
+ * the epoch's hot set, write completions and pins (docs/design.md section 5,
+ * "Hot-key detection").
  *
  * Third stage of the control round. decide.c hands it what the policies
- * want (struct reconcile_want): the epoch's hot and retired keys (alone), or the
- * cluster hot set and the peers' claims (with peers, in struct peer_sync), and
- * the lease state. It makes the CDT agree, in this order:
- *   1. with peers: the lease rule (a lease lost or back: every owned entry
- *      to {home}, completed 0), remote entries follow the live peers'
- *      claims, our own follow the cluster hot set (installs only while every
- *      lease is held), our owned list is published, the lease deadline the
- *      workers read is set, and on a sync tick SYNC goes out;
- *   2. write completions intake queued: the new version is copied out;
- *   3. alone, at an epoch: new hot keys installed with set {home} and a
+ * want (struct reconcile_want); with peers, ownership.c has applied the
+ * peer part of it first. It makes the CDT agree, in this order:
+ *   1. write completions intake queued: the new version is copied out;
+ *   2. alone, at an epoch: new hot keys installed with set {home} and a
  *      REPLICATE(0) to the home, replica wants adjusted by share of load,
  *      retired keys removed (CDT removal, then UNREPLICATE);
- *   4. at an epoch boundary: REPLICATE again for every entry short of what
+ *   3. at an epoch boundary: REPLICATE again for every entry short of what
  *      it wants (lost messages, or a write that shrank it).
- * Frames go out through egress.h. It registers `cdt show|pin|unpin`,
- * `directory` and /skewless/cdt. Control thread only.
+ * Replication goes through replicas.h. Its installs and removals are the
+ * ones ownership.c, rehome.c and the directory's commands (dir_ctl.c) use
+ * too. Control thread only.
  */
 #ifndef SKL_SW_RECONCILE_H
 #define SKL_SW_RECONCILE_H
@@ -31,7 +26,7 @@
 
 struct sw;
 struct cdt_entry;
-struct fmt;
+struct prom_hist;
 
 /* What the policies want this round (decide.c fills it). */
 struct reconcile_want {
@@ -61,7 +56,6 @@ struct reconcile_stats {
 	uint64_t never_served;	   /* installed keys retired (or 60 s) before a replica served */
 	uint64_t delay_unmeasured; /* installs whose update delay was not tracked (list full) */
 	uint64_t held_moving;	   /* hot keys not installed: their home moves in a ring step */
-	uint64_t trims;		   /* copies dropped from sets grown past what their key wants */
 };
 
 int reconcile_init(struct sw *sw, char *err, size_t errlen);
@@ -70,22 +64,35 @@ void reconcile_fini(struct sw *sw);
 /* Intake: a write to a directory key completed at version (queued for this round's run). */
 void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
+/* The local directory's part of a control round (QSBR online). */
+void reconcile_run(struct sw *sw, const struct reconcile_want *want);
+
 /*
- * A ring change moves homes (ring_change.c, docs/design.md section 12): remove
- * every entry this switch owns whose home moves (moves(arg, keyhash) true),
- * UNREPLICATE its copies, and remember it; reconcile_rehome_install() installs the
- * remembered keys again at the home the ring now gives, set {home},
- * completed 0. Returns the entries removed. In between, no key for which
- * moves() holds is installed (its home in the workers' ring is about to be
- * wrong): arg must live until reconcile_rehome_install().
+ * Install a key this switch owns with set {home}, want replicas, its share
+ * of the requests (0: not known), and send the home REPLICATE(0). The entry,
+ * or NULL (directory full, keyhash collision, its home moving: counted).
  */
-uint32_t reconcile_rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
-uint32_t reconcile_rehome_install(struct sw *sw);
+struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
+				    uint16_t key_len, uint8_t want, double share);
+/* Remove one entry: CDT removal, then UNREPLICATE (none for a peer's key). 0 or -errno. */
+int reconcile_remove(struct sw *sw, struct cdt_entry *e);
+/*
+ * Install a key as a manual pin: with force, that replica set as it is;
+ * otherwise starting from {home}, and the next repair REPLICATEs it out to
+ * `want` replicas. The entry, or NULL with errno.
+ */
+struct cdt_entry *reconcile_pin(struct sw *sw, const void *key, size_t key_len,
+				const uint16_t *force, unsigned nforce, uint8_t want);
+/* Directory on or off; off removes every entry that is not pinned (a peer's stay). */
+void reconcile_set_enabled(struct sw *sw, bool on);
+/*
+ * A ring step is under way (rehome.c): keys for which moves(arg, keyhash)
+ * holds are not installed until it ends (moves NULL).
+ */
+void reconcile_hold(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg);
 
-/* The reconcile stage of a control round (QSBR online). now_us: CLOCK_MONOTONIC. */
-void reconcile_run(struct sw *sw, uint64_t now_us, const struct reconcile_want *want);
-
-/* The directory's figures (stats, counters of egress and workers) through f. */
-void reconcile_format_stats(struct sw *sw, struct fmt *f);
+/* What `cdtctl directory` shows: the figures, and the CDT update delay. */
+const struct reconcile_stats *reconcile_stats(const struct sw *sw);
+const struct prom_hist *reconcile_update_delay(const struct sw *sw);
 
 #endif

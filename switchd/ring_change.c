@@ -27,13 +27,13 @@
 #include <rte_rcu_qsbr.h>
 
 #include "clock.h"
-#include "peer_sync.h"
 #include "ctl.h"
 #include "egress.h"
 #include "health.h"
 #include "keyhash.h"
+#include "peer_sync.h"
 #include "rchange.h"
-#include "reconcile.h"
+#include "rehome.h"
 #include "ringmsg.h"
 #include "switchd.h"
 
@@ -54,7 +54,7 @@ struct ring_change {
 	bool changing;
 	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
 	uint64_t ready;	      /* the epoch this switch is ready for (peer.h) */
-	struct step_arg step; /* the step made ready, for reconcile's installs */
+	struct step_arg step; /* the step made ready, for rehome.c's installs */
 	struct ring target;   /* following: the ring at `ready` */
 	uint16_t leader;      /* following: the peer whose change this is */
 	uint16_t waiting_for; /* driving: a live peer not ready for the next step (0: none) */
@@ -211,31 +211,24 @@ static uint64_t published_epoch(const struct ring_change *m)
 static void tell_peers(struct sw *sw)
 {
 	struct ring_change *m = sw->ring_change;
-	const struct peer_slot *self;
-	uint64_t epoch = published_epoch(m);
 
-	if (!peer_sync_on(sw))
-		return;
-	self = &sw->peer_sync->ps.slot[0];
-	if (self->ring_epoch == epoch && self->ring_ready == (m->ready > epoch ? m->ready : epoch))
-		return;
-	peer_set_ring(&sw->peer_sync->ps, epoch, m->ready, m->changing ? m->prev.version : 0);
-	peer_sync_heartbeat(sw, clock_mono_us());
+	peer_sync_set_ring(sw, published_epoch(m), m->ready, m->changing ? m->prev.version : 0,
+			   clock_mono_us());
 }
 
 /* Driving: whether every live peer is ready for epoch (no peers: yes). */
 static bool peers_ready(struct sw *sw, uint64_t epoch, uint64_t now_us)
 {
 	struct ring_change *m = sw->ring_change;
-	unsigned lagging = 0;
+	uint16_t lagging = 0;
 	bool was_waiting = m->waiting_for != 0;
 
 	m->waiting_for = 0;
-	if (!peer_sync_on(sw) || peer_ring_ready(&sw->peer_sync->ps, epoch, now_us, &lagging))
+	if (peer_sync_ring_ready(sw, epoch, now_us, &lagging))
 		return true;
 	if (!was_waiting) /* one wait per step: counted when it begins */
 		m->peer_waits++;
-	m->waiting_for = sw->peer_sync->ps.slot[lagging].id;
+	m->waiting_for = lagging;
 	return false;
 }
 
@@ -294,7 +287,7 @@ void ring_change_run(struct sw *sw, uint64_t now_us)
 			goto out; /* out of memory: try again next round */
 		m->published = announced;
 		m->steps++;
-		m->rehomed += reconcile_rehome_install(sw);
+		m->rehomed += rehome_install(sw);
 	}
 	/* A step made ready, waiting for a peer. */
 	if (m->ready > m->epoch) {
@@ -308,7 +301,7 @@ void ring_change_run(struct sw *sw, uint64_t now_us)
 		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
 			m->step = (struct step_arg){.c = &m->change, .from = announced, .to = want};
 			/* Hot keys whose home moves leave the directory before the nodes hear. */
-			reconcile_rehome_remove(sw, home_moves, &m->step);
+			rehome_remove(sw, home_moves, &m->step);
 			m->last_step_us = now_us;
 			prepare(sw, rch_epoch(m->next.version, want), now_us);
 		}
@@ -424,7 +417,7 @@ static int follow_ready(struct sw *sw, uint64_t epoch)
 	ring_free(&m->target);
 	m->target = target;
 	m->step = (struct step_arg){.target = &m->target, .sw = sw};
-	reconcile_rehome_remove(sw, home_differs, &m->step);
+	rehome_remove(sw, home_differs, &m->step);
 	m->ready = epoch;
 	return 0;
 }
@@ -432,27 +425,18 @@ static int follow_ready(struct sw *sw, uint64_t epoch)
 void ring_change_follow(struct sw *sw, uint64_t now_us)
 {
 	struct ring_change *m = sw->ring_change;
-	struct peer_state *ps;
-	uint64_t ready = 0, prev = 0, published = 0, want;
-	uint16_t leader = 0;
+	struct peer_sync_rings peers;
+	uint64_t ready, prev, published, want;
+	uint16_t leader;
 
 	if (!peer_sync_on(sw) || (m->changing && m->driving))
 		return;
-	ps = &sw->peer_sync->ps;
 	/* The newest change a live peer is ready for, and the furthest any live peer routes by. */
-	for (unsigned s = 1; s < ps->nslots; s++) {
-		const struct peer_slot *sl = &ps->slot[s];
-
-		if (!peer_live(ps, s, now_us))
-			continue;
-		if (sl->ring_ready > ready) {
-			ready = sl->ring_ready;
-			prev = sl->ring_prev;
-			leader = sl->id;
-		}
-		if (sl->ring_epoch > published)
-			published = sl->ring_epoch;
-	}
+	peer_sync_rings(sw, now_us, &peers);
+	ready = peers.ready;
+	prev = peers.prev;
+	leader = peers.leader;
+	published = peers.published;
 	if (rch_epoch_version(ready) > m->next.version &&
 	    follow_begin(sw, leader, rch_epoch_version(ready), prev, now_us) != 0)
 		return;
@@ -465,7 +449,7 @@ void ring_change_follow(struct sw *sw, uint64_t now_us)
 			goto out;
 		if (follow_ready(sw, rch_epoch(m->next.version, RCH_COMPLETE)) == 0 &&
 		    publish_ring(sw, RCH_COMPLETE) == 0)
-			m->rehomed += reconcile_rehome_install(sw);
+			m->rehomed += rehome_install(sw);
 		goto out;
 	}
 	if (ready > m->ready && follow_ready(sw, ready) != 0)
@@ -490,7 +474,7 @@ void ring_change_follow(struct sw *sw, uint64_t now_us)
 	}
 	m->epoch = want;
 	if (want == m->ready)
-		m->rehomed += reconcile_rehome_install(sw);
+		m->rehomed += rehome_install(sw);
 out:
 	tell_peers(sw);
 }

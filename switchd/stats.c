@@ -8,10 +8,10 @@
 #include <rte_telemetry.h>
 
 #include "ctl.h"
+#include "dir_ctl.h"
 #include "fmt.h"
 #include "intake.h"
 #include "prom.h"
-#include "reconcile.h"
 #include "switchd.h"
 
 static json_t *cmd_stats(struct sw *sw, int argc, char **argv, void *aux)
@@ -65,7 +65,7 @@ static json_t *cmd_stats(struct sw *sw, int argc, char **argv, void *aux)
 	json_object_set_new(o, "digests_received",
 			    json_integer((json_int_t)intake_digests_received(sw)));
 	dir = fmt_json(&f);
-	reconcile_format_stats(sw, &f);
+	dir_ctl_format_stats(sw, &f);
 	json_object_set_new(o, "directory", dir);
 	return o;
 }

@@ -144,6 +144,9 @@ struct peer_sync;
 struct intake;
 struct decide;
 struct reconcile;
+struct replicas;
+struct ownership;
+struct rehome;
 struct egress;
 struct hot_detector;
 struct ring_change;
@@ -193,7 +196,10 @@ struct sw {
 	struct intake *intake;	  /* intake.h: the rings the workers fill */
 	struct hot_detector *hot; /* hot.h: fed by intake, read by decide */
 	struct decide *decide;	  /* decide.h: the policies */
-	struct reconcile *rec;	  /* reconcile.h: the CDT's one writer */
+	struct ownership *ownership; /* ownership.h: the directory among peers */
+	struct reconcile *rec;	  /* reconcile.h: the local directory */
+	struct replicas *replicas; /* replicas.h: where entries' copies go and are */
+	struct rehome *rehome;	  /* rehome.h: entries a ring step moves */
 	struct egress *egress;	  /* egress.h: every frame the control thread sends */
 	struct ring_change *ring_change; /* ring_change.h: ring changes */
 	volatile int stop;
