@@ -73,7 +73,7 @@ struct cdt_entry {
 	uint8_t pinned; /* control thread: manual pin, never retired automatically */
 	uint8_t want_replicas;
 	/*
-	 * Peer switches (reconcile.c writes, relaxed; workers read, relaxed):
+	 * Peer switches (ownership.c writes, relaxed; workers read, relaxed):
 	 * owner 0 = this switch owns the key; else the id of the peer switch
 	 * requests for it are sent to. spread = this switch may send reads of
 	 * it to replicas (every peer confirmed routing it here). Both unused
@@ -82,7 +82,7 @@ struct cdt_entry {
 	uint16_t owner;
 	uint8_t spread;
 	struct cdt_state *state; /* RCU: acquire load, CAS with release */
-	/* reconcile.c (control thread): the owned-list version this key joined this
+	/* ownership.c (control thread): the owned-list version this key joined this
 	 * switch's owned list at; 0 = not yet (or not owned). */
 	uint64_t owned_since;
 };

@@ -8,7 +8,11 @@
  *                completions, decision logs, addresses to resolve;
  *   decide.c     the local policy (hot-key epochs) and the peer policy
  *                (leases, cluster hot set): what the directory should hold;
- *   reconcile.c  the CDT's one writer: installs, removes, replication;
+ *   ownership.c  with peers: the directory among them (leases, claims,
+ *                our owned keys);
+ *   reconcile.c  the local directory: installs, removes (replicas.c
+ *                copies them out);
+ *   ring_change.c  a ring change's steps (rehome.c moves the entries);
  *   egress.c     every frame the control thread sends;
  *
  * then the control socket (ctl.c) answers the commands the modules registered.

@@ -20,8 +20,8 @@
 #include "payload.h"
 #include "switchd.h"
 
-#define EG_ARP_RETRY_MS 100  /* at most one ARP per address bucket per 100 ms */
-#define EG_NODE_ARP_MS	1000 /* re-ARP nodes the switch cannot reach, every second */
+#define EGRESS_ARP_RETRY_MS 100  /* at most one ARP per address bucket per 100 ms */
+#define EGRESS_NODE_ARP_MS	1000 /* re-ARP nodes the switch cannot reach, every second */
 
 struct egress {
 	uint64_t arp_last_tsc[L2_NB_SETS]; /* ARP rate limit per address bucket */
@@ -94,7 +94,7 @@ void egress_arp(struct sw *sw, uint32_t ip, uint64_t now)
 	uint64_t *last = sw->egress->arp_last_tsc;
 	uint32_t b = (ip * 2654435761u) % L2_NB_SETS;
 
-	if (ip == 0 || now - last[b] < sw->tsc_hz / 1000 * EG_ARP_RETRY_MS)
+	if (ip == 0 || now - last[b] < sw->tsc_hz / 1000 * EGRESS_ARP_RETRY_MS)
 		return;
 	last[b] = now;
 	egress_arp_request(sw, ip);
@@ -254,7 +254,7 @@ void egress_run(struct sw *sw, uint64_t now)
 	struct egress *eg = sw->egress;
 	uint8_t mac[6], port;
 
-	if (now - eg->last_node_arp_tsc < sw->tsc_hz / 1000 * EG_NODE_ARP_MS)
+	if (now - eg->last_node_arp_tsc < sw->tsc_hz / 1000 * EGRESS_NODE_ARP_MS)
 		return;
 	eg->last_node_arp_tsc = now;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++)

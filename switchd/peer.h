@@ -6,8 +6,8 @@
  * Pure logic, no DPDK and no clock of its own: every function takes the
  * caller's monotonic time in microseconds, so the unit tests drive it on a
  * simulated clock. switchd's control thread is the only caller (peer_sync.c,
- * decide.c, reconcile.c) and the only writer; cdtctl's answers are built on
- * the same thread.
+ * which alone holds a struct peer_state) and the only writer; cdtctl's
+ * answers are built on the same thread.
  *
  * What it keeps, per configured switch (slot 0 is this switch):
  *   liveness   a peer is live when a SYNC from it arrived within D = 5 x
@@ -26,8 +26,8 @@
  * From these it computes the cluster hot set (sliding-window consensus) and
  * the owner of a key (rendezvous hash over the live switches).
  */
-#ifndef SKL_PEERS_H
-#define SKL_PEERS_H
+#ifndef SKL_SW_PEER_H
+#define SKL_SW_PEER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,7 +87,7 @@ struct peer_slot {
 	uint64_t owned_version; /* complete list; 0 none */
 	uint32_t nowned;
 	struct peer_key *owned;
-	bool owned_fresh; /* a new complete list arrived since reconcile.c last applied it */
+	bool owned_fresh; /* a new complete list arrived since ownership.c last applied it */
 	/* its node scores, and when each arrived (our clock) */
 	struct sync_score score[CFG_MAX_NODES + 1];
 	uint64_t score_rx_us[CFG_MAX_NODES + 1];
@@ -95,7 +95,7 @@ struct peer_slot {
 	uint8_t sent_health[CFG_MAX_NODES + 1];
 	uint8_t sent_alive[CFG_MAX_NODES + 1];
 	bool sent_any[CFG_MAX_NODES + 1];
-	/* the version of ITS owned list we have applied (reconcile.c sets it) */
+	/* the version of ITS owned list we have applied (ownership.c's, through peer_sync.c) */
 	uint64_t applied_version;
 	/* its ring (highest heard in this incarnation); slot 0: ours (ring_change.c sets it) */
 	uint64_t ring_epoch, ring_ready, ring_prev;
@@ -123,7 +123,7 @@ struct peer_state {
 	bool hot_dirty;
 	uint32_t nhot;
 	struct peer_key *hot;
-	/* this switch's owned list (reconcile.c sets it) */
+	/* this switch's owned list (ownership.c's, through peer_sync.c) */
 	uint64_t owned_version;
 	uint32_t nowned;
 	struct peer_key *owned;

@@ -15,8 +15,8 @@
  * A switch without peers has no struct peer_sync: peer_sync_on() is false
  * and the directory behaves exactly as it does alone.
  */
-#ifndef SKL_SW_CLUSTER_H
-#define SKL_SW_CLUSTER_H
+#ifndef SKL_SW_PEER_SYNC_H
+#define SKL_SW_PEER_SYNC_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -112,7 +112,7 @@ static inline void want_neighbour(struct sw_worker *w, uint32_t ip)
  * Hold the sum of changes in a register as it stands (the Linux kernel's
  * OPTIMIZER_HIDE_VAR(); no instruction): GCC would otherwise reassociate a
  * datagram's changes into one sum at its end and keep each old field's value
- * on the stack until then (11 instructions per request, by callgrind).
+ * on the stack until then, which costs the request path instructions.
  */
 #define CSUM_HOLD(acc) __asm__("" : "+r"(acc))
 

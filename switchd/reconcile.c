@@ -20,7 +20,7 @@
 _Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.max_replicas");
 
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
-#define REC_COMPLETIONS SW_COMPLETION_RING
+#define RECONCILE_COMPLETIONS SW_COMPLETION_RING
 
 struct reconcile_completion {
 	uint64_t keyhash;
@@ -34,10 +34,10 @@ struct reconcile_completion {
  * holds a node besides the home, i.e. reads of it are spread. Measured by the
  * control round (so at its resolution), not by the workers: the fast path
  * does nothing more for it. A key retired first, or still waiting after
- * REC_DELAY_GIVE_UP_US, is counted as never served.
+ * RECONCILE_DELAY_GIVE_UP_US, is counted as never served.
  */
-#define REC_PENDING	     1024
-#define REC_DELAY_GIVE_UP_US (60ull * 1000 * 1000)
+#define RECONCILE_PENDING	     1024
+#define RECONCILE_DELAY_GIVE_UP_US (60ull * 1000 * 1000)
 
 struct reconcile_pending {
 	uint64_t keyhash;
@@ -47,9 +47,9 @@ struct reconcile_pending {
 struct reconcile {
 	struct reconcile_stats stats; /* control thread writes; commands read on the same thread */
 	uint32_t ncompleted;
-	struct reconcile_completion completed[REC_COMPLETIONS];
+	struct reconcile_completion completed[RECONCILE_COMPLETIONS];
 	uint32_t npending;
-	struct reconcile_pending pending[REC_PENDING];
+	struct reconcile_pending pending[RECONCILE_PENDING];
 	struct prom_hist update_delay; /* control thread writes, relaxed */
 	/* A ring step: keys whose home moves in it are not installed (NULL: none). */
 	bool (*moving)(void *arg, uint64_t keyhash);
@@ -85,9 +85,9 @@ void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 {
 	struct reconcile *r = sw->rec;
 
-	/* Never full (intake takes at most REC_COMPLETIONS a round); if it were, the
+	/* Never full (intake takes at most RECONCILE_COMPLETIONS a round); if it were, the
 	 * epoch's repair would copy the version out. */
-	if (r->ncompleted < REC_COMPLETIONS)
+	if (r->ncompleted < RECONCILE_COMPLETIONS)
 		r->completed[r->ncompleted++] =
 		    (struct reconcile_completion){.keyhash = keyhash, .version = version};
 }
@@ -141,7 +141,7 @@ struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8
 	e->want_replicas = want;
 	replicas_set_share(sw, e, share);
 	r->stats.installs++;
-	if (want > 1 && r->npending < REC_PENDING)
+	if (want > 1 && r->npending < RECONCILE_PENDING)
 		r->pending[r->npending++] = (struct reconcile_pending){keyhash, clock_mono_us()};
 	else if (want > 1)
 		r->stats.delay_unmeasured++;
@@ -272,7 +272,7 @@ static void measure_update_delay(struct sw *sw)
 
 		if (e && cdt_entry_state(e)->nreplicas > 1)
 			prom_hist_observe_ns(&r->update_delay, (now_us - p->since_us) * 1000);
-		else if (!e || now_us - p->since_us > REC_DELAY_GIVE_UP_US)
+		else if (!e || now_us - p->since_us > RECONCILE_DELAY_GIVE_UP_US)
 			r->stats.never_served++;
 		else
 			r->pending[kept++] = *p;

@@ -37,7 +37,7 @@
 #include "ringmsg.h"
 #include "switchd.h"
 
-#define MEMBERS_MAX_CFGS 64
+#define RING_CHANGE_MAX_CFGS 64
 
 /* The keys whose home moves in a ring step: between `from` and `to` active arcs, or (follower)
  * between the workers' ring and `target`. */
@@ -49,7 +49,7 @@ struct step_arg {
 };
 
 struct ring_change {
-	struct cfg *cfgs[MEMBERS_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
+	struct cfg *cfgs[RING_CHANGE_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
 	uint32_t ncfgs;
 	bool changing;
 	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
@@ -266,7 +266,7 @@ void ring_change_run(struct sw *sw, uint64_t now_us)
 		goto out;
 	announced = rch_epoch_active(m->epoch);
 	if (!all_acked(sw)) {
-		if (now_us - m->last_send_us >= MEMBERS_RESEND_MS * 1000ull) {
+		if (now_us - m->last_send_us >= RING_CHANGE_RESEND_MS * 1000ull) {
 			m->last_send_us = now_us;
 			send_ring(sw, true, false);
 		}
@@ -298,7 +298,7 @@ void ring_change_run(struct sw *sw, uint64_t now_us)
 	if (announced < m->change.narcs) {
 		want =
 		    rch_active_at(m->change.narcs, (now_us - m->start_us) / 1000, sw->cfg->ramp_ms);
-		if (want > announced && now_us - m->last_step_us >= MEMBERS_STEP_MS * 1000ull) {
+		if (want > announced && now_us - m->last_step_us >= RING_CHANGE_STEP_MS * 1000ull) {
 			m->step = (struct step_arg){.c = &m->change, .from = announced, .to = want};
 			/* Hot keys whose home moves leave the directory before the nodes hear. */
 			rehome_remove(sw, home_moves, &m->step);
@@ -312,7 +312,7 @@ void ring_change_run(struct sw *sw, uint64_t now_us)
 		prepare(sw, rch_epoch(m->next.version, RCH_COMPLETE), now_us);
 		goto out;
 	}
-	if (now_us - m->last_send_us >= MEMBERS_POLL_MS * 1000ull) {
+	if (now_us - m->last_send_us >= RING_CHANGE_POLL_MS * 1000ull) {
 		m->last_send_us = now_us;
 		send_ring(sw, true, true);
 	}
@@ -344,9 +344,9 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 	char err[CFG_ERR_LEN];
 	bool stepwise = !m->changing && prev == m->next.version;
 
-	if (now_us < m->next_try_us || m->ncfgs == MEMBERS_MAX_CFGS)
+	if (now_us < m->next_try_us || m->ncfgs == RING_CHANGE_MAX_CFGS)
 		return -1;
-	m->next_try_us = now_us + MEMBERS_FOLLOW_RETRY_MS * 1000ull;
+	m->next_try_us = now_us + RING_CHANGE_FOLLOW_RETRY_MS * 1000ull;
 	next = malloc(sizeof(*next));
 	if (!next)
 		return -1;
@@ -694,7 +694,7 @@ static json_t *apply(struct sw *sw, const char *path)
 		return ctl_error("%s: a ring change is in progress; wait until `cdtctl ring show` "
 				 "says it is stable",
 				 path);
-	if (m->ncfgs == MEMBERS_MAX_CFGS)
+	if (m->ncfgs == RING_CHANGE_MAX_CFGS)
 		return ctl_error("%s: too many ring changes for one switch process; restart it",
 				 path);
 	next = malloc(sizeof(*next));

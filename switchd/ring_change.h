@@ -2,15 +2,15 @@
  * ring_change.h - ring changes at the switch (docs/design.md section 12): the
  * operator's `ring apply FILE` and `ring show`, and the change it drives.
  *
- * A stage of the control round after reconcile (order 6 in docs/design.md
+ * A stage of the control round after reconcile (order 8 in docs/design.md
  * section 11): ring_change_run() announces each step's ring epoch to the nodes
  * with RING (egress), waits for every node's answer (intake hands them in,
  * ring_change_take_reply()), removes the directory entries whose home moves
- * before a step and installs them again after it (reconcile), and publishes
+ * before a step and installs them again after it (rehome.h), and publishes
  * the step's effective ring to the workers (sw->ring, RCU).
  */
-#ifndef SKL_SW_MEMBERS_H
-#define SKL_SW_MEMBERS_H
+#ifndef SKL_SW_RING_CHANGE_H
+#define SKL_SW_RING_CHANGE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,10 +18,10 @@
 struct sw;
 struct wire_msg;
 
-#define MEMBERS_RESEND_MS	100 /* RING again to a node that has not answered the epoch */
-#define MEMBERS_POLL_MS		500 /* RING again to a previous home whose warm-up runs */
-#define MEMBERS_STEP_MS		100 /* a ramp's steps at most this often: each one is a RING round */
-#define MEMBERS_FOLLOW_RETRY_MS 1000 /* a peer's change our config file lacks: read it again */
+#define RING_CHANGE_RESEND_MS	100 /* RING again to a node that has not answered the epoch */
+#define RING_CHANGE_POLL_MS		500 /* RING again to a previous home whose warm-up runs */
+#define RING_CHANGE_STEP_MS		100 /* a ramp's steps at most this often: each one is a RING round */
+#define RING_CHANGE_FOLLOW_RETRY_MS 1000 /* a peer's change our config file lacks: read it again */
 
 int ring_change_init(struct sw *sw, char *err, size_t errlen);
 void ring_change_fini(struct sw *sw);

@@ -10,8 +10,9 @@
  *                         ctl_tx_ring), the control socket. Each round
  *                         (sw_control_poll, daemon.c) runs a one-way pipeline:
  *                         intake.c (the rings workers fill) -> decide.c (the
- *                         policies) -> reconcile.c (the CDT's one writer) ->
- *                         egress.c (every frame sent); then ctl.c serves
+ *                         policies) -> ownership.c and reconcile.c (the
+ *                         CDT's writers) -> egress.c (every frame sent);
+ *                         then ctl.c serves
  *                         the commands the modules registered.
  *   telemetry thread(s)   read counters, scores, the CDT and published
  *                         snapshots (QSBR reader `nworkers + 1`, serialised

@@ -16,10 +16,10 @@
 
 /*
  * Replica sets come in two sizes. Up to CDT_SMALL_REPLICAS a state is one
- * 56-byte object, the layout every set had before larger ones existed: the
- * common sets cost what they did. A larger set (a key hotter than 16 nodes can
- * serve, at hundreds of nodes; directory.max_replicas above 16) is a larger
- * object of the same layout with more replica slots after the header.
+ * 56-byte object, so the common sets cost one fixed-size copy. A larger set
+ * (a key hotter than 16 nodes can serve, at hundreds of nodes;
+ * directory.max_replicas above 16) is a larger object of the same layout
+ * with more replica slots after the header.
  */
 #define CDT_SMALL_REPLICAS 16
 #define CDT_MAX_REPLICAS   128
@@ -47,7 +47,7 @@ union cdt_state_room {
 /*
  * The most replicas a set may hold when directory.max_replicas is max: the
  * small size at least (sets grow past `want` by RC_ACKs of write-through
- * holders up to there, as before larger sets existed), max above it.
+ * holders up to there), max above it.
  */
 static inline unsigned cdt_state_cap(unsigned max_replicas)
 {
@@ -84,12 +84,12 @@ static inline bool cdt_state_has(const struct cdt_state *s, uint16_t node)
  * (the home) when the set has spare_from members or more
  * (directory.spare_home_from; 0: never) and the home first, else 0. The
  * home applies every write of the key and pushes it to the copies, so its
- * part of the key is its writes. Least expected delay alone gave the home of
- * the hottest key its share of reads too: at 64 nodes it was the busiest
- * node of every run (docs/benchmarks.md). The home is first in every set
- * its write replies and REPLICATEs made; a set whose first member is not the
- * home (a forced pin listing it later, a set a copy's reply of a newer
- * version started) weighs it like the others. The switch's reads and the
+ * part of the key is its writes: weighed by least expected delay alone, it
+ * would take its share of the reads on top of them, and the home of the
+ * hottest key would be the busiest node (docs/benchmarks.md). The home is
+ * first in every set its write replies and REPLICATEs made; a set whose
+ * first member is not the home (a forced pin listing it later, a set a
+ * copy's reply of a newer version started) weighs it like the others. The switch's reads and the
  * simulator's both ask here.
  */
 static inline unsigned cdt_state_read_skip(const struct cdt_state *s, uint16_t home,

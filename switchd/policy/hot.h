@@ -11,8 +11,8 @@
  * `retire_epochs` epochs in a row. Single-threaded by design: only the
  * control thread calls any of this.
  */
-#ifndef SKL_HOTKEYS_H
-#define SKL_HOTKEYS_H
+#ifndef SKL_SW_HOT_H
+#define SKL_SW_HOT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -58,7 +58,7 @@ void place_clear(struct place *p);
 /*
  * The keys outside the directory, share s (0..1) of the requests, follow the
  * ring: each node is charged s times its arcs' share of the ring (the uniform
- * ring's own unevenness: max/mean 1.24 at 1024 nodes). Arcs are measured
+ * ring's own unevenness). Arcs are measured
  * again only when the ring changes.
  */
 void place_charge_ring(struct place *p, const struct ring *r, double share);

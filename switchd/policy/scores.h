@@ -8,7 +8,7 @@
  *                   from each node (a wrapping counter: a reply may come back
  *                   through another worker). In-flight = sum over workers -
  *                   forgotten. A shared counter would need a locked add per
- *                   request (a sixth of the fast path's cycles, measured); the
+ *                   request, a large part of the fast path's cycles; the
  *                   sum costs one load per worker and candidate, and only for
  *                   directory reads.
  *   forgotten[]     the control thread: in-flight it wrote off as lost.
