@@ -190,10 +190,11 @@ static json_t *cmd_cdt_pin(struct sw *sw, int argc, char **argv, void *aux)
 			unsigned long n = strtoul(argv[i + 1], &end, 10);
 
 			if (*end || n < 1 || n > sw->cdt->cap)
-				return ctl_error("cdt pin: replicas: expected 1 up to the directory's "
-						 "cap (16, or directory.max_replicas above it), "
-						 "got \"%s\"",
-						 argv[i + 1]);
+				return ctl_error(
+				    "cdt pin: replicas: expected 1 up to the directory's "
+				    "cap (16, or directory.max_replicas above it), "
+				    "got \"%s\"",
+				    argv[i + 1]);
 			want = (unsigned)n;
 		} else if (!strcmp(argv[i], "force")) {
 			char list[512], *save = NULL;

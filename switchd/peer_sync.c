@@ -133,7 +133,8 @@ void peer_sync_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t
 
 /* ---- Health from peers. ---------------------------------------------------------------------- */
 
-int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive)
+int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health,
+			 bool *alive)
 {
 	struct peer_sync *c = sw->peer_sync;
 	const struct dig_node_stats *own;
@@ -408,8 +409,8 @@ bool peer_sync_claims(const struct sw *sw, uint16_t owner, uint64_t keyhash, uin
 }
 
 void peer_sync_follow_claims(struct sw *sw, uint64_t now_us, bool all,
-			     bool (*apply)(struct sw *sw, uint16_t peer, const struct peer_key *keys,
-					   uint32_t n))
+			     bool (*apply)(struct sw *sw, uint16_t peer,
+					   const struct peer_key *keys, uint32_t n))
 {
 	struct peer_state *ps = &sw->peer_sync->ps;
 
@@ -417,7 +418,8 @@ void peer_sync_follow_claims(struct sw *sw, uint64_t now_us, bool all,
 		struct peer_slot *sl = &ps->slot[s];
 
 		if (!peer_live(ps, s, now_us)) {
-			sl->applied_version = 0; /* when it is back, it must hear us confirm afresh */
+			/* When it is back, it must hear us confirm afresh. */
+			sl->applied_version = 0;
 			continue;
 		}
 		if (!all && !sl->owned_fresh)

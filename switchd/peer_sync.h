@@ -69,7 +69,8 @@ void peer_sync_receive(struct sw *sw, const uint8_t *dgram, size_t len, uint64_t
  * *alive are replaced by the peer's and the peer's slot is returned (>0);
  * else 0 and nothing changes.
  */
-int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health, bool *alive);
+int peer_sync_node_score(struct sw *sw, uint16_t node, uint64_t now_us, uint8_t *health,
+			 bool *alive);
 
 /* Name of the switch a node's score comes from now (NULL: this switch's own digests). */
 const char *peer_sync_score_source(const struct sw *sw, uint16_t node);
@@ -111,8 +112,8 @@ bool peer_sync_claims(const struct sw *sw, uint16_t owner, uint64_t keyhash, uin
  * peer that is not live must confirm afresh when it is back.
  */
 void peer_sync_follow_claims(struct sw *sw, uint64_t now_us, bool all,
-			     bool (*apply)(struct sw *sw, uint16_t peer, const struct peer_key *keys,
-					   uint32_t n));
+			     bool (*apply)(struct sw *sw, uint16_t peer,
+					   const struct peer_key *keys, uint32_t n));
 /* Keys our owned list may hold (directory.max_keys, capped). */
 uint32_t peer_sync_owned_cap(const struct sw *sw);
 /*

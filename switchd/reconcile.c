@@ -36,7 +36,7 @@ struct reconcile_completion {
  * does nothing more for it. A key retired first, or still waiting after
  * RECONCILE_DELAY_GIVE_UP_US, is counted as never served.
  */
-#define RECONCILE_PENDING	     1024
+#define RECONCILE_PENDING	   1024
 #define RECONCILE_DELAY_GIVE_UP_US (60ull * 1000 * 1000)
 
 struct reconcile_pending {
@@ -60,6 +60,7 @@ struct reconcile {
  * control round; seconds mean something is wrong (the alert is at 1 s). */
 static const double update_delay_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 					     0.25,  0.5,    1,	   2.5,	 5,	10};
+
 int reconcile_init(struct sw *sw, char *err, size_t errlen)
 {
 	struct reconcile *r = calloc(1, sizeof(*r));
@@ -68,7 +69,7 @@ int reconcile_init(struct sw *sw, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory for the directory manager");
 		return -1;
 	}
-	sw->rec = r;
+	sw->reconcile = r;
 	prom_hist_init(&r->update_delay, update_delay_bounds, RTE_DIM(update_delay_bounds));
 	r->stats.enabled = sw->cfg->directory.enabled;
 	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
@@ -77,13 +78,13 @@ int reconcile_init(struct sw *sw, char *err, size_t errlen)
 
 void reconcile_fini(struct sw *sw)
 {
-	free(sw->rec);
-	sw->rec = NULL;
+	free(sw->reconcile);
+	sw->reconcile = NULL;
 }
 
 void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 {
-	struct reconcile *r = sw->rec;
+	struct reconcile *r = sw->reconcile;
 
 	/* Never full (intake takes at most RECONCILE_COMPLETIONS a round); if it were, the
 	 * epoch's repair would copy the version out. */
@@ -117,7 +118,7 @@ int reconcile_remove(struct sw *sw, struct cdt_entry *e)
 struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
 				    uint16_t key_len, uint8_t want, double share)
 {
-	struct reconcile *r = sw->rec;
+	struct reconcile *r = sw->reconcile;
 	uint16_t home = ring_home(sw_ring(sw), keyhash);
 	struct cdt_entry *e;
 
@@ -171,8 +172,8 @@ struct cdt_entry *reconcile_pin(struct sw *sw, const void *key, size_t key_len,
 
 void reconcile_hold(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg)
 {
-	sw->rec->moving = moves;
-	sw->rec->moving_arg = arg;
+	sw->reconcile->moving = moves;
+	sw->reconcile->moving_arg = arg;
 }
 
 /* ---- Local policy: the epoch's hot set. -------------------------------------------------- */
@@ -180,7 +181,7 @@ void reconcile_hold(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), v
 /* Install or refresh the epoch's hot keys; retire the ones gone cold. */
 static void follow_epoch(struct sw *sw, const struct hot_report *r)
 {
-	struct reconcile_stats *st = &sw->rec->stats;
+	struct reconcile_stats *st = &sw->reconcile->stats;
 	uint32_t installs = 0, retires = 0;
 
 	if (peer_sync_on(sw)) {
@@ -216,7 +217,8 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 		const struct hot_key *k = &r->hot[i];
 
 		if (!cdt_find(sw->cdt, k->keyhash) &&
-		    reconcile_install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas, k->share))
+		    reconcile_install(sw, k->keyhash, k->key, k->key_len, (uint8_t)k->replicas,
+				      k->share))
 			installs++;
 	}
 	st->hot_set = r->nhot;
@@ -228,7 +230,7 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 
 void reconcile_set_enabled(struct sw *sw, bool on)
 {
-	struct reconcile_stats *st = &sw->rec->stats;
+	struct reconcile_stats *st = &sw->reconcile->stats;
 
 	__atomic_store_n(&sw->dir_on, on, __ATOMIC_RELAXED);
 	st->enabled = on;
@@ -262,7 +264,7 @@ void reconcile_set_enabled(struct sw *sw, bool on)
  */
 static void measure_update_delay(struct sw *sw)
 {
-	struct reconcile *r = sw->rec;
+	struct reconcile *r = sw->reconcile;
 	uint64_t now_us = clock_mono_us();
 	uint32_t kept = 0;
 
@@ -282,7 +284,7 @@ static void measure_update_delay(struct sw *sw)
 
 void reconcile_run(struct sw *sw, const struct reconcile_want *want)
 {
-	struct reconcile *r = sw->rec;
+	struct reconcile *r = sw->reconcile;
 
 	/* A write shrank a set to {home}: copy the new version out right away. */
 	for (uint32_t i = 0; i < r->ncompleted; i++) {
@@ -302,10 +304,10 @@ void reconcile_run(struct sw *sw, const struct reconcile_want *want)
 
 const struct reconcile_stats *reconcile_stats(const struct sw *sw)
 {
-	return &sw->rec->stats;
+	return &sw->reconcile->stats;
 }
 
 const struct prom_hist *reconcile_update_delay(const struct sw *sw)
 {
-	return &sw->rec->update_delay;
+	return &sw->reconcile->update_delay;
 }

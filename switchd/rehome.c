@@ -93,10 +93,12 @@ uint32_t rehome_install(struct sw *sw)
 	struct rehome *r = sw->rehome;
 	uint32_t done = 0;
 
-	reconcile_hold(sw, NULL, NULL); /* the step is published: every home is the workers' ring's */
+	/* The step is published: every home is the workers' ring's. */
+	reconcile_hold(sw, NULL, NULL);
 	for (uint32_t i = 0; i < r->nmoved; i++) {
 		struct rehome_moved *m = &r->moved[i];
-		struct cdt_entry *e = reconcile_install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
+		struct cdt_entry *e =
+		    reconcile_install(sw, m->keyhash, m->key, m->key_len, m->want, 0);
 
 		if (e) {
 			e->pinned = m->pinned;

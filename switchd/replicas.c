@@ -148,8 +148,7 @@ void replicas_charge(struct sw *sw)
  * (nodes/repl.c), so no replica gets a version the switch has not seen
  * complete.
  */
-void replicas_add(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st,
-		  uint64_t version)
+void replicas_add(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st, uint64_t version)
 {
 	struct wire_replicate req = {.owner = sw->self->id};
 	unsigned want = e->want_replicas;
@@ -185,8 +184,8 @@ void replicas_note_set(struct sw *sw, const struct cdt_entry *e)
 	copies_add(copies, e->home);
 }
 
-void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash,
-		   const uint8_t *key, uint16_t key_len)
+void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash, const uint8_t *key,
+		   uint16_t key_len)
 {
 	struct replicas_copies *copies = &sw->replicas->copies[index];
 
@@ -227,8 +226,7 @@ static void trim(struct sw *sw, struct cdt_entry *e)
 	uint64_t worst = 0;
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
-	if (st->nreplicas <= e->want_replicas || e->pinned || e->owner != 0 ||
-	    key_len == 0)
+	if (st->nreplicas <= e->want_replicas || e->pinned || e->owner != 0 || key_len == 0)
 		return;
 	for (unsigned i = 0; i < st->nreplicas; i++) {
 		uint16_t id = st->replicas[i];

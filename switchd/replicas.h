@@ -37,8 +37,7 @@ void replicas_set_share(struct sw *sw, const struct cdt_entry *e, double share);
  * Ask e's home to copy version (0: its current one) to as many new nodes as
  * the set st is short of. Nothing for a peer's key, or while a lease is missing.
  */
-void replicas_add(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st,
-		  uint64_t version);
+void replicas_add(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st, uint64_t version);
 /* REPLICATE the entry's completed version to as many nodes as it is short of. */
 void replicas_add_completed(struct sw *sw, struct cdt_entry *e);
 /*
@@ -53,8 +52,8 @@ void replicas_note_set(struct sw *sw, const struct cdt_entry *e);
  * After the entry at index was removed: UNREPLICATE to every node that may
  * hold a copy of its key (when owned: this switch's copies), then forget them.
  */
-void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash,
-		   const uint8_t *key, uint16_t key_len);
+void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash, const uint8_t *key,
+		   uint16_t key_len);
 
 /* Copies dropped from sets grown past what their key wants. */
 uint64_t replicas_trims(const struct sw *sw);

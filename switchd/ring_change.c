@@ -396,8 +396,9 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 	memset(m->incoming, 0, sizeof(m->incoming));
 	if (stepwise)
 		rch_count_by_node(&m->change, m->outgoing, m->incoming);
-	log_info("ring: following %s from version %lu to %lu (%s)", peer_sync_switch_name(sw, leader),
-		 (unsigned long)m->prev.version, (unsigned long)version,
+	log_info("ring: following %s from version %lu to %lu (%s)",
+		 peer_sync_switch_name(sw, leader), (unsigned long)m->prev.version,
+		 (unsigned long)version,
 		 stepwise ? "step by step" : "straight to the new ring: ours was older");
 	return 0;
 }

@@ -191,17 +191,18 @@ struct sw {
 	uint8_t debug;	       /* relaxed atomic: decision logs for every request */
 	uint8_t dir_on;	       /* relaxed atomic: hot-key sampling and management on */
 	uint32_t sample_every; /* sample 1 in N requests for hot-key detection */
-	uint32_t spare_home_from; /* directory.spare_home_from: sets this large, home first, read past it */
+	/* directory.spare_home_from: sets this large, home first, read past it */
+	uint32_t spare_home_from;
 	/* The control round's stages (control thread only, but for the rings
 	 * intake_sample() and intake_completed() fill). */
-	struct intake *intake;	  /* intake.h: the rings the workers fill */
-	struct hot_detector *hot; /* hot.h: fed by intake, read by decide */
-	struct decide *decide;	  /* decide.h: the policies */
-	struct ownership *ownership; /* ownership.h: the directory among peers */
-	struct reconcile *rec;	  /* reconcile.h: the local directory */
-	struct replicas *replicas; /* replicas.h: where entries' copies go and are */
-	struct rehome *rehome;	  /* rehome.h: entries a ring step moves */
-	struct egress *egress;	  /* egress.h: every frame the control thread sends */
+	struct intake *intake;		 /* intake.h: the rings the workers fill */
+	struct hot_detector *hot;	 /* hot.h: fed by intake, read by decide */
+	struct decide *decide;		 /* decide.h: the policies */
+	struct ownership *ownership;	 /* ownership.h: the directory among peers */
+	struct reconcile *reconcile;	 /* reconcile.h: the local directory */
+	struct replicas *replicas;	 /* replicas.h: where entries' copies go and are */
+	struct rehome *rehome;		 /* rehome.h: entries a ring step moves */
+	struct egress *egress;		 /* egress.h: every frame the control thread sends */
 	struct ring_change *ring_change; /* ring_change.h: ring changes */
 	volatile int stop;
 	uint32_t idle_sleep_us;
