@@ -91,6 +91,9 @@ void dir_ctl_format_stats(struct sw *sw, struct fmt *f)
 	fmt_gauge(f, "capacity", "Directory entries available (directory.max_keys)",
 		  sw->cdt->max_entries);
 	fmt_gauge(f, "hot_set", "Keys in the last epoch's hot set", d->hot_set);
+	fmt_gauge(f, "write_heavy",
+		  "Keys of the last epoch's hot set not copied: their writes would cost more",
+		  d->write_heavy);
 	fmt_gauge(f, "epoch_installs", "Keys installed in the last epoch", d->last_installs);
 	fmt_gauge(f, "epoch_retires", "Keys retired in the last epoch", d->last_retires);
 	fmt_counter(f, "epochs", "Hot-key epochs ended", d->epochs);

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "keyhash.h"
+#include "log.h"
 #include "peer_sync.h"
 #include "prom.h"
 #include "replicas.h"
@@ -115,6 +116,19 @@ int reconcile_remove(struct sw *sw, struct cdt_entry *e)
 	return 0;
 }
 
+/*
+ * e's key takes the want of the epoch's hot key k. Said in the log when its
+ * writes take a copied key back to its home (docs/design.md section 13).
+ */
+static void set_want(struct cdt_entry *e, const struct hot_key *k)
+{
+	if (k->replicas < k->share_replicas && e->want_replicas > k->replicas)
+		log_info("directory: keyhash %016llx: %.0f%% writes: copies cost more than they"
+			 " give, kept at its home",
+			 (unsigned long long)k->keyhash, 100 * k->write_share);
+	e->want_replicas = (uint8_t)k->replicas;
+}
+
 struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
 				    uint16_t key_len, uint8_t want, double share)
 {
@@ -191,10 +205,12 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 		return;
 	}
 	/* The hot keys installed already take their new want and share; the cold go. */
+	st->write_heavy = 0;
 	for (uint32_t i = 0; i < r->nhot; i++) {
 		const struct hot_key *k = &r->hot[i];
 		struct cdt_entry *e = cdt_find(sw->cdt, k->keyhash);
 
+		st->write_heavy += k->replicas < k->share_replicas;
 		if (!e)
 			continue;
 		if (!cdt_entry_is(e, k->key, k->key_len)) {
@@ -203,7 +219,7 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 		}
 		replicas_set_share(sw, e, k->share);
 		if (!e->pinned)
-			e->want_replicas = (uint8_t)k->replicas;
+			set_want(e, k);
 	}
 	for (uint32_t i = 0; i < r->nretired; i++) {
 		struct cdt_entry *e = cdt_find(sw->cdt, r->retired[i]);

@@ -46,6 +46,7 @@ struct reconcile_want {
 struct reconcile_stats {
 	bool enabled;
 	uint32_t hot_set;	/* keys in the last epoch's hot set */
+	uint32_t write_heavy;	/* of them, kept uncopied by their writes (section 13) */
 	uint32_t last_installs; /* in the last epoch */
 	uint32_t last_retires;	/* in the last epoch */
 	uint64_t epochs;

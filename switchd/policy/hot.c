@@ -237,9 +237,9 @@ void hot_epoch(struct hot_detector *h, struct hot_report *out)
 		k->count = counts[i];
 		k->share = h->samples ? (double)counts[i] / (double)h->samples : 0;
 		k->write_share = name->seen ? (double)name->writes / name->seen : 0;
-		k->replicas = hot_replicas_for_writes(
-		    hot_replicas_for_share(k->share, h->nnodes, h->max_replicas, h->replica_factor),
-		    k->write_share, h->push_cost);
+		k->share_replicas =
+		    hot_replicas_for_share(k->share, h->nnodes, h->max_replicas, h->replica_factor);
+		k->replicas = hot_replicas_for_writes(k->share_replicas, k->write_share, h->push_cost);
 		k->key_len = name->key_len;
 		memcpy(k->key, name->key, name->key_len);
 		name->cold_epochs = 0;

@@ -32,8 +32,10 @@ struct hot_key {
 	uint64_t count;	   /* samples this epoch */
 	double share;	   /* count / samples this epoch */
 	double write_share; /* of its samples this epoch, the writes (PUT, DEL) */
-	uint16_t replicas; /* how many nodes should serve it, home included: by share, then
-			    * by writes (hot_replicas_for_writes()) */
+	uint16_t share_replicas; /* what its share alone asks for (hot_replicas_for_share()) */
+	uint16_t replicas; /* how many nodes should serve it, home included: share_replicas,
+			    * or 1 where its writes make copies cost more than they give
+			    * (hot_replicas_for_writes()) */
 	uint16_t key_len;
 	uint8_t key[HOT_MAX_KEY];
 };
