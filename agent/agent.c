@@ -379,6 +379,29 @@ int skl_create(const struct cfg *cfg, const struct skl_options *opt, struct skl_
 	return agent_new(cfg, sw, nsw, opt, out);
 }
 
+int skl_create_file(const char *path, const struct skl_options *opt, struct skl_agent **out,
+		    char *err, size_t errlen)
+{
+	char msg[CFG_ERR_LEN];
+	struct cfg *cfg;
+	int rc;
+
+	if (!path || !out)
+		return -EINVAL;
+	cfg = malloc(sizeof(*cfg)); /* tens of KB: not on the caller's stack */
+	if (!cfg)
+		return -ENOMEM;
+	if (cfg_load(path, cfg, msg, sizeof(msg)) != 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", msg);
+		free(cfg);
+		return -EINVAL;
+	}
+	rc = skl_create(cfg, opt, out);
+	free(cfg);
+	return rc;
+}
+
 int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 		     const struct skl_node_addr *nodes, size_t nnodes,
 		     const struct skl_options *opt, struct skl_agent **out)

@@ -153,6 +153,15 @@ struct skl_node_addr {
 int skl_create(const struct cfg *cfg, const struct skl_options *opt, struct skl_agent **out);
 
 /*
+ * Create an agent from a cluster config file (/etc/skewless/cluster.json,
+ * docs/config.md); MOVED replies reload it. A file that does not load returns
+ * -EINVAL with the loader's one-line message in err (when err is not NULL):
+ * the file, the key and what was expected.
+ */
+int skl_create_file(const char *path, const struct skl_options *opt, struct skl_agent **out,
+		    char *err, size_t errlen);
+
+/*
  * Create an agent from explicit addresses: switches in the order to try them
  * (nswitches may be 0, then only direct routing works) and the ring's nodes.
  * Agent parameters are the documented config defaults unless opt sets them.

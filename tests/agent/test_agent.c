@@ -853,6 +853,37 @@ START_TEST(argument_checks)
 }
 END_TEST
 
+/* skl_create_file(): the example config loads; a bad file says why and makes nothing. */
+START_TEST(create_from_file)
+{
+	char path[512], err[512] = "";
+	struct skl_agent *a = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/conf/testbed.json", getenv("SKL_SOURCE_ROOT"));
+	ck_assert_int_eq(skl_create_file(path, NULL, &a, err, sizeof(err)), 0);
+	ck_assert_str_eq(skl_node_name(a, 1), "n1");
+	skl_close(a);
+
+	a = NULL;
+	ck_assert_int_eq(skl_create_file("/nonexistent/cluster.json", NULL, &a, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_null(a);
+	ck_assert_msg(strstr(err, "/nonexistent/cluster.json") != NULL, "%s", err);
+
+	snprintf(path, sizeof(path), "/tmp/skl-agent-cfg-%d.json", (int)getpid());
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"service\":{\"port\":\"x\"}}", f);
+	fclose(f);
+	ck_assert_int_eq(skl_create_file(path, NULL, &a, err, sizeof(err)), -EINVAL);
+	unlink(path);
+	ck_assert_ptr_null(a);
+	ck_assert_msg(strstr(err, "port") != NULL, "%s", err);
+	ck_assert_int_eq(skl_create_file(path, NULL, &a, NULL, 0), -EINVAL); /* err is optional */
+}
+END_TEST
+
 START_TEST(sync_wrappers)
 {
 	/* The sync wrappers block in skl_poll(), so the fake node answers from a
@@ -896,6 +927,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, ten_thousand_in_flight_unique_req_ids);
+	tcase_add_test(tc, create_from_file);
 	tcase_add_test(tc, req_id_not_reused_while_in_flight);
 	tcase_add_test(tc, close_cancels_in_flight);
 	tcase_add_test(tc, timeout_and_retry_counts);
