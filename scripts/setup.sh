@@ -19,6 +19,7 @@ packages=(
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison
 	iproute2 ethtool gnuplot-nox procps		# testbed, demo plots
+	debhelper dpkg-dev systemd			# Debian packages (debian/), their test
 )
 
 missing=()

@@ -11,6 +11,8 @@
 #                       switchd); only skewless binaries and python3 drivers
 #   DPDK runtime dirs   /var/run/dpdk/PREFIX*
 #   run folders         /tmp/PREFIX*
+#   Debian packages     those /tmp/PREFIXpkg-installed lists, purged
+#                       (tests/packaging/debian.sh installs them)
 # --check removes nothing: it lists what is left and exits 1 if anything is.
 set -uo pipefail
 check=
@@ -57,6 +59,13 @@ processes | sort -u | xargs -r kill -KILL 2>/dev/null
 # A killed process is gone from its namespace once reaped; give them a moment.
 for _ in $(seq 50); do [ -z "$(processes)" ] && break; sleep 0.1; done
 for ns in $(namespaces); do ip netns del "$ns" 2>/dev/null; done
+marker=/tmp/"$prefix"pkg-installed
+if [ -s "$marker" ]; then
+	while read -r p; do
+		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qvx not-installed && echo "$p"
+	done <"$marker" | xargs -r env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q \
+		-o DPkg::Lock::Timeout=300 >/dev/null
+fi
 rm -rf /var/run/dpdk/"$prefix"* /tmp/"$prefix"*
 left=$(leftovers)
 [ -z "$left" ] || { echo "sweep: could not remove under $prefix:"; echo "$left" | sed 's/^/  /'; exit 1; }

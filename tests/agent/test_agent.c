@@ -859,6 +859,7 @@ START_TEST(create_from_file)
 	char path[512], err[512] = "";
 	struct skl_agent *a = NULL;
 	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/conf/testbed.json", getenv("SKL_SOURCE_ROOT"));
 	ck_assert_int_eq(skl_create_file(path, NULL, &a, err, sizeof(err)), 0);
@@ -871,16 +872,17 @@ START_TEST(create_from_file)
 	ck_assert_ptr_null(a);
 	ck_assert_msg(strstr(err, "/nonexistent/cluster.json") != NULL, "%s", err);
 
-	snprintf(path, sizeof(path), "/tmp/skl-agent-cfg-%d.json", (int)getpid());
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("{\"service\":{\"port\":\"x\"}}", f);
+	snprintf(path, sizeof(path), "/tmp/skl-agent-cfg-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs("{\"service\":{\"vip\":\"127.0.0.1\",\"port\":\"x\"}}", f);
 	fclose(f);
 	ck_assert_int_eq(skl_create_file(path, NULL, &a, err, sizeof(err)), -EINVAL);
-	unlink(path);
 	ck_assert_ptr_null(a);
-	ck_assert_msg(strstr(err, "port") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, path) && strstr(err, "service.port"), "%s", err);
 	ck_assert_int_eq(skl_create_file(path, NULL, &a, NULL, 0), -EINVAL); /* err is optional */
+	unlink(path);
 }
 END_TEST
 
