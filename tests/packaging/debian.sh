@@ -44,14 +44,16 @@ installed() {
 }
 
 # Purge what the marker lists and is still installed: this run's packages and
-# whatever apt pulled in for them.
+# whatever apt pulled in for them. The marker stays if apt-get fails.
 purge_marked() {
 	local p todo=()
 
 	while read -r p; do
 		installed "$p" && todo+=("$p")
 	done <"$marker"
-	[ ${#todo[@]} -eq 0 ] || "${apt[@]}" purge "${todo[@]}"
+	if [ ${#todo[@]} -gt 0 ]; then
+		"${apt[@]}" purge "${todo[@]}" || return 1
+	fi
 	rm -f "$marker"
 }
 
