@@ -62,9 +62,12 @@ for ns in $(namespaces); do ip netns del "$ns" 2>/dev/null; done
 marker=/tmp/"$prefix"pkg-installed
 if [ -s "$marker" ]; then
 	while read -r p; do
-		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qvx not-installed && echo "$p"
+		if dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qvx not-installed; then
+			echo "$p"
+		fi
 	done <"$marker" | xargs -r env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q \
-		-o DPkg::Lock::Timeout=300 >/dev/null
+		-o DPkg::Lock::Timeout=300 >/dev/null ||
+		{ echo "sweep: could not purge the packages $marker lists" >&2; exit 1; }
 fi
 rm -rf /var/run/dpdk/"$prefix"* /tmp/"$prefix"*
 left=$(leftovers)
