@@ -128,9 +128,12 @@ done
 [ -d /var/lib/skewless ] && [ "$(stat -c %U:%G:%a /var/lib/skewless)" = skewless:skewless:750 ] ||
 	fail "/var/lib/skewless: expected a directory skewless:skewless 750"
 
-# 3. The units, one instance each.
+# 3. The units, one instance each; with man(1) installed, their Documentation=
+# pages are checked too.
+man=no
+command -v man >/dev/null && man=yes
 for unit in skewless-switchd@1.service skewless-node@kv01.service; do
-	out=$(systemd-analyze verify "/lib/systemd/system/$unit" 2>&1) && [ -z "$out" ] ||
+	out=$(systemd-analyze verify --man="$man" "/lib/systemd/system/$unit" 2>&1) && [ -z "$out" ] ||
 		fail "systemd-analyze verify $unit: $out"
 done
 echo "units verified"
