@@ -82,6 +82,7 @@
 	X(stamp_moved, "Reads stamped with a version not held: MOVED (a replica's to the home)")   \
 	X(put, "PUTs applied")                                                                     \
 	X(write_retried, "PUT/DEL retries answered from their first attempt (not re-applied)")     \
+	X(retry_notified, "Of those, around the key's owner: copies dropped, the owner told")      \
 	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
 	X(bypass_refused, "Such writes refused (UNAVAILABLE): a copy holder did not confirm")      \
 	X(del, "DELs served")                                                                      \

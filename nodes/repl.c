@@ -580,12 +580,43 @@ static bool drop_copy_at(struct node *n, const struct wire_msg *m, uint16_t targ
 	return false;
 }
 
+/*
+ * Drop every copy c lists, confirmed, at the current version (or the node's
+ * floor if it was collected: every version pushed so far), then forget the
+ * copies record and the previous versions kept for reads the owner stamps.
+ * Returns 0, -EAGAIN (a holder did not confirm) or -EIO.
+ */
+static int drop_copies(struct node *n, const struct wire_msg *m, const struct store_copies *c)
+{
+	struct store_record cur;
+	int rc = store_get(n->store, STORE_OWNED, m->key, m->key_len, &cur, NULL, 0);
+	uint64_t floor;
+
+	if (rc < 0)
+		return -EIO;
+	floor = rc ? cur.version : store_floor(n->store);
+	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
+		if (!has_node(c->targets, id))
+			continue;
+		if (!drop_copy_at(n, m, (uint16_t)id, floor)) {
+			node_count(n, NODE_CTR_bypass_refused);
+			return -EAGAIN;
+		}
+	}
+	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
+		return -EIO;
+	/* The owner's stamps are stale from here (its note may be lost): no
+	 * kept version may answer them, also while this write holds the turn. */
+	through_forget(n->through, m->keyhash);
+	through_forget_previous(n->through, m->keyhash);
+	return 0;
+}
+
 int repl_before_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		      uint16_t *owner)
 {
 	struct store_copies c;
 	struct store_record cur;
-	uint64_t floor;
 	int rc = store_copies_get(n->store, m->key, m->key_len, &c);
 
 	if (rc <= 0)
@@ -608,19 +639,9 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 	/* A DEL of a key already deleted makes no new version: the copies stay right. */
 	if (m->op == WIRE_OP_DEL && (rc == 0 || cur.kind == STORE_TOMBSTONE))
 		return 0;
-	/* Every version pushed so far: the current one, or the node's floor if it was collected. */
-	floor = rc ? cur.version : store_floor(n->store);
-	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
-		if (!has_node(c.targets, id))
-			continue;
-		if (!drop_copy_at(n, m, (uint16_t)id, floor)) {
-			node_count(n, NODE_CTR_bypass_refused);
-			return -EAGAIN;
-		}
-	}
-	if (store_copies_clear(n->store, m->key, m->key_len) != 0)
-		return -EIO;
-	through_forget(n->through, m->keyhash);
+	rc = drop_copies(n, m, &c);
+	if (rc)
+		return rc;
 	node_count(n, NODE_CTR_bypass_writes);
 	return 1;
 }
@@ -646,6 +667,25 @@ void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *re
 
 	if (to && len > 0)
 		node_send(n, to, dgram, (size_t)len);
+}
+
+int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		     const struct wire_msg *rep)
+{
+	struct store_copies c;
+	int rc;
+
+	if (rep->status != WIRE_ST_OK && rep->status != WIRE_ST_NOT_FOUND)
+		return 0;
+	rc = store_copies_get(n->store, m->key, m->key_len, &c);
+	if (rc <= 0 || from_switch(n, c.owner, from))
+		return rc;
+	rc = drop_copies(n, m, &c);
+	if (rc)
+		return rc;
+	node_count(n, NODE_CTR_retry_notified);
+	repl_notify_owner(n, c.owner, rep);
+	return 0;
 }
 
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)

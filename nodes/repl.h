@@ -41,6 +41,19 @@ int repl_before_write(struct node *n, const struct wire_msg *m, const struct soc
 		      uint16_t *owner);
 /* Tell the owner switch of a write that bypassed it (rep: the write's reply). */
 void repl_notify_owner(struct node *n, uint16_t owner, const struct wire_msg *rep);
+/*
+ * Home, a write's retry from `from` answered from its first attempt (rep),
+ * before that answer is sent. If the key has copies and the retry did not
+ * come through their owner switch (an agent went around it after a
+ * timeout), the first attempt may have come through the owner, been pushed
+ * to the holders, and its reply been lost on the way back: the owner would
+ * go on stamping reads with the version before, which the holders keep. So
+ * it is treated as a write that bypassed the owner: every copy dropped,
+ * confirmed, the kept versions forgotten, the owner told. Returns 0, -EAGAIN
+ * (a holder did not confirm: answer UNAVAILABLE) or -EIO.
+ */
+int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		     const struct wire_msg *rep);
 
 /*
  * Write-through, at the home, for a write through the owner switch (docs/design.md

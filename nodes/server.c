@@ -739,6 +739,9 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		node_count(n, NODE_CTR_write_retried);
 		rep->status = done->status;
 		rep->version = done->version;
+		bypass = repl_after_retry(n, m, from, rep);
+		if (bypass < 0)
+			rep->status = bypass == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}

@@ -266,6 +266,16 @@ bool through_holders(struct through *t, uint64_t keyhash, uint8_t *out)
 	return any;
 }
 
+void through_forget_previous(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s)
+		return;
+	s->nprevious = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void through_forget(struct through *t, uint64_t keyhash)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);

@@ -108,5 +108,12 @@ bool through_holders(struct through *t, uint64_t keyhash, uint8_t *out);
 
 /* Forget keyhash (the switch retired it). */
 void through_forget(struct through *t, uint64_t keyhash);
+/*
+ * Forget keyhash's kept versions, also while a write holds its turn: that
+ * write pushes nothing (it bypassed the owner switch, or is a retry answered
+ * from its first attempt, whose push ended before the retry got the turn),
+ * and the owner's stamps, which the kept versions answer, are stale from now.
+ */
+void through_forget_previous(struct through *t, uint64_t keyhash);
 
 #endif

@@ -1297,6 +1297,52 @@ START_TEST(bypassing_write_drops_copies)
 }
 END_TEST
 
+/*
+ * A write through the owner switch whose reply the owner never saw (lost on
+ * its way back), retried by the agent straight to the home with the same
+ * req_id: answered from its first attempt and treated as a write that
+ * bypassed the owner. Copies dropped and kept versions forgotten, so a read
+ * the owner still stamps with the version before gets the new one; the
+ * owner told.
+ */
+START_TEST(retry_around_owner_drops_copies)
+{
+	char k[64];
+	struct wire_msg first, r, note;
+	static uint8_t sbuf[12000];
+	uint64_t v1 = copies_on_2_and_3(k, "around");
+
+	first = switch_req(1, WIRE_OP_PUT, k, "second", 6, 0, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(first.status, WIRE_ST_OK);
+	ck_assert(first.flags & WIRE_F_WRITE_THROUGH);
+	struct wire_msg m = {.op = WIRE_OP_PUT,
+			     .req_id = first.req_id,
+			     .key = (const void *)k,
+			     .key_len = (uint16_t)strlen(k),
+			     .value = (const void *)"second",
+			     .val_len = 6};
+
+	ck_assert_int_eq(rpc_to(1, &m, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, first.version);
+	ck_assert_uint_eq(counter(1, "write_retried"), 1);
+	ck_assert_uint_eq(counter(1, "retry_notified"), 1);
+	ck_assert_int_eq(switch_recv(WIRE_OP_REPLICATE | WIRE_REPLY, &note, sbuf, sizeof(sbuf)), 0);
+	ck_assert_uint_eq(note.version, first.version);
+	/* Stamped with v1 by an owner that missed the write: no node serves v1. */
+	for (int id = 2; id <= 3; id++) {
+		r = req(id, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_REPLICA_READ);
+		ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	}
+	r = req(1, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, first.version);
+	stop_node(3);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
 /* A retried write (same req_id) is answered from its first attempt, not applied again. */
 START_TEST(retried_write_applied_once)
 {
@@ -1915,6 +1961,7 @@ int main(void)
 	tcase_add_test(tc, kill9_keeps_acked_puts);
 	tcase_add_test(tc, retried_write_applied_once);
 	tcase_add_test(tc, bypassing_write_drops_copies);
+	tcase_add_test(tc, retry_around_owner_drops_copies);
 	tcase_add_test(tc, startup_errors);
 	tcase_add_test(tc, metrics_served);
 	tcase_add_test(tc, chunked_values);
