@@ -8,28 +8,35 @@
  * so no req_id is ever reused while its request is in flight.
  *
  * Each request moves through phases (enum phase). Every attempt arms the
- * slot's timer for timeout_ms; a timeout costs one of the request's retries
- * and the next attempt is routed afresh, so a retry follows the agent's
- * current view (after enough switch timeouts, the ring home). Data replies are
- * accepted in any phase: a late answer from an earlier attempt answers the
- * request as well as a later one would, since both were sent within it.
+ * slot's timer for timeout_ms, never past the request's deadline
+ * (deadline_ms after submission); a timeout costs one of the request's
+ * retries and the next attempt is routed afresh, so a retry follows the
+ * agent's current view (after enough switch timeouts, the ring home). An
+ * attempt through a switch that timed out is resent to the ring home when the
+ * nodes are reached without crossing the switch (one-arm), else through it
+ * again. Data replies are accepted in any phase: a late answer from an
+ * earlier attempt answers the request as well as a later one would, since
+ * both were sent within it.
  *
  * Agent-wide state: the switch new requests start at (cur_switch; equal to
- * nswitches once every switch was given up), its consecutive timeouts, and per
- * node the time of its last reply and a fail-fast deadline (an open circuit).
+ * nswitches once every switch was given up), its consecutive timeouts, per
+ * switch the reads answered and lost in a sliding window, and per node the
+ * time of its last reply and a fail-fast deadline (an open circuit).
  *
  * Blame goes to the component the evidence points at. A timeout on the way
- * through a switch counts against that switch, and only if nothing at all came
+ * through a switch counts towards its silence only if nothing at all came
  * from it while the attempt waited (a switch that forwards other replies is
- * up; its nodes are slow). A node is marked unresponsive only when it left a
- * request unanswered through every retry while the path to it is known to
- * work: nodes are reached directly, or other nodes answered meanwhile. Behind
- * an inline switch a stalled switch silences every node at once, and that is
- * not the nodes' fault. While a node's circuit is open, one real request per
- * timeout still goes to it (half-open), and any answer from it closes the
- * circuit. In inpath mode, while a switch carries the traffic, its node table
- * decides (it answers UNAVAILABLE for a node it holds down): the agent never
- * fails a key fast then.
+ * up; its nodes are slow), and a read's towards its loss rate only if the
+ * switch answered one sent after it meanwhile (a queue answers in order). A
+ * node is marked unresponsive only when it left a request unanswered through
+ * every retry while the path to it is known to work: nodes are reached
+ * directly, or other nodes answered meanwhile. Behind an inline switch a
+ * stalled switch silences every node at once, and that is not the nodes'
+ * fault. While a node's circuit is open, one real request per timeout still
+ * goes to it (half-open), and any answer from it closes the circuit. In
+ * inpath mode, while a switch carries the traffic, its node table decides (it
+ * answers UNAVAILABLE for a node it holds down): the agent never fails a key
+ * fast then.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -63,6 +70,18 @@
  * turn into a storm of file reads. */
 #define RELOAD_MIN_NS 100000000ull
 #define RECHECK_KEY   "skewless:recheck"
+/* A switch given up as lossy gets this many re-check HINTs a round, and comes
+ * back after RECHECK_CLEAN_ROUNDS rounds in a row with every one answered: at
+ * 10% loss a round is clean 3% of the time, two in a row 0.1% (hysteresis:
+ * leaving takes agent.loss_pct, returning takes none lost). */
+#define RECHECK_BURST	     32
+#define RECHECK_CLEAN_ROUNDS 2
+/* Reads through a switch in its loss window before a loss rate is judged:
+ * fewer say little (one loss in 5 reads is not a 20% loss rate). */
+#define LOSS_MIN_READS 20
+/* MOVED answers about a stale placement a read follows (placing it again),
+ * within its deadline, before it ends MOVED. */
+#define MAX_REPLACE 4
 
 enum phase {
 	PH_SWITCH,     /* data request sent to switch r->sw */
@@ -84,8 +103,9 @@ struct req {
 	uint8_t phase;
 	uint8_t consistency; /* enum cfg_consistency */
 	uint8_t timeouts;
-	bool moved_once;
-	bool placed_again; /* a GET re-dispatched after a MOVED (on_moved()) */
+	bool moved_once;  /* sent to the owner a MOVED named, after the ring moved */
+	uint8_t placed;	  /* a GET placed again after MOVED answers (on_moved()) */
+	bool inpath_read; /* hint mode: read through the switch, not after a HINT */
 	bool replica_read;
 	uint8_t redirected;   /* REDIRECT_* this request went through (counted on completion) */
 	uint8_t final_status; /* PH_DONE */
@@ -99,6 +119,8 @@ struct req {
 	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */
 	uint16_t chunks;	      /* chunks of each attempt of a PUT (0: one datagram) */
 	uint64_t deadline_ns;	      /* the running attempt's */
+	uint64_t sent_ns;	      /* when the running attempt was sent */
+	uint64_t end_ns;	      /* the request's deadline: no attempt starts after it */
 	uint16_t key_len;
 	uint32_t val_len;
 	uint64_t invoke_ns;
@@ -117,6 +139,9 @@ struct node_state {
 	bool present;
 	struct sockaddr_in addr;
 	uint64_t last_reply_ns;
+	/* The newest send time of a read homed here that a switch answered:
+	 * a read sent before it and still unanswered was overtaken (lost). */
+	uint64_t read_answered_sent_ns;
 	uint64_t down_until_ns; /* circuit open (fail fast) until then */
 	uint64_t next_trial_ns; /* while open: when the next real request may go */
 	char name[CFG_MAX_NAME];
@@ -125,6 +150,13 @@ struct node_state {
 struct switch_state {
 	struct sockaddr_in addr;
 	uint64_t last_rx_ns; /* anything from it: a reply, a re-check answer */
+	/* Loss judgement: reads through it in this and the previous half window. */
+	uint64_t window_start_ns;
+	uint32_t reads[2], lost[2];
+	uint64_t hint_answered_sent_ns; /* the newest HINT sent that it answered */
+	/* Given up as lossy: back only after clean re-check rounds (recheck()). */
+	bool lossy;
+	uint16_t probes_sent, probes_answered, clean_rounds;
 };
 
 struct skl_agent {
@@ -132,8 +164,8 @@ struct skl_agent {
 	struct ring ring;
 	enum cfg_mode mode;
 	enum cfg_consistency consistency;
-	uint64_t timeout_ns, recheck_ns;
-	uint32_t retries, switch_failures, max_inflight;
+	uint64_t timeout_ns, deadline_ns, recheck_ns, loss_window_ns;
+	uint32_t retries, switch_failures, max_inflight, loss_pct;
 	uint32_t max_value;
 	uint32_t mtu; /* service.mtu: a datagram larger than this goes in chunks */
 
@@ -252,8 +284,11 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 	a->mode = p->mode;
 	a->consistency = p->consistency;
 	a->timeout_ns = (uint64_t)p->timeout_ms * 1000000ull;
+	a->deadline_ns = (uint64_t)p->deadline_ms * 1000000ull;
 	a->retries = p->retries;
 	a->switch_failures = p->switch_failures;
+	a->loss_pct = p->loss_pct;
+	a->loss_window_ns = (uint64_t)p->loss_window_ms * 1000000ull;
 	a->recheck_ns = (uint64_t)p->recheck_ms * 1000000ull;
 	a->max_inflight = p->max_inflight;
 	a->max_value = a->cfg->service.max_value;
@@ -269,6 +304,8 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 			a->consistency = (enum cfg_consistency)(opt->consistency - 1);
 		if (opt->timeout_ms)
 			a->timeout_ns = (uint64_t)opt->timeout_ms * 1000000ull;
+		if (opt->deadline_ms)
+			a->deadline_ns = (uint64_t)opt->deadline_ms * 1000000ull;
 		if (opt->retries_set)
 			a->retries = opt->retries > 100 ? 100 : opt->retries;
 		if (opt->switch_failures)
@@ -519,12 +556,33 @@ static uint64_t attempt_ns(const struct skl_agent *a, const struct req *r)
 	return a->timeout_ns + a->timeout_ns * r->chunks / 64;
 }
 
+/*
+ * How long an attempt in phase ph waits. A HINT is answered by the switch
+ * itself, from memory: half the timeout is ample, and a dead switch costs a
+ * read half as much before it goes on. A data attempt never waits past the
+ * request's deadline (PROBEs, after it, get their one wait).
+ */
+static uint64_t full_wait_ns(const struct skl_agent *a, const struct req *r, enum phase ph)
+{
+	return ph == PH_HINT ? a->timeout_ns / 2 : attempt_ns(a, r);
+}
+
+static uint64_t phase_wait_ns(const struct skl_agent *a, const struct req *r, enum phase ph)
+{
+	uint64_t wait = full_wait_ns(a, r, ph);
+
+	if ((ph == PH_SWITCH || ph == PH_HINT || ph == PH_NODE) && a->now + wait > r->end_ns)
+		wait = r->end_ns > a->now ? r->end_ns - a->now : 0;
+	return wait;
+}
+
 static void enter_phase(struct skl_agent *a, struct req *r, enum phase ph)
 {
 	if (r->phase != ph)
 		r->phase_start_ns = a->now;
 	r->phase = (uint8_t)ph;
-	r->deadline_ns = a->now + attempt_ns(a, r);
+	r->sent_ns = a->now;
+	r->deadline_ns = a->now + phase_wait_ns(a, r, ph);
 	tw_add(&a->tw, &r->timer, r->deadline_ns);
 }
 
@@ -613,7 +671,7 @@ static void dispatch(struct skl_agent *a, struct req *r)
 
 	r->stamp = 0;
 
-	if (is_read && a->mode == CFG_MODE_HINT &&
+	if (is_read && a->mode == CFG_MODE_HINT && !r->inpath_read &&
 	    r->consistency == CFG_RELAXED) {
 		rc_record(&a->rc, r->keyhash);
 		e = rc_lookup(&a->rc, r->keyhash, RC_ROUTE, a->now);
@@ -623,7 +681,7 @@ static void dispatch(struct skl_agent *a, struct req *r)
 			return;
 		}
 	}
-	if (via_switch && (!is_read || a->mode == CFG_MODE_INPATH)) {
+	if (via_switch && (!is_read || a->mode == CFG_MODE_INPATH || r->inpath_read)) {
 		r->sw = a->cur_switch;
 		enter_phase(a, r, PH_SWITCH);
 		send_data(a, r, &a->switches[r->sw].addr, 0);
@@ -765,24 +823,111 @@ static void run_deferred(struct skl_agent *a)
 	}
 }
 
-/* ---- timeouts ---- */
+/* ---- judging switches: silent, lossy, back ---- */
 
-/* An attempt through switch sw timed out: count it against the switch only if
- * nothing came from the switch since the attempt was sent. */
-static void switch_timeout(struct skl_agent *a, uint16_t sw)
+/* Give the current switch up (lossy: for its loss rate, else for its silence):
+ * new requests start at the next one, or at the ring home when none is left. */
+static void give_up_switch(struct skl_agent *a, bool lossy)
 {
-	if (sw != a->cur_switch || a->cur_switch >= a->nswitches)
-		return;
-	if (a->switches[sw].last_rx_ns + a->timeout_ns > a->now)
-		return; /* it answered others meanwhile: it is up, the wait was elsewhere */
-	if (++a->consec_timeouts < a->switch_failures)
-		return;
-	/* Give this switch up: the next one, or the ring home when none is left. */
-	a->st.switch_down++;
+	struct switch_state *s = &a->switches[a->cur_switch];
+
+	if (lossy)
+		a->st.switch_lossy++;
+	else
+		a->st.switch_down++;
+	s->lossy = lossy;
+	s->probes_sent = s->probes_answered = s->clean_rounds = 0;
 	a->cur_switch++;
 	a->consec_timeouts = 0;
 	a->next_recheck_ns = a->now + a->recheck_ns;
 }
+
+/* Switch sw, given up, takes new requests again. */
+static void switch_back(struct skl_agent *a, uint16_t sw)
+{
+	struct switch_state *s = &a->switches[sw];
+
+	a->cur_switch = sw;
+	a->consec_timeouts = 0;
+	a->st.switch_back++;
+	s->lossy = false;
+	s->reads[0] = s->reads[1] = s->lost[0] = s->lost[1] = 0;
+	s->window_start_ns = a->now;
+	/* Its node table is the authority again: forget what the agent
+	 * concluded about nodes while it went around the switch. */
+	for (int id = 1; id < NODE_IDS; id++)
+		a->nodes[id].down_until_ns = 0;
+}
+
+/* Whether giving the current switch up for loss leads anywhere better: the
+ * next switch, or nodes reached without crossing this one (one-arm). */
+static bool loss_judged(const struct skl_agent *a)
+{
+	return a->loss_pct && a->cur_switch < a->nswitches &&
+	       (!a->nodes_via_switch || a->cur_switch + 1 < a->nswitches);
+}
+
+/*
+ * A read through the current switch was answered (lost false) or lost. The
+ * rate is judged over loss_window_ms, kept as two halves that slide: the
+ * older half is dropped when a new one starts. Past agent.loss_pct, with
+ * LOSS_MIN_READS reads to judge by, the switch is given up as lossy.
+ */
+static void loss_sample(struct skl_agent *a, uint16_t sw, bool lost)
+{
+	struct switch_state *s = &a->switches[sw];
+	uint64_t half = a->loss_window_ns / 2;
+	uint32_t reads, losses;
+
+	if (sw != a->cur_switch || !loss_judged(a))
+		return;
+	if (a->now - s->window_start_ns >= half) {
+		bool both = a->now - s->window_start_ns >= 2 * half;
+
+		s->reads[1] = both ? 0 : s->reads[0];
+		s->lost[1] = both ? 0 : s->lost[0];
+		s->reads[0] = s->lost[0] = 0;
+		s->window_start_ns = a->now;
+	}
+	s->reads[0]++;
+	s->lost[0] += lost;
+	if (!lost)
+		return;
+	a->st.switch_losses++;
+	reads = s->reads[0] + s->reads[1];
+	losses = s->lost[0] + s->lost[1];
+	if (reads >= LOSS_MIN_READS && (uint64_t)losses * 100 > (uint64_t)a->loss_pct * reads)
+		give_up_switch(a, true);
+}
+
+/*
+ * An attempt of r through switch r->sw timed out after its whole wait. A read
+ * is lost if the switch answered one sent after it (a HINT for a HINT, a read
+ * of the same home for a read): the path works, this one fell off it. A busy
+ * home answers in order and overtakes nothing, so a queue is not a loss. The
+ * attempt counts towards silence only if nothing at all came from the switch
+ * while it waited.
+ */
+static void switch_timeout(struct skl_agent *a, const struct req *r)
+{
+	uint16_t sw = r->sw;
+	struct switch_state *s = &a->switches[sw];
+
+	if (sw != a->cur_switch || a->cur_switch >= a->nswitches ||
+	    a->now - r->sent_ns < full_wait_ns(a, r, (enum phase)r->phase))
+		return; /* an old switch's, or cut short by the deadline */
+	if (r->phase == PH_HINT && s->hint_answered_sent_ns > r->sent_ns)
+		loss_sample(a, sw, true);
+	else if (r->phase == PH_SWITCH && r->op == WIRE_OP_GET &&
+		 a->nodes[r->home].read_answered_sent_ns > r->sent_ns)
+		loss_sample(a, sw, true);
+	if (sw != a->cur_switch || s->last_rx_ns >= r->sent_ns)
+		return; /* given up as lossy, or it sent something meanwhile: it is up */
+	if (++a->consec_timeouts >= a->switch_failures)
+		give_up_switch(a, false);
+}
+
+/* ---- timeouts ---- */
 
 /*
  * r ran out of attempts at its node: is that evidence against the node? Only
@@ -819,15 +964,24 @@ static void on_timeout(struct tw_timer *t, void *arg)
 	}
 	a->st.timeouts++;
 	r->timeouts++;
-	exhausted = r->timeouts > a->retries;
+	exhausted = r->timeouts > a->retries || a->now >= r->end_ns;
 	if (r->phase == PH_SWITCH || r->phase == PH_HINT) {
-		switch_timeout(a, r->sw);
+		switch_timeout(a, r);
 		if (exhausted) {
 			defer_done(a, r, SKL_TIMEOUT);
 			return;
 		}
 		a->st.retries++;
-		dispatch(a, r);
+		if (!a->nodes_via_switch) {
+			/* A path around the switch: the ring home, where the key's
+			 * data is right without it (a write keeps its req_id, and
+			 * the home applies it at most once). */
+			a->st.switch_retries_home++;
+			note_fallback(a, r);
+			go_node(a, r, r->home, false);
+			return;
+		}
+		dispatch(a, r); /* inline: every path crosses it; again until the deadline */
 		return;
 	}
 	/* PH_NODE */
@@ -879,30 +1033,37 @@ static void reload_view(struct skl_agent *a)
 	free(fresh);
 }
 
+/*
+ * MOVED. For a read the switch placed (through it, or at its HINT's version)
+ * whose node no longer serves that version, naming the home we know or no
+ * node: the switch's view has moved on since, so the read is placed again,
+ * within its deadline, and in hint mode from the second time on through the
+ * switch itself, which stamps the version it has seen complete as it
+ * forwards. Going to the home directly could show the reader a version the
+ * switch has not yet seen complete, and a later read an older one
+ * (docs/design.md section 5, "Write-through"). Otherwise the ring has moved:
+ * the view is reloaded and the request resent once to the owner named. MOVED
+ * is returned only when it cannot be resent.
+ */
 static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *m, bool from_switch)
 {
 	uint16_t owner = m->node;
+	/* A node answers MOVED with its ring epoch: a newer ring than ours is reloaded now. */
+	bool newer_ring = rch_epoch_version(m->version) > a->cfg->ring_version;
 
 	a->st.moved++;
-	if (r->moved_once) {
-		complete(a, r, SKL_MOVED, m, from_switch);
+	if (newer_ring)
+		a->last_reload_ns = 0;
+	if (r->op == WIRE_OP_GET && (from_switch || r->stamp) && (owner == 0 || owner == r->home) &&
+	    !newer_ring && r->placed < MAX_REPLACE && a->now < r->end_ns) {
+		a->st.replaced++;
+		if (++r->placed >= 2 && a->mode == CFG_MODE_HINT)
+			r->inpath_read = true;
+		dispatch(a, r);
 		return;
 	}
-	/* A node answers MOVED with its ring epoch: a newer ring than ours is reloaded now. */
-	if (rch_epoch_version(m->version) > a->cfg->ring_version)
-		a->last_reload_ns = 0;
-	/*
-	 * A read a switch placed (through it, or at its HINT's version) that the
-	 * node could not serve at that version: the switch's view has moved on
-	 * since; place it again, once. Going to the home directly could show the
-	 * reader a version the switch has not yet seen complete, and a later read
-	 * an older one (docs/design.md section 5, "Write-through").
-	 */
-	if (r->op == WIRE_OP_GET && !r->placed_again && (from_switch || r->stamp)) {
-		r->placed_again = true;
-		reload_view(a);
-		r->home = ring_home(&a->ring, r->keyhash);
-		dispatch(a, r);
+	if (r->moved_once) {
+		complete(a, r, SKL_MOVED, m, from_switch);
 		return;
 	}
 	r->moved_once = true;
@@ -970,21 +1131,22 @@ static void on_probe_reply(struct skl_agent *a, struct req *r, const struct wire
 		finish_probe(a, r);
 }
 
-/* A datagram from switch sw: the current one answers, or one we gave up is back. */
-static void switch_seen(struct skl_agent *a, int sw)
+/*
+ * A datagram from switch sw (recheck: the answer to a re-check HINT): the
+ * current one answers, or one given up as silent is back. One given up as
+ * lossy only counts the answers of its re-check round (recheck()).
+ */
+static void switch_seen(struct skl_agent *a, int sw, bool recheck)
 {
-	a->switches[sw].last_rx_ns = a->now;
-	if (sw == a->cur_switch) {
+	struct switch_state *s = &a->switches[sw];
+
+	s->last_rx_ns = a->now;
+	if (sw == a->cur_switch)
 		a->consec_timeouts = 0;
-	} else if (sw < a->cur_switch) {
-		a->cur_switch = (uint16_t)sw;
-		a->consec_timeouts = 0;
-		a->st.switch_back++;
-		/* Its node table is the authority again: forget what the agent
-		 * concluded about nodes while it went around the switch. */
-		for (int id = 1; id < NODE_IDS; id++)
-			a->nodes[id].down_until_ns = 0;
-	}
+	else if (sw < a->cur_switch && s->lossy)
+		s->probes_answered += recheck;
+	else if (sw < a->cur_switch)
+		switch_back(a, (uint16_t)sw);
 }
 
 /*
@@ -1035,6 +1197,15 @@ static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
 	return true;
 }
 
+/* A read through switch r->sw was answered: a sample of its loss rate, and
+ * *newest (a home's reads, or the switch's HINTs) the newest send answered. */
+static void read_answered(struct skl_agent *a, const struct req *r, uint64_t *newest)
+{
+	if (r->sent_ns > *newest)
+		*newest = r->sent_ns;
+	loss_sample(a, r->sw, false);
+}
+
 static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 			const struct sockaddr_in *from)
 {
@@ -1053,7 +1224,7 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 		return;
 	}
 	if (sw >= 0)
-		switch_seen(a, sw);
+		switch_seen(a, sw, m.req_id == (uint64_t)a->agent_id << 32);
 	if (m.node && a->nodes[m.node].present && m.status != WIRE_ST_MOVED) {
 		a->nodes[m.node].last_reply_ns = a->now;
 		a->nodes[m.node].down_until_ns = 0; /* its first answer readmits it */
@@ -1073,9 +1244,13 @@ static void on_datagram(struct skl_agent *a, const uint8_t *buf, size_t len,
 		return; /* a chunk taken or dropped; the reply is not whole yet */
 	} else if (op == r->op) {
 		a->st.replies++;
+		if (sw == r->sw && r->phase == PH_SWITCH && op == WIRE_OP_GET)
+			read_answered(a, r, &a->nodes[r->home].read_answered_sent_ns);
 		on_data_reply(a, r, &m, sw >= 0);
 	} else if (op == WIRE_OP_HINT) {
 		a->st.replies++;
+		if (sw == r->sw && r->phase == PH_HINT)
+			read_answered(a, r, &a->switches[sw].hint_answered_sent_ns);
 		on_hint_reply(a, r, &m);
 	} else if (op == WIRE_OP_PROBE) {
 		a->st.replies++;
@@ -1099,8 +1274,26 @@ static void recheck(struct skl_agent *a)
 	probe.key_len = sizeof(RECHECK_KEY) - 1;
 	probe.keyhash = keyhash(RECHECK_KEY, probe.key_len);
 	for (int i = 0; i < a->cur_switch && i < a->nswitches; i++) {
-		send_msg(a, &probe, WIRE_OP_HINT, 0, 0, false, &a->switches[i].addr);
-		a->st.rechecks++;
+		struct switch_state *s = &a->switches[i];
+		int burst = 1;
+
+		if (s->lossy) {
+			/* Judge the last round; a clean run of them brings it back. */
+			if (s->probes_sent)
+				s->clean_rounds =
+				    s->probes_answered >= s->probes_sent ? s->clean_rounds + 1 : 0;
+			if (s->clean_rounds >= RECHECK_CLEAN_ROUNDS) {
+				switch_back(a, (uint16_t)i);
+				return;
+			}
+			burst = RECHECK_BURST;
+			s->probes_sent = RECHECK_BURST;
+			s->probes_answered = 0;
+		}
+		for (int k = 0; k < burst; k++) {
+			send_msg(a, &probe, WIRE_OP_HINT, 0, 0, false, &s->addr);
+			a->st.rechecks++;
+		}
 	}
 }
 
@@ -1251,6 +1444,9 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}
+	/* The deadline gives a PUT in chunks at least one whole attempt. */
+	r->end_ns =
+	    r->invoke_ns + (a->deadline_ns > attempt_ns(a, r) ? a->deadline_ns : attempt_ns(a, r));
 	dispatch(a, r);
 	return 0;
 }

@@ -15,23 +15,31 @@
  *           (REPLICA_READ when it is not the home); writes go through the switch;
  *   direct  every request goes to the key's home node on the ketama ring.
  * Each attempt waits agent.timeout_ms (50) for its reply (a PUT in chunks 1/64
- * more per chunk, and a chunked reply re-arms it as it arrives); a request is
- * resent at most agent.retries (1) times, and one that runs out of time ends
- * SKL_TIMEOUT.
- * After agent.switch_failures consecutive switch timeouts during which the
- * switch sent nothing at all, the agent routes to the ring home (which always
- * holds the latest completed version), trying the next configured switch first
- * if there is one, and re-checks the switch every agent.recheck_ms, returning to
- * it as soon as anything comes from it. A node that leaves a request unanswered
- * while the path to it is known to work (nodes reached directly, or others
- * answering through the same inline switch) is marked unresponsive for
- * recheck_ms: linearizable requests for its keys then fail fast with
- * SKL_UNAVAILABLE, but for one real request per timeout (half-open), and its
- * first answer readmits it. In inpath mode the switch's node table decides
- * while the switch carries the traffic. Relaxed reads whose home does not
- * answer PROBE the other nodes and read the highest version any of them holds,
- * flagged SKL_R_STALE. On MOVED the agent reloads its view of the ring and resends once
- * to the owner the node named.
+ * more per chunk, a HINT half of it, and a chunked reply re-arms it as it
+ * arrives); a timed-out request is resent, routed afresh and with the same
+ * req_id, at most agent.retries (4) times and only until its deadline,
+ * agent.deadline_ms (250) after submission; one that runs out ends SKL_TIMEOUT.
+ * When an attempt through a switch times out and the nodes are reached without
+ * crossing it (one-arm), the retry goes to the key's ring home, which always
+ * holds the latest completed version; behind an inline switch it goes through
+ * the switch again. After agent.switch_failures consecutive switch timeouts
+ * during which the switch sent nothing at all (silent), or once more than
+ * agent.loss_pct of the reads through it over agent.loss_window_ms were lost
+ * while later ones were answered (lossy), the agent routes to the ring home,
+ * trying the next configured switch first if there is one, and re-checks the
+ * switch every agent.recheck_ms: a silent one is back as soon as anything comes
+ * from it, a lossy one after two rounds of 32 re-check HINTs all answered. A
+ * node that leaves a request unanswered while the path to it is known to work
+ * (nodes reached directly, or others answering through the same inline switch)
+ * is marked unresponsive for recheck_ms: linearizable requests for its keys
+ * then fail fast with SKL_UNAVAILABLE, but for one real request per timeout
+ * (half-open), and its first answer readmits it. In inpath mode the switch's
+ * node table decides while the switch carries the traffic. Relaxed reads whose
+ * home does not answer PROBE the other nodes and read the highest version any
+ * of them holds, flagged SKL_R_STALE. A MOVED to a read the switch placed (a
+ * stale HINT) places it again within the deadline, in hint mode through the
+ * switch from the second time; a MOVED because the ring moved reloads the
+ * agent's view of it and resends once to the owner the node named.
  *
  * The library never prints and never exits; functions return 0 or a negative
  * errno.
@@ -56,13 +64,13 @@ struct skl_agent;
 #define SKL_STATUSES(X)                                                                            \
 	X(SKL_OK, 0, "OK")                                                                         \
 	X(SKL_NOT_FOUND, 1, "NOT_FOUND")                                                           \
-	X(SKL_MOVED, 2, "MOVED") /* still MOVED after the one resend */                            \
+	X(SKL_MOVED, 2, "MOVED") /* the ring moved, still MOVED after the one resend */            \
 	X(SKL_TOO_LARGE, 3, "TOO_LARGE")                                                           \
 	X(SKL_BAD_REQUEST, 4, "BAD_REQUEST")                                                       \
 	X(SKL_UNAVAILABLE, 5, "UNAVAILABLE") /* no node able to serve it answered */               \
 	X(SKL_OVERLOADED, 6, "OVERLOADED")                                                         \
 	X(SKL_INTERNAL, 7, "INTERNAL")                                                             \
-	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* no answer in time, retries used up */                  \
+	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* no answer by the deadline, or retries used up */       \
 	X(SKL_CANCELLED, 9, "CANCELLED") /* the agent was closed first */
 
 enum skl_status {
@@ -115,8 +123,9 @@ struct skl_options {
 	uint32_t agent_id; /* upper 32 bits of every req_id; 0: random */
 	enum skl_mode mode;
 	enum skl_consistency consistency;
-	uint32_t timeout_ms; /* 0: config */
-	uint32_t retries;    /* used only when retries_set: 0 is a valid count */
+	uint32_t timeout_ms;  /* per attempt; 0: config */
+	uint32_t deadline_ms; /* per request; 0: config */
+	uint32_t retries;     /* used only when retries_set: 0 is a valid count */
 	int retries_set;
 	uint32_t switch_failures; /* 0: config */
 	uint32_t recheck_ms;	  /* 0: config */
@@ -228,9 +237,13 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(rx_unmatched, "replies for no request in flight (late or foreign)")                      \
 	X(moved, "MOVED replies")                                                                  \
 	X(ring_reloads, "ring views rebuilt after MOVED")                                          \
-	X(switch_down, "times a switch was given up after consecutive timeouts")                   \
-	X(switch_back, "times a re-checked switch answered and took traffic again")                \
+	X(switch_down, "times a switch was given up as silent: consecutive timeouts")              \
+	X(switch_lossy, "times a switch was given up as lossy: reads lost past agent.loss_pct")    \
+	X(switch_losses, "reads through a switch that timed out while later ones were answered")   \
+	X(switch_back, "times a switch given up took traffic again")                               \
 	X(rechecks, "re-check datagrams sent to switches that were given up")                      \
+	X(switch_retries_home,                                                                     \
+	  "attempts through a switch that timed out, resent to the ring home")                     \
 	X(node_down, "times a node was marked unresponsive")                                       \
 	X(node_trials, "requests let through to a node marked unresponsive (half-open)")           \
 	X(fail_fast, "linearizable requests failed at once: home marked unresponsive")             \
@@ -239,11 +252,12 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(probes, "PROBE datagrams sent")                                                          \
 	X(stale_reads, "relaxed reads answered from a probed copy")                                \
 	X(redirects_moved, "requests resent to the node a MOVED named")                            \
+	X(replaced, "reads placed again after a MOVED: the switch's placement was stale")          \
 	X(redirects_moved_ok, "of those, answered OK or NOT_FOUND")                                \
 	X(redirects_fallback,                                                                      \
 	  "requests rerouted: direct while the switches are given up, or home after a cached "     \
 	  "route failed")                                                                          \
-	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")                            \
+	X(redirects_fallback_ok, "of those, answered OK or NOT_FOUND")                             \
 	X(chunks_sent, "chunks of PUTs larger than a datagram (in sent: one per attempt)")         \
 	X(chunks_received, "chunks of replies larger than a datagram")                             \
 	X(chunk_drops, "reply chunks dropped: malformed, duplicate, or of another version")

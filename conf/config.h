@@ -130,9 +130,12 @@ struct cfg_sync {
 struct cfg_agent {
 	enum cfg_mode mode;
 	enum cfg_consistency consistency;
-	uint32_t timeout_ms;
+	uint32_t timeout_ms;  /* per attempt */
+	uint32_t deadline_ms; /* per request */
 	uint32_t retries;
 	uint32_t switch_failures; /* consecutive switch timeouts before falling back to direct */
+	uint32_t loss_pct;	  /* read loss rate through a switch that gives it up (0: never) */
+	uint32_t loss_window_ms;
 	uint32_t recheck_ms;	  /* how often a fallen-back agent re-checks the switch */
 	uint32_t max_inflight;
 	uint32_t route_cache_entries;

@@ -324,11 +324,21 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(AGENT, "timeout_ms", timeout_ms, 1, 60000, 50,
 	     "per attempt; nodes drop queued client requests older than this unserved (their "
 	     "sender gave up)"),
-    KEY_UINT(AGENT, "retries", retries, 0, 10, 1,
-	     "times a timed-out request is resent, each routed afresh"),
+    KEY_UINT(AGENT, "deadline_ms", deadline_ms, 1, 600000, 250,
+	     "per request: attempts are resent until this long after submission (at least one "
+	     "whole attempt); covers a 100 ms switch stall at the default timeout (docs/cli.md)"),
+    KEY_UINT(AGENT, "retries", retries, 0, 100, 4,
+	     "at most this many resends of a timed-out request within its deadline, each routed "
+	     "afresh"),
     KEY_UINT(AGENT, "switch_failures", switch_failures, 1, 1000, 3,
 	     "consecutive switch timeouts, each with nothing at all from the switch while it "
 	     "waited, before routing to the ring home"),
+    KEY_UINT(AGENT, "loss_pct", loss_pct, 0, 100, 5,
+	     "a switch whose reads time out more often than this (percent, over `loss_window_ms`) "
+	     "while later ones are answered is given up as lossy where there is a path around it "
+	     "(0: never)"),
+    KEY_UINT(AGENT, "loss_window_ms", loss_window_ms, 10, 600000, 1000,
+	     "sliding window over which a switch's loss rate is judged"),
     KEY_UINT(AGENT, "recheck_ms", recheck_ms, 1, 600000, 1000,
 	     "how often a fallen-back agent re-checks the switch"),
     KEY_UINT(AGENT, "max_inflight", max_inflight, 1, 1u << 20, 16384,

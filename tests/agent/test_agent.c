@@ -48,6 +48,7 @@ struct fake {
 	enum fake_mode mode;
 	uint16_t moved_to, hint_node;
 	bool probe_has;
+	unsigned drop_every; /* drop every Nth datagram received (0: none) */
 	uint64_t version;
 	unsigned rx_total, rx_op[256];
 	uint16_t last_flags;
@@ -150,7 +151,7 @@ static void fake_pump(struct fake *f)
 			f->req_ids = realloc(f->req_ids, f->cap_req_ids * sizeof(*f->req_ids));
 		}
 		f->req_ids[f->nreq_ids++] = m.req_id;
-		if (f->mode == FAKE_SILENT)
+		if (f->mode == FAKE_SILENT || (f->drop_every && f->rx_total % f->drop_every == 0))
 			continue;
 		if (f->mode == FAKE_HOLD) {
 			if (f->nheld == f->cap_held) {
@@ -403,7 +404,7 @@ END_TEST
 
 START_TEST(timeout_and_retry_counts)
 {
-	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_ANSWER);
+	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_SILENT);
 	struct fake *all[] = {sw, n1};
 	struct skl_options opt = {.mode = SKL_MODE_INPATH,
 				  .timeout_ms = 20,
@@ -414,26 +415,42 @@ START_TEST(timeout_and_retry_counts)
 	struct outcome o;
 	uint64_t t0 = clock_mono_ms();
 
+	/* The nodes are reached without the switch (no inline switch): the
+	 * switch's timeout sends the retries to the ring home. */
 	do_get(a, all, 2, "user:1", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(o.res.sends, 3);
-	ck_assert_uint_eq(sw->rx_total, 3);
-	ck_assert_uint_eq(sw->req_ids[0], sw->req_ids[2]); /* a retry keeps its req_id */
-	ck_assert_uint_eq(n1->rx_total, 0);
+	ck_assert_uint_eq(sw->rx_total, 1);
+	ck_assert_uint_eq(n1->rx_total, 2);
+	ck_assert_uint_eq(sw->req_ids[0], n1->req_ids[1]); /* a retry keeps its req_id */
 	ck_assert_uint_ge(clock_mono_ms() - t0, 60);
 	ck_assert_uint_lt(clock_mono_ms() - t0, 1000);
 	ck_assert_uint_eq(stats(a).timeouts, 3);
 	ck_assert_uint_eq(stats(a).retries, 2);
+	ck_assert_uint_eq(stats(a).switch_retries_home, 1);
 	skl_close(a);
 
 	/* retries = 0: exactly one attempt. */
 	opt.retries = 0;
 	a = make_agent(sw, &n1, 1, &opt);
-	sw->rx_total = 0;
+	sw->rx_total = n1->rx_total = 0;
 	do_get(a, all, 2, "user:1", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(o.res.sends, 1);
 	ck_assert_uint_eq(sw->rx_total, 1);
+	skl_close(a);
+
+	/* The deadline ends a request before its retries run out: attempts of
+	 * 20 ms within 90 ms are 5, the last one cut short to 10 ms. */
+	opt.retries = 100;
+	opt.deadline_ms = 90;
+	a = make_agent(sw, &n1, 1, &opt);
+	t0 = clock_mono_ms();
+	do_get(a, all, 2, "user:1", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
+	ck_assert_uint_eq(o.res.sends, 5);
+	ck_assert_uint_ge(clock_mono_ms() - t0, 90);
+	ck_assert_uint_lt(clock_mono_ms() - t0, 1000);
 	skl_close(a);
 	fake_free(sw);
 	fake_free(n1);
@@ -444,17 +461,24 @@ START_TEST(fallback_linearizable_and_recheck)
 {
 	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_ANSWER);
 	struct fake *all[] = {sw, n1};
-	struct skl_options opt = {
-	    .mode = SKL_MODE_INPATH, .timeout_ms = 20, .switch_failures = 2, .recheck_ms = 100};
+	struct skl_options opt = {.mode = SKL_MODE_INPATH,
+				  .timeout_ms = 20,
+				  .retries = 1,
+				  .retries_set = 1,
+				  .switch_failures = 2,
+				  .recheck_ms = 100};
 	struct skl_agent *a = make_agent(sw, &n1, 1, &opt);
 	struct outcome o;
 	uint64_t t0, end;
 
 	ck_assert_int_eq(skl_using_switch(a), 1);
-	/* Two timeouts at the switch (attempt + retry): the switch is given up. */
-	do_get(a, all, 2, "user:1", NULL, &o);
-	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
-	ck_assert_uint_eq(o.res.sends, 2);
+	/* Two timeouts at the switch, each request's retry answered by the
+	 * ring home: the switch is given up. */
+	for (int i = 0; i < 2; i++) {
+		do_get(a, all, 2, "user:1", NULL, &o);
+		ck_assert_int_eq(o.res.status, SKL_OK);
+		ck_assert_uint_eq(o.res.sends, 2);
+	}
 	ck_assert_int_eq(skl_using_switch(a), 0);
 	ck_assert_uint_eq(stats(a).switch_down, 1);
 	/* Now straight to the ring home. */
@@ -682,6 +706,91 @@ START_TEST(hint_mode_and_route_cache)
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(sw->rx_op[WIRE_OP_PUT], 1);
 	ck_assert_uint_eq(n1->rx_op[WIRE_OP_PUT] + n2->rx_op[WIRE_OP_PUT], 0);
+	skl_close(a);
+	fake_free(sw);
+	fake_free(n1);
+	fake_free(n2);
+}
+END_TEST
+
+/*
+ * A switch that answers but loses one read in 5 is given up as lossy (not
+ * silent), every read still answered through the ring home; it is re-checked
+ * with bursts of HINTs and comes back only after two clean rounds.
+ */
+START_TEST(lossy_switch_bypassed_and_back)
+{
+	struct fake *sw = fake_new(0, FAKE_SWITCH), *n1 = fake_new(1, FAKE_ANSWER);
+	struct fake *all[] = {sw, n1};
+	struct skl_options opt = {
+	    .mode = SKL_MODE_INPATH, .timeout_ms = 20, .switch_failures = 100, .recheck_ms = 100};
+	struct skl_agent *a = make_agent(sw, &n1, 1, &opt);
+	uint64_t end = clock_mono_ms() + 3000, back_end;
+	int submitted = 0;
+
+	sw->drop_every = 5;
+	completed_ok = 0;
+	while (stats(a).switch_lossy == 0 && clock_mono_ms() < end) {
+		while (skl_inflight(a) < 8) {
+			ck_assert_int_eq(skl_get(a, "user:1", 6, NULL, count_ok, NULL), 0);
+			submitted++;
+		}
+		pump_all(a, all, 2);
+	}
+	ck_assert_uint_eq(stats(a).switch_lossy, 1);
+	ck_assert_uint_eq(stats(a).switch_down, 0);
+	ck_assert_uint_ge(stats(a).switch_losses, 2);
+	ck_assert_int_eq(skl_using_switch(a), 0);
+	/* Still lossy: three re-check rounds later it has not come back. */
+	end = clock_mono_ms() + 350;
+	while (clock_mono_ms() < end)
+		pump_all(a, all, 2);
+	ck_assert_int_eq(skl_using_switch(a), 0);
+	ck_assert_uint_ge(stats(a).rechecks, 64);
+	ck_assert_uint_eq(stats(a).switch_back, 0);
+	/* Clean again: back after two clean rounds. */
+	sw->drop_every = 0;
+	back_end = clock_mono_ms() + 1000;
+	while (!skl_using_switch(a) && clock_mono_ms() < back_end)
+		pump_all(a, all, 2);
+	ck_assert_int_eq(skl_using_switch(a), 1);
+	ck_assert_uint_eq(stats(a).switch_back, 1);
+	end = clock_mono_ms() + 2000;
+	while (skl_inflight(a) && clock_mono_ms() < end)
+		pump_all(a, all, 2);
+	ck_assert_int_eq(completed_ok, submitted); /* not one read failed */
+	skl_close(a);
+	fake_free(sw);
+	fake_free(n1);
+}
+END_TEST
+
+/*
+ * Hint mode: the node a HINT named no longer has the version (MOVED to the
+ * home): the read asks the switch again, then reads through it, and never
+ * ends MOVED.
+ */
+START_TEST(hint_moved_followed)
+{
+	struct fake *sw = fake_new(0, FAKE_SWITCH), *n1 = fake_new(1, FAKE_ANSWER),
+		    *n2 = fake_new(2, FAKE_MOVED);
+	struct fake *nodes[] = {n1, n2}, *all[] = {sw, n1, n2};
+	struct skl_options opt = {.mode = SKL_MODE_HINT, .timeout_ms = 50};
+	struct skl_agent *a = make_agent(sw, nodes, 2, &opt);
+	struct outcome o;
+	char key[32];
+
+	sw->hint_node = 2;
+	n2->moved_to = 1;
+	key_homed_at(a, 1, key, sizeof(key));
+	do_get(a, all, 3, key, NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert(!(o.res.flags & SKL_R_DIRECT));
+	ck_assert_uint_eq(stats(a).hints, 2);
+	ck_assert_uint_eq(stats(a).moved, 2);
+	ck_assert_uint_eq(stats(a).replaced, 2);
+	ck_assert_uint_eq(sw->rx_op[WIRE_OP_GET], 1);
+	ck_assert_uint_eq(n2->rx_op[WIRE_OP_GET], 2);
 	skl_close(a);
 	fake_free(sw);
 	fake_free(n1);
@@ -939,6 +1048,8 @@ int main(void)
 	tcase_add_test(tc, relaxed_probe_reads_highest_version);
 	tcase_add_test(tc, moved_resends_once);
 	tcase_add_test(tc, hint_mode_and_route_cache);
+	tcase_add_test(tc, lossy_switch_bypassed_and_back);
+	tcase_add_test(tc, hint_moved_followed);
 	tcase_add_test(tc, argument_checks);
 	tcase_add_test(tc, chunk_loss_retried);
 	tcase_add_test(tc, sync_wrappers);
