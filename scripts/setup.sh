@@ -20,6 +20,7 @@ packages=(
 	nutcracker memcached python3			# twemproxy ketama comparison
 	iproute2 ethtool gnuplot-nox procps		# testbed, demo plots
 	debhelper dpkg-dev systemd			# Debian packages (debian/), their test
+	nftables					# e2e switch-loss: frames dropped on the fabric
 )
 
 missing=()

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|switch-kill|switch-pause|
-       overload|spoof|membership|membership-restart
+usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|switch-kill|hint-kill|
+       switch-loss|switch-pause|overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -23,13 +23,21 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
   node-kill    kill -9 a node: marked down within 3 digest intervals, reads of
                its keys answered UNAVAILABLE quickly, back with its data after
                a restart (inline)
-  switch-kill  kill -9 switchd under load (one-arm): agents fall back to direct
-               routing, no operation fails beyond the timeout/retry budget, the
-               history is linearizable, and after a restart agents return to
-               in-path routing
+  switch-kill  kill -9 switchd under load (one-arm), restarted 2 s later: attempts
+               that time out at the switch are resent to the ring home, not one
+               request fails, the history is linearizable, and agents are
+               in-path again within 3 s of the restart
+  hint-kill    hint mode with the hot set moving every 3 s, then the switch
+               killed -9 and restarted (one-arm): stale HINTs are followed, no
+               read ends MOVED, not one request fails, linearizable
+  switch-loss  10% of the frames into the switch dropped for 8 s (nftables on
+               the fabric's bridge; one-arm): the switch is given up as lossy
+               and taken back after, not one request fails, throughput while
+               lossy at least half its level before, linearizable
   switch-pause SIGSTOP switchd for 100 ms, 5 times, under 48 in flight
-               (inline): errors only for requests caught in the pauses, no
-               node blamed, nothing failed fast, throughput back within 1 s
+               (inline): requests are resent through the switch until their
+               deadline and not one fails, no node blamed, nothing failed fast,
+               throughput back within 1 s, linearizable
   overload     256 in flight against 1000 us nodes: no UNAVAILABLE, no node
                marked down; requests that run out of time end TIMEOUT
   spoof        with a cluster key, spoofed REPLICATE, UNREPLICATE, RC_ACK,
@@ -702,6 +710,19 @@ def rate_between(done, t_from, t_to):
     return (bisect.bisect_left(done, t_to) - bisect.bisect_left(done, t_from)) / (t_to - t_from)
 
 
+def lincheck(history):
+    """Check a bench history with tests/lincheck (prints its verdict)."""
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history], capture_output=True, text=True, timeout=120)
+    print(r.stdout.strip())
+    check(r.returncode == 0, "the recorded history is linearizable (no stale read)")
+
+
+def deadline_ms(tb):
+    """The agents' per-request deadline (agent.deadline_ms, docs/config.md)."""
+    return tb.cfg.get("agent", {}).get("deadline_ms", 250)
+
+
 def sample_forwarded(tb):
     """(CLOCK_MONOTONIC ns, the switch's requests_forwarded) at about the same time."""
     t = time.monotonic_ns()
@@ -709,64 +730,68 @@ def sample_forwarded(tb):
     return (t + time.monotonic_ns()) // 2, n
 
 
-def scenario_switch_kill(tb):
-    """kill -9 switchd under load (one-arm), restart it, check routing and the history."""
-    tb.up()
-    agent_cfg = tb.cfg.get("agent", {})
-    timeout_ms = agent_cfg.get("timeout_ms", 50)
-    retries = agent_cfg.get("retries", 1)
-    budget_ms = timeout_ms * (retries + 1)
-    recheck_s = agent_cfg.get("recheck_ms", 1000) / 1000
-    conc, duration, kill_at, restart_at = 8, 14, 3.0, 5.0
-    win = []
+def kill_and_restart(tb, t0, kill_at, restart_at, marks):
+    """kill -9 the switch kill_at s after t0 and start it again at restart_at;
+    marks gets the monotonic times 'kill' and 'back' (restarted and healthy)."""
+    time.sleep(max(0, t0 + kill_at - time.monotonic()))
+    before_kill = tb.counters()
+    os.kill(tb.pid(tb.switch), signal.SIGKILL)
+    marks["kill"] = time.monotonic()
+    log(f"kill -9 {tb.switch} at {marks['kill'] - t0:.1f} s"
+        f" ({before_kill['requests']} requests through it)")
+    time.sleep(max(0, t0 + restart_at - time.monotonic()))
+    states = tb.start_watching(tb.switch)
+    marks["back"] = time.monotonic()
+    log(f"{tb.switch} restarted and healthy at {marks['back'] - t0:.1f} s;"
+        f" node states seen: {states}")
+    # A fresh switch must not declare nodes down before their first digest
+    # could arrive (it would answer UNAVAILABLE to returning agents).
+    check(not any("D" in st for st in states), "no node was marked down by the restarted switch")
 
-    def kill_and_restart(t0):
-        time.sleep(kill_at)
-        before_kill = tb.counters()
-        os.kill(tb.pid(tb.switch), signal.SIGKILL)
-        log(f"kill -9 {tb.switch} at {time.monotonic() - t0:.1f} s"
-            f" ({before_kill['requests']} requests through it)")
-        time.sleep(max(0, restart_at - (time.monotonic() - t0)))
-        states = tb.start_watching(tb.switch)
-        t_back = time.monotonic() - t0
-        log(f"{tb.switch} restarted and healthy at {t_back:.1f} s; node states seen: {states}")
-        # A fresh switch must not declare nodes down before their first digest
-        # could arrive (it would answer UNAVAILABLE to returning agents).
-        check(not any("D" in st for st in states),
-              "no node was marked down by the restarted switch")
-        # Agents re-check a switch they gave up every recheck_ms. A restarted
-        # switch learns a one-arm client's MAC by ARP, so the first replies to
-        # a returning agent can be dropped (no_neighbour) and the agent may
-        # give the switch up once more and come back a re-check later. In the
-        # last 2 s of the run every request must go through the switch: count
-        # what it forwards over that window and compare with the history.
-        time.sleep(max(0, t_back + recheck_s + 0.3 - (time.monotonic() - t0),
-                       duration - 2.5 - (time.monotonic() - t0)))
+
+def scenario_switch_kill(tb):
+    """kill -9 switchd under load (one-arm) and restart it 2 s later: not one
+    request fails (each attempt that times out at the switch is resent to the
+    ring home), the history is linearizable, and agents are in-path again
+    within 3 s of the restart."""
+    tb.up()
+    # 22 s: a restart on a loaded host took up to 19 s to be healthy (9.7 to
+    # 18.7 s seen at load average 12); one of 12 s still leaves a window.
+    conc, duration, kill_at, restart_at, back_within = 8, 22, 3.0, 5.0, 3.0
+    marks, win = {}, []
+
+    def during(t0):
+        kill_and_restart(tb, t0, kill_at, restart_at, marks)
+        # From back_within s after the restart to the end of the run, every
+        # request goes through the switch: count what it forwards over that
+        # window and compare with the history. A restarted switch learns a
+        # one-arm client's MAC by ARP, so the first replies to a returning
+        # agent can be dropped (no_neighbour); the agent resends those home.
+        time.sleep(max(0, marks["back"] + back_within - time.monotonic()))
+        if time.monotonic() > t0 + duration - 1.5:
+            raise Fail(f"the restart took {marks['back'] - marks['kill']:.1f} s: no time left"
+                       " in the run to see the agent in-path again")
         win.append(sample_forwarded(tb))
-        time.sleep(max(0.5, duration - 0.5 - (time.monotonic() - t0)))
+        time.sleep(max(0.5, t0 + duration - 0.5 - time.monotonic()))
         win.append(sample_forwarded(tb))
 
     # No --preload: its writes are not in the history, and the checker
     # rightly rejects a read of a version no recorded write produced.
     s, history = run_bench(tb, "switchkill", [
         "--keys", "1000", "--read-ratio", "0.5", "--dist", "zipf:0.99",
-        "--concurrency", str(conc), "--duration", str(duration), "--seed", "11"],
-        kill_and_restart)
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "11"], during)
     after = tb.counters()
     ag = s["agent"]
     log(f"agent counters: {ag}")
     for t in s["timeline"]:
         log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
-    bad = {k: v for k, v in s["status"].items() if k not in ("OK", "NOT_FOUND")}
-    check(set(bad) <= {"TIMEOUT", "UNAVAILABLE"} and s["errors"] <= 3 * conc,
-          f"{s['ops']} operations, failures only for requests caught by the kill/restart:"
-          f" {bad or 'none'} (limit {3 * conc}: at most one per client at the kill, the"
-          f" return and one more return after a bounce)")
-    check(s["latency_us"]["max"] / 1000 <= budget_ms * 1.5,
-          f"no operation took longer than the budget: max {s['latency_us']['max'] / 1000:.1f} ms"
-          f" (timeout {timeout_ms} ms x {retries + 1} attempts = {budget_ms} ms, +50% slack)")
-    check(ag["switch_down"] >= 1 and ag["switch_back"] >= 1,
-          f"agent gave up the switch ({ag['switch_down']}x) and came back ({ag['switch_back']}x)")
+    check(s["errors"] == 0, f"{s['ops']} operations, not one failed ({s['status']})")
+    check(s["latency_us"]["max"] / 1000 <= deadline_ms(tb) * 1.5,
+          f"no operation took longer than its deadline: max"
+          f" {s['latency_us']['max'] / 1000:.1f} ms (deadline {deadline_ms(tb)} ms, +50% slack)")
+    check(ag["switch_down"] >= 1 and ag["switch_back"] >= 1 and ag["switch_retries_home"] >= 1,
+          f"agent resent timed-out attempts home ({ag['switch_retries_home']}), gave up the"
+          f" switch ({ag['switch_down']}x) and came back ({ag['switch_back']}x)")
     full = [t for t in s["timeline"] if t["t"] + 1 <= s["duration_s"]]
     check(all(t["ops"] > 0 for t in full),
           "operations completed in every second, also while the switch was down (direct routing)")
@@ -781,23 +806,130 @@ def scenario_switch_kill(tb):
     log(f"restarted switch: {after['requests_forwarded']} requests forwarded in all,"
         f" {after['no_neighbour']} dropped before it knew a neighbour's MAC")
     # The counter samples are a few ms off the window's edges (cdtctl's round
-    # trip): 2% slack. Direct routing would forward none.
-    check(issued > 0 and forwarded >= 0.98 * issued,
-          f"in-path again: over {(win[1][0] - win[0][0]) / 1e9:.1f} s from one re-check interval"
-          f" after the restart, the switch forwarded {forwarded} requests for the {issued}"
-          f" operations the agent ran")
-    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
-                        history], capture_output=True, text=True, timeout=120)
-    print(r.stdout.strip())
-    check(r.returncode == 0, "the recorded history is linearizable (no stale read)")
+    # trip), and on a loaded host the switch's lcore can be starved long
+    # enough for an agent to give it up as silent and come back a re-check
+    # later (96% seen at load average 13): 10% slack. Direct routing would
+    # forward none.
+    check(issued > 0 and forwarded >= 0.9 * issued,
+          f"in-path again within {back_within:.0f} s of the restart: over the"
+          f" {(win[1][0] - win[0][0]) / 1e9:.1f} s after, the switch forwarded {forwarded}"
+          f" requests for the {issued} operations the agent ran")
+    lincheck(history)
+
+
+def scenario_hint_kill(tb):
+    """Hint mode (one-arm), the hot set moving every 3 s (--dynamic hot-in:3),
+    then kill -9 the switch and restart it 2 s later: a read whose HINT named
+    a copy that no longer holds the version is placed again, never ends
+    MOVED; a dead switch is left as in in-path mode; not one request fails,
+    and the history is linearizable."""
+    tb.up()
+    conc, duration, kill_at, restart_at = 16, 18, 7.0, 9.0
+    marks = {}
+    s, history = run_bench(tb, "hintkill", [
+        "--mode", "hint", "--keys", "2000", "--dist", "zipf:1.2", "--read-ratio", "0.8",
+        "--dynamic", "hot-in:3", "--hot-keys", "64", "--value-size", "32",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "13"],
+        lambda t0: kill_and_restart(tb, t0, kill_at, restart_at, marks))
+    ag = s["agent"]
+    log(f"agent counters: {ag}")
+    for t in s["timeline"]:
+        log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
+    check(ag["hints"] > 0 and ag["moved"] > 0 and ag["replaced"] > 0,
+          f"HINTs went stale as the hot set moved: {ag['moved']} MOVED answers, each read"
+          f" placed again ({ag['replaced']}) out of {ag['hints']} HINTs")
+    check(s["status"].get("MOVED", 0) == 0, "no read ended MOVED")
+    check(s["errors"] == 0,
+          f"{s['ops']} operations, not one failed, before, during or after the kill"
+          f" ({s['status']})")
+    check(s["latency_us"]["max"] / 1000 <= deadline_ms(tb) * 1.5,
+          f"no operation took longer than its deadline: max"
+          f" {s['latency_us']['max'] / 1000:.1f} ms (deadline {deadline_ms(tb)} ms, +50% slack)")
+    # A re-check finds the restarted switch within recheck_ms (1 s), if the
+    # restart (slow on a loaded host) left that much of the run.
+    recheck_s = tb.cfg.get("agent", {}).get("recheck_ms", 1000) / 1000
+    back_in_run = marks["back"] + recheck_s + 0.5 < marks["kill"] - kill_at + duration
+    check(ag["switch_down"] >= 1 and (ag["switch_back"] >= 1 or not back_in_run),
+          f"the dead switch was given up ({ag['switch_down']}x) and taken back"
+          f" ({ag['switch_back']}x{'' if back_in_run else ': its restart took the rest of the run'})")
+    lincheck(history)
+
+
+def scenario_switch_loss(tb):
+    """Drop 10% of the frames going into the (one-arm) switch for 8 s, with
+    nftables on the fabric's bridge: the agent judges the switch lossy and
+    goes around it, not one request fails, throughput while lossy is at
+    least half its level before, the agent is back on the switch once the
+    loss ends, and the history is linearizable."""
+    tb.up()
+    conc, duration, loss_at, loss_for = 32, 18, 4.0, 8.0
+    port = re.search(r"iface=([^,]+)", tb.cfg["switches"][0]["ports"][0]["vdev"]).group(1)
+    fabric = f"{NSP}fabric"
+    rules = ("table bridge skl_loss {\n chain into_switch {\n"
+             "  type filter hook forward priority 0; policy accept;\n"
+             f"  oifname \"{port}\" numgen random mod 100 < 10 counter drop\n }}\n}}\n")
+    marks = {}
+
+    def nft(*args, stdin=None):
+        r = subprocess.run(["ip", "netns", "exec", fabric, "nft", *args], input=stdin,
+                           capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise Fail(f"nft {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def lossy(t0):
+        time.sleep(max(0, t0 + loss_at - time.monotonic()))
+        nft("-f", "-", stdin=rules)
+        marks["on"] = time.monotonic()
+        time.sleep(max(0, t0 + loss_at + loss_for - time.monotonic()))
+        marks["dropped"] = int(re.search(r"packets (\d+)", nft("list", "table", "bridge",
+                                                                 "skl_loss")).group(1))
+        nft("delete", "table", "bridge", "skl_loss")
+        marks["off"] = time.monotonic()
+
+    if shutil.which("nft") is None:
+        raise Fail("nft (nftables) is not installed: scripts/setup.sh installs it")
+    s, history = run_bench(tb, "switchloss", [
+        "--keys", "10000", "--read-ratio", "0.9", "--dist", "zipf:0.99",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "17"], lossy)
+    ag = s["agent"]
+    log(f"agent counters: {ag}")
+    for t in s["timeline"]:
+        log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
+    check(marks["dropped"] > 0, f"nftables dropped {marks['dropped']} frames into the switch")
+    # Where a refusal would come from: a write around the switch whose
+    # copies' holders did not confirm their drop, or one that waited out an
+    # earlier write's turn.
+    nodes = [tb.node_counters(n["name"]) for n in tb.cfg["nodes"]]
+    log("nodes: " + ", ".join(
+        f"{k} {sum(c.get(k, 0) for c in nodes)}" for k in (
+            "write_retried", "retry_notified", "bypass_writes", "bypass_refused",
+            "through_turn_timeout", "expired")))
+    check(s["errors"] == 0, f"{s['ops']} operations, not one failed ({s['status']})")
+    # (A switch whose lcore a loaded host starves for 150 ms may also be
+    # given up as silent, and come back at its next answer: switch_down.)
+    check(ag["switch_lossy"] >= 1,
+          f"the switch was given up as lossy ({ag['switch_lossy']}x; {ag['switch_losses']}"
+          f" reads lost; as silent {ag['switch_down']}x)")
+    done = completions(history)
+    before = rate_between(done, marks["on"] - 3.0, marks["on"])
+    during = rate_between(done, marks["on"] + 0.5, marks["off"])
+    log(f"throughput: {before:.0f} ops/s before the loss, {during:.0f} ops/s while lossy")
+    check(during >= 0.5 * before,
+          f"throughput while lossy at least half its level before ({during / before:.2f}x)")
+    check(ag["switch_back"] >= 1,
+          f"back on the switch after the loss ended ({ag['switch_back']}x,"
+          f" {ag['rechecks']} re-check HINTs)")
+    lincheck(history)
 
 
 def scenario_switch_pause(tb):
     """SIGSTOP the switch for 100 ms, 5 times, under a closed loop of 48 (inline):
     the stall is the switch's, so no node is blamed and nothing fails fast after."""
     tb.up()
-    retries = tb.cfg.get("agent", {}).get("retries", 1)
     conc, pauses, pause_s, first_s, every_s = 48, 5, 0.1, 2.0, 2.0
+    check(deadline_ms(tb) >= 2 * pause_s * 1000,
+          f"the agents' deadline ({deadline_ms(tb)} ms) is at least twice the pause")
     duration = int(first_s + pauses * every_s + 1)
     resumed = []
 
@@ -817,10 +949,9 @@ def scenario_switch_pause(tb):
     log(f"{s['ops']} ops, status {s['status']}, agent: switch_down {ag['switch_down']},"
         f" switch_back {ag['switch_back']}, node_down {ag['node_down']},"
         f" fail_fast {ag['fail_fast']}, timeouts {ag['timeouts']}")
-    limit = pauses * conc * (1 + retries)
-    check(s["errors"] <= limit and set(s["status"]) <= {"OK", "NOT_FOUND", "TIMEOUT"},
-          f"errors only for requests caught in the pauses: {s['errors']} (limit {pauses} x"
-          f" {conc} x {1 + retries} = {limit}), all TIMEOUT")
+    # Inline: every path crosses the switch, so requests caught in a pause
+    # are resent through it until their deadline, and answered after it.
+    check(s["errors"] == 0, f"not one request failed ({s['status']})")
     check(ag["node_down"] == 0 and ag["fail_fast"] == 0,
           "no node was blamed for the switch's stall: nothing marked down, nothing failed fast")
     # Back within 1 s: the agent returns to the switch at the first late reply
@@ -845,6 +976,7 @@ def scenario_switch_pause(tb):
     check(all(r >= level / 3 for r in after),
           f"no hole in the throughput 1 s after any resume (at least a third of its level)"
           f" (worst {min(after) / level:.0%})")
+    lincheck(history)
 
 
 def scenario_overload(tb):
@@ -1380,6 +1512,8 @@ SCENARIOS = {
     "malformed": ("testbed.json", scenario_malformed, "tap"),
     "node-kill": ("testbed.json", scenario_node_kill),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
+    "hint-kill": ("testbed-onearm.json", scenario_hint_kill),
+    "switch-loss": ("testbed-onearm.json", scenario_switch_loss),
     "switch-pause": ("testbed.json", scenario_switch_pause),
     "overload": ("testbed.json", scenario_overload),
     "spoof": ("testbed-2sw.json", scenario_spoof),
