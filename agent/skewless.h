@@ -17,8 +17,8 @@
  * Each attempt waits agent.timeout_ms (50) for its reply (a PUT in chunks 1/64
  * more per chunk, a HINT half of it, and a chunked reply re-arms it as it
  * arrives); a timed-out request is resent, routed afresh and with the same
- * req_id, at most agent.retries (4) times and only until its deadline,
- * agent.deadline_ms (250) after submission; one that runs out ends SKL_TIMEOUT.
+ * req_id, at most agent.retries (9) times and only until its deadline,
+ * agent.deadline_ms (500) after submission; one that runs out ends SKL_TIMEOUT.
  * When an attempt through a switch times out and the nodes are reached without
  * crossing it (one-arm), the retry goes to the key's ring home, which always
  * holds the latest completed version; behind an inline switch it goes through

@@ -91,8 +91,8 @@ START_TEST(minimal_config_gets_defaults)
 	ck_assert_int_eq(cfg->agent.mode, CFG_MODE_INPATH);
 	ck_assert_int_eq(cfg->agent.consistency, CFG_LINEARIZABLE);
 	ck_assert_uint_eq(cfg->agent.timeout_ms, 50);
-	ck_assert_uint_eq(cfg->agent.deadline_ms, 250);
-	ck_assert_uint_eq(cfg->agent.retries, 4);
+	ck_assert_uint_eq(cfg->agent.deadline_ms, 500);
+	ck_assert_uint_eq(cfg->agent.retries, 9);
 	ck_assert_uint_eq(cfg->agent.loss_pct, 5);
 	ck_assert_uint_eq(cfg->node.workers, 2);
 	ck_assert_int_eq(cfg->node.durability, CFG_DURABILITY_SYNC);

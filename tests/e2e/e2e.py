@@ -720,7 +720,7 @@ def lincheck(history):
 
 def deadline_ms(tb):
     """The agents' per-request deadline (agent.deadline_ms, docs/config.md)."""
-    return tb.cfg.get("agent", {}).get("deadline_ms", 250)
+    return tb.cfg.get("agent", {}).get("deadline_ms", 500)
 
 
 def sample_forwarded(tb):
