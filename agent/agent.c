@@ -107,6 +107,7 @@ struct req {
 	uint8_t placed;	  /* a GET placed again after MOVED answers (on_moved()) */
 	bool inpath_read; /* hint mode: read through the switch, not after a HINT */
 	bool replica_read;
+	bool refused;	      /* a node answered UNAVAILABLE directly: it is retried */
 	uint8_t redirected;   /* REDIRECT_* this request went through (counted on completion) */
 	uint8_t final_status; /* PH_DONE */
 	uint16_t sw;
@@ -1006,7 +1007,7 @@ static void on_timeout(struct tw_timer *t, void *arg)
 	if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED)
 		start_probe(a, r);
 	else
-		defer_done(a, r, SKL_TIMEOUT);
+		defer_done(a, r, r->refused ? SKL_UNAVAILABLE : SKL_TIMEOUT);
 }
 
 /* ---- replies ---- */
@@ -1086,6 +1087,19 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 
 	if (st == WIRE_ST_MOVED) {
 		on_moved(a, r, m, from_switch);
+		return;
+	}
+	/*
+	 * A node refused it unapplied: a write that waited out another's turn at
+	 * the home, or whose copies' holders did not confirm their drop; a key
+	 * being handed over. It may try again: the attempt's timer resends it,
+	 * within the deadline, and it ends UNAVAILABLE only when that is out.
+	 */
+	if (st == WIRE_ST_UNAVAILABLE && !from_switch && r->phase == PH_NODE &&
+	    r->timeouts < a->retries && a->now < r->end_ns) {
+		if (!r->refused)
+			a->st.refusals++;
+		r->refused = true;
 		return;
 	}
 	/* Remember where a relaxed read was served so the next one skips HINT. */

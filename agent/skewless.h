@@ -244,6 +244,7 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(rechecks, "re-check datagrams sent to switches that were given up")                      \
 	X(switch_retries_home,                                                                     \
 	  "attempts through a switch that timed out, resent to the ring home")                     \
+	X(refusals, "requests a node refused unapplied (UNAVAILABLE), resent within the deadline") \
 	X(node_down, "times a node was marked unresponsive")                                       \
 	X(node_trials, "requests let through to a node marked unresponsive (half-open)")           \
 	X(fail_fast, "linearizable requests failed at once: home marked unresponsive")             \

@@ -49,6 +49,7 @@ struct fake {
 	uint16_t moved_to, hint_node;
 	bool probe_has;
 	unsigned drop_every; /* drop every Nth datagram received (0: none) */
+	unsigned refuse;     /* answer this many more requests UNAVAILABLE */
 	uint64_t version;
 	unsigned rx_total, rx_op[256];
 	uint16_t last_flags;
@@ -106,6 +107,9 @@ static void fake_reply(struct fake *f, const struct wire_msg *q, const struct so
 	if (f->mode == FAKE_MOVED) {
 		m.status = WIRE_ST_MOVED;
 		m.node = f->moved_to;
+	} else if (f->refuse) {
+		f->refuse--;
+		m.status = WIRE_ST_UNAVAILABLE;
 	} else if (op == WIRE_OP_HINT) {
 		m.node = f->hint_node;
 		m.flags = WIRE_F_REPLICATED;
@@ -766,6 +770,42 @@ START_TEST(lossy_switch_bypassed_and_back)
 END_TEST
 
 /*
+ * A node that refuses a write unapplied (UNAVAILABLE: another write kept the
+ * key's turn) gets it again at the next attempt, within the deadline; one
+ * that keeps refusing ends it UNAVAILABLE at the deadline, not TIMEOUT.
+ */
+START_TEST(refused_write_resent)
+{
+	struct fake *n1 = fake_new(1, FAKE_ANSWER);
+	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .timeout_ms = 20, .deadline_ms = 100};
+	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
+	struct outcome o;
+	uint64_t t0;
+
+	n1->refuse = 2;
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, &n1, 1, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.sends, 3);
+	ck_assert_uint_eq(n1->req_ids[0], n1->req_ids[2]);
+	ck_assert_uint_eq(stats(a).refusals, 1);
+	ck_assert_uint_eq(stats(a).node_down, 0);
+
+	n1->refuse = 1000;
+	t0 = clock_mono_ms();
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, &n1, 1, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_ge(clock_mono_ms() - t0, 95);
+	ck_assert_uint_eq(stats(a).node_down, 0);
+	skl_close(a);
+	fake_free(n1);
+}
+END_TEST
+
+/*
  * Hint mode: the node a HINT named no longer has the version (MOVED to the
  * home): the read asks the switch again, then reads through it, and never
  * ends MOVED.
@@ -1050,6 +1090,7 @@ int main(void)
 	tcase_add_test(tc, hint_mode_and_route_cache);
 	tcase_add_test(tc, lossy_switch_bypassed_and_back);
 	tcase_add_test(tc, hint_moved_followed);
+	tcase_add_test(tc, refused_write_resent);
 	tcase_add_test(tc, argument_checks);
 	tcase_add_test(tc, chunk_loss_retried);
 	tcase_add_test(tc, sync_wrappers);
