@@ -1086,7 +1086,15 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	uint8_t st = m->status;
 
 	if (st == WIRE_ST_MOVED) {
-		on_moved(a, r, m, from_switch);
+		/*
+		 * Only the running attempt's says where to go next: a switch that
+		 * stalled forwards every attempt queued in it once it runs, and
+		 * their late MOVEDs say nothing about where the request went since.
+		 */
+		bool at_node = r->phase == PH_NODE || r->phase == PH_STALE_READ;
+
+		if (from_switch ? r->phase == PH_SWITCH : at_node)
+			on_moved(a, r, m, from_switch);
 		return;
 	}
 	/*
@@ -1458,9 +1466,10 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 		defer_done(a, r, SKL_TOO_LARGE);
 		return 0;
 	}
-	/* The deadline gives a PUT in chunks at least one whole attempt. */
-	r->end_ns =
-	    r->invoke_ns + (a->deadline_ns > attempt_ns(a, r) ? a->deadline_ns : attempt_ns(a, r));
+	/* The deadline leaves room for a whole attempt and its resend, also for
+	 * a PUT in chunks and a timeout set longer than the deadline. */
+	r->end_ns = r->invoke_ns +
+		    (a->deadline_ns > 2 * attempt_ns(a, r) ? a->deadline_ns : 2 * attempt_ns(a, r));
 	dispatch(a, r);
 	return 0;
 }

@@ -325,8 +325,8 @@ const struct cfg_key cfg_keys[] = {
 	     "per attempt; nodes drop queued client requests older than this unserved (their "
 	     "sender gave up)"),
     KEY_UINT(AGENT, "deadline_ms", deadline_ms, 1, 600000, 500,
-	     "per request: attempts are resent until this long after submission (at least one "
-	     "whole attempt); covers a 100 ms switch stall and its drain on a loaded host "
+	     "per request: attempts are resent until this long after submission (at least two "
+	     "whole attempts); covers a 100 ms switch stall and its drain on a loaded host "
 	     "(docs/cli.md)"),
     KEY_UINT(AGENT, "retries", retries, 0, 100, 9,
 	     "at most this many resends of a timed-out request within its deadline, each routed "
