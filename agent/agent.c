@@ -11,10 +11,9 @@
  * slot's timer for timeout_ms, never past the request's deadline
  * (deadline_ms after submission); a timeout costs one of the request's
  * retries and the next attempt is routed afresh, so a retry follows the
- * agent's current view (after enough switch timeouts, the ring home). An
- * attempt through a switch that timed out is resent to the ring home when the
- * nodes are reached without crossing the switch (one-arm), else through it
- * again. Data replies are accepted in any phase: a late answer from an
+ * agent's current view (after enough switch timeouts, the ring home). A
+ * write's attempt through a switch that timed out is resent to the ring home
+ * when the nodes are reached without crossing the switch (one-arm). Data replies are accepted in any phase: a late answer from an
  * earlier attempt answers the request as well as a later one would, since
  * both were sent within it.
  *
@@ -973,16 +972,23 @@ static void on_timeout(struct tw_timer *t, void *arg)
 			return;
 		}
 		a->st.retries++;
-		if (!a->nodes_via_switch) {
-			/* A path around the switch: the ring home, where the key's
-			 * data is right without it (a write keeps its req_id, and
-			 * the home applies it at most once). */
+		if (!a->nodes_via_switch && r->op != WIRE_OP_GET) {
+			/* A write with a path around the switch: the ring home, which
+			 * applies it at most once (the same req_id), and treats it as
+			 * bypassing the switch (its copies dropped first). */
 			a->st.switch_retries_home++;
 			note_fallback(a, r);
 			go_node(a, r, r->home, false);
 			return;
 		}
-		dispatch(a, r); /* inline: every path crosses it; again until the deadline */
+		/*
+		 * A read goes where the agent's current view sends it: the switch
+		 * again while it is not given up (inline: every path crosses it).
+		 * At the home directly it could see a write whose reply the switch
+		 * has not seen yet, and a later read through the switch the version
+		 * before (docs/design.md section 5, "Write-through").
+		 */
+		dispatch(a, r);
 		return;
 	}
 	/* PH_NODE */

@@ -19,10 +19,11 @@
  * arrives); a timed-out request is resent, routed afresh and with the same
  * req_id, at most agent.retries (9) times and only until its deadline,
  * agent.deadline_ms (500) after submission; one that runs out ends SKL_TIMEOUT.
- * When an attempt through a switch times out and the nodes are reached without
- * crossing it (one-arm), the retry goes to the key's ring home, which always
- * holds the latest completed version; behind an inline switch it goes through
- * the switch again. After agent.switch_failures consecutive switch timeouts
+ * When a write's attempt through a switch times out and the nodes are reached
+ * without crossing it (one-arm), the retry goes to the key's ring home, which
+ * applies it at most once; a read's goes where the agent's view sends it, the
+ * switch until it is given up (a read at the home directly could see a write
+ * the switch has not seen complete). After agent.switch_failures consecutive switch timeouts
  * during which the switch sent nothing at all (silent), or once more than
  * agent.loss_pct of the reads through it over agent.loss_window_ms were lost
  * while later ones were answered (lossy), the agent routes to the ring home,
@@ -243,7 +244,7 @@ int skl_del_sync(struct skl_agent *a, const void *key, size_t key_len,
 	X(switch_back, "times a switch given up took traffic again")                               \
 	X(rechecks, "re-check datagrams sent to switches that were given up")                      \
 	X(switch_retries_home,                                                                     \
-	  "attempts through a switch that timed out, resent to the ring home")                     \
+	  "writes through a switch that timed out, resent to the ring home")                     \
 	X(refusals, "requests a node refused unapplied (UNAVAILABLE), resent within the deadline") \
 	X(node_down, "times a node was marked unresponsive")                                       \
 	X(node_trials, "requests let through to a node marked unresponsive (half-open)")           \

@@ -408,7 +408,7 @@ END_TEST
 
 START_TEST(timeout_and_retry_counts)
 {
-	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_SILENT);
+	struct fake *sw = fake_new(0, FAKE_SILENT), *n1 = fake_new(1, FAKE_ANSWER);
 	struct fake *all[] = {sw, n1};
 	struct skl_options opt = {.mode = SKL_MODE_INPATH,
 				  .timeout_ms = 20,
@@ -419,25 +419,33 @@ START_TEST(timeout_and_retry_counts)
 	struct outcome o;
 	uint64_t t0 = clock_mono_ms();
 
-	/* The nodes are reached without the switch (no inline switch): the
-	 * switch's timeout sends the retries to the ring home. */
+	/* A read is resent where the agent's view sends it: the switch, not
+	 * given up (switch_failures 100). */
 	do_get(a, all, 2, "user:1", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(o.res.sends, 3);
-	ck_assert_uint_eq(sw->rx_total, 1);
-	ck_assert_uint_eq(n1->rx_total, 2);
-	ck_assert_uint_eq(sw->req_ids[0], n1->req_ids[1]); /* a retry keeps its req_id */
+	ck_assert_uint_eq(sw->rx_total, 3);
+	ck_assert_uint_eq(sw->req_ids[0], sw->req_ids[2]); /* a retry keeps its req_id */
+	ck_assert_uint_eq(n1->rx_total, 0);
 	ck_assert_uint_ge(clock_mono_ms() - t0, 60);
 	ck_assert_uint_lt(clock_mono_ms() - t0, 1000);
 	ck_assert_uint_eq(stats(a).timeouts, 3);
 	ck_assert_uint_eq(stats(a).retries, 2);
+	/* A write, the nodes reached without the switch (no inline switch): its
+	 * retry goes to the ring home, with the same req_id. */
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, all, 2, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.sends, 2);
+	ck_assert_uint_eq(sw->req_ids[3], n1->req_ids[0]);
 	ck_assert_uint_eq(stats(a).switch_retries_home, 1);
 	skl_close(a);
 
 	/* retries = 0: exactly one attempt. */
 	opt.retries = 0;
 	a = make_agent(sw, &n1, 1, &opt);
-	sw->rx_total = n1->rx_total = 0;
+	sw->rx_total = 0;
 	do_get(a, all, 2, "user:1", NULL, &o);
 	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
 	ck_assert_uint_eq(o.res.sends, 1);
@@ -476,13 +484,10 @@ START_TEST(fallback_linearizable_and_recheck)
 	uint64_t t0, end;
 
 	ck_assert_int_eq(skl_using_switch(a), 1);
-	/* Two timeouts at the switch, each request's retry answered by the
-	 * ring home: the switch is given up. */
-	for (int i = 0; i < 2; i++) {
-		do_get(a, all, 2, "user:1", NULL, &o);
-		ck_assert_int_eq(o.res.status, SKL_OK);
-		ck_assert_uint_eq(o.res.sends, 2);
-	}
+	/* Two timeouts at the switch (attempt + retry): the switch is given up. */
+	do_get(a, all, 2, "user:1", NULL, &o);
+	ck_assert_int_eq(o.res.status, SKL_TIMEOUT);
+	ck_assert_uint_eq(o.res.sends, 2);
 	ck_assert_int_eq(skl_using_switch(a), 0);
 	ck_assert_uint_eq(stats(a).switch_down, 1);
 	/* Now straight to the ring home. */
