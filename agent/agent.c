@@ -113,7 +113,8 @@ struct req {
 	uint16_t target;
 	uint16_t home;
 	uint32_t ttl_ms;
-	uint64_t stamp; /* GET: the version a HINT said to read (0: any) */
+	uint64_t
+	    stamp; /* GET: the version a HINT said to read (0: any); CAS: the version expected */
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
 	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */
@@ -516,7 +517,9 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 	    .flags = flags,
 	    .req_id = r->req_id,
 	    .keyhash = r->keyhash,
-	    .version = op == WIRE_OP_PUT ? r->ttl_ms : op == WIRE_OP_GET ? r->stamp : 0,
+	    .version = op == WIRE_OP_PUT			? r->ttl_ms
+		       : op == WIRE_OP_GET || op == WIRE_OP_CAS ? r->stamp
+								: 0,
 	    .node = node,
 	    .key_len = r->key_len,
 	    .val_len = with_value ? r->val_len : 0,
@@ -541,8 +544,8 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_in *to,
 		      uint16_t node)
 {
-	send_msg(a, r, r->op, r->replica_read ? WIRE_F_REPLICA_READ : 0, node, r->op == WIRE_OP_PUT,
-		 to);
+	send_msg(a, r, r->op, r->replica_read ? WIRE_F_REPLICA_READ : 0, node,
+		 r->op == WIRE_OP_PUT || r->op == WIRE_OP_CAS, to);
 }
 
 /*
@@ -669,6 +672,12 @@ static void dispatch(struct skl_agent *a, struct req *r)
 	bool via_switch = a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches;
 	const struct rc_entry *e;
 
+	if (r->op == WIRE_OP_CAS) {
+		/* A CAS is for the home alone: no switch routes it (proto/ops.h). */
+		e = rc_lookup(&a->rc, r->keyhash, RC_MOVED, a->now);
+		go_node(a, r, e && a->nodes[e->node].present ? e->node : r->home, false);
+		return;
+	}
 	r->stamp = 0;
 
 	if (is_read && a->mode == CFG_MODE_HINT && !r->inpath_read &&
@@ -761,6 +770,7 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 	struct skl_result res = {
 	    .op = r->op == WIRE_OP_GET	 ? SKL_OP_GET
 		  : r->op == WIRE_OP_PUT ? SKL_OP_PUT
+		  : r->op == WIRE_OP_CAS ? SKL_OP_CAS
 					 : SKL_OP_DEL,
 	    .status = st,
 	    .req_id = r->req_id,
@@ -790,6 +800,8 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 			res.value = reply->value;
 			res.value_len = reply->val_len;
 		}
+		if (r->op == WIRE_OP_CAS && reply->val_len == WIRE_CAS_REPLY_LEN)
+			res.ttl_ms = wire_get64(reply->value);
 	} else if (r->phase == PH_DONE && r->probes_in && st == SKL_NOT_FOUND) {
 		res.flags |= SKL_R_STALE; /* "no copy anywhere" from probes alone */
 	}
@@ -1121,7 +1133,7 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	    st == WIRE_ST_OK && m->node && a->nodes[m->node].present &&
 	    (m->flags & WIRE_F_REPLICATED || m->node == r->home))
 		rc_insert(&a->rc, r->keyhash, m->node, RC_ROUTE, a->now);
-	complete(a, r, (enum skl_status)st, m, from_switch);
+	complete(a, r, st == WIRE_ST_CONFLICT ? SKL_CONFLICT : (enum skl_status)st, m, from_switch);
 }
 
 static void on_hint_reply(struct skl_agent *a, struct req *r, const struct wire_msg *m)
@@ -1422,9 +1434,10 @@ uint32_t skl_inflight(const struct skl_agent *a)
 
 /* ---- submission ---- */
 
+/* expect: CAS's expected version (ignored by the other ops). */
 static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_len,
 		  const void *value, size_t value_len, const struct skl_call_opts *o,
-		  skl_callback cb, void *arg)
+		  uint64_t expect, skl_callback cb, void *arg)
 {
 	struct req *r;
 
@@ -1452,6 +1465,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	r->consistency = (uint8_t)(o && o->consistency ? (enum cfg_consistency)(o->consistency - 1)
 						       : a->consistency);
 	r->ttl_ms = o ? o->ttl_ms : 0;
+	r->stamp = expect;
 	r->key_len = (uint16_t)key_len;
 	r->val_len = (uint32_t)value_len;
 	r->keyhash = keyhash(key, key_len);
@@ -1463,7 +1477,7 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 	a->inflight++;
 	a->st.submitted++;
 	/* Over max_value, or in chunks with no room left beside a long key. */
-	if (value_len > a->max_value ||
+	if (value_len > a->max_value + (op == WIRE_OP_CAS ? WIRE_CAS_PREFIX_LEN : 0) ||
 	    (wire_chunk_needed(&(struct wire_msg){.op = op,
 						  .key_len = (uint16_t)key_len,
 						  .val_len = (uint32_t)value_len},
@@ -1483,19 +1497,45 @@ static int submit(struct skl_agent *a, uint8_t op, const void *key, size_t key_l
 int skl_get(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
 	    skl_callback cb, void *arg)
 {
-	return submit(a, WIRE_OP_GET, key, key_len, NULL, 0, o, cb, arg);
+	return submit(a, WIRE_OP_GET, key, key_len, NULL, 0, o, 0, cb, arg);
 }
 
 int skl_put(struct skl_agent *a, const void *key, size_t key_len, const void *value,
 	    size_t value_len, const struct skl_call_opts *o, skl_callback cb, void *arg)
 {
-	return submit(a, WIRE_OP_PUT, key, key_len, value, value_len, o, cb, arg);
+	return submit(a, WIRE_OP_PUT, key, key_len, value, value_len, o, 0, cb, arg);
 }
 
 int skl_del(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
 	    skl_callback cb, void *arg)
 {
-	return submit(a, WIRE_OP_DEL, key, key_len, NULL, 0, o, cb, arg);
+	return submit(a, WIRE_OP_DEL, key, key_len, NULL, 0, o, 0, cb, arg);
+}
+
+int skl_cas(struct skl_agent *a, const void *key, size_t key_len, const struct skl_cas *c,
+	    const void *value, size_t value_len, skl_callback cb, void *arg)
+{
+	struct wire_cas wc = {.cond = (uint8_t)c->cond,
+			      .action = (uint8_t)c->action,
+			      .ttl = c->keep_ttl ? WIRE_CAS_TTL_KEEP : WIRE_CAS_TTL_SET,
+			      .ttl_ms = c->keep_ttl ? 0 : c->ttl_ms};
+	uint8_t *buf;
+	int rc;
+
+	if ((unsigned)c->cond > SKL_CAS_LIVE || (unsigned)c->action > SKL_CAS_READ ||
+	    (value_len && (c->action != SKL_CAS_SET || !value)) ||
+	    value_len > WIRE_CHUNK_MAX_TOTAL - WIRE_CAS_PREFIX_LEN)
+		return -EINVAL;
+	buf = malloc(WIRE_CAS_PREFIX_LEN + value_len);
+	if (!buf)
+		return -ENOMEM;
+	wire_cas_encode_prefix(&wc, buf, WIRE_CAS_PREFIX_LEN);
+	if (value_len)
+		memcpy(buf + WIRE_CAS_PREFIX_LEN, value, value_len);
+	rc = submit(a, WIRE_OP_CAS, key, key_len, buf, WIRE_CAS_PREFIX_LEN + value_len, NULL,
+		    c->version, cb, arg);
+	free(buf); /* submit() took a copy */
+	return rc;
 }
 
 /* ---- synchronous wrappers ---- */

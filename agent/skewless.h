@@ -60,7 +60,9 @@ struct skl_agent;
 
 /*
  * Final status of a request. 0..7 are the wire status codes the cluster
- * answers with (docs/protocol.md); the rest are decided by the agent.
+ * answers with (docs/protocol.md), and CONFLICT is the wire's 8 (numbered
+ * after the agent's own, so that the CLI's exit codes, the statuses, stay as
+ * docs/cli.md lists them); the rest are decided by the agent.
  */
 #define SKL_STATUSES(X)                                                                            \
 	X(SKL_OK, 0, "OK")                                                                         \
@@ -72,7 +74,8 @@ struct skl_agent;
 	X(SKL_OVERLOADED, 6, "OVERLOADED")                                                         \
 	X(SKL_INTERNAL, 7, "INTERNAL")                                                             \
 	X(SKL_TIMEOUT, 8, "TIMEOUT")	 /* no answer by the deadline, or retries used up */       \
-	X(SKL_CANCELLED, 9, "CANCELLED") /* the agent was closed first */
+	X(SKL_CANCELLED, 9, "CANCELLED") /* the agent was closed first */                          \
+	X(SKL_CONFLICT, 10, "CONFLICT")	 /* wire status 8: skl_cas()'s condition did not hold */
 
 enum skl_status {
 #define X(name, value, str) name = value,
@@ -81,7 +84,7 @@ enum skl_status {
 	    SKL_STATUS_COUNT
 };
 
-enum skl_op { SKL_OP_GET, SKL_OP_PUT, SKL_OP_DEL };
+enum skl_op { SKL_OP_GET, SKL_OP_PUT, SKL_OP_DEL, SKL_OP_CAS };
 
 /* 0 means "as in the config" for both. */
 enum skl_mode { SKL_MODE_CONFIG, SKL_MODE_INPATH, SKL_MODE_HINT, SKL_MODE_DIRECT };
@@ -106,6 +109,7 @@ struct skl_result {
 	size_t key_len;
 	const void *value; /* GET: the value read; PUT: the value written; else NULL */
 	size_t value_len;
+	uint64_t ttl_ms;      /* CAS: the ms the live value has left (0: no expiry, or none live) */
 	uint32_t sends;	      /* datagrams sent for it, retries and PROBEs included */
 	uint64_t invoke_ns;   /* CLOCK_MONOTONIC at submission */
 	uint64_t complete_ns; /* CLOCK_MONOTONIC at completion */
@@ -117,6 +121,31 @@ typedef void (*skl_callback)(void *arg, const struct skl_result *res);
 struct skl_call_opts {
 	enum skl_consistency consistency;
 	uint32_t ttl_ms; /* PUT: expire after this many ms (0: never) */
+};
+
+/*
+ * A conditional write at the key's home (skl_cas()): the condition is checked
+ * and the action applied in one step under the key's lock, so a
+ * read-modify-write loops on SKL_CONFLICT instead of overwriting a write it
+ * did not see. The values are the wire's (docs/protocol.md, CAS).
+ */
+enum skl_cas_cond {
+	SKL_CAS_ANY = 0,     /* no condition */
+	SKL_CAS_VERSION = 1, /* the live value is at `version` (0: there is none) */
+	SKL_CAS_LIVE = 2,    /* a live value exists, any version */
+};
+enum skl_cas_action {
+	SKL_CAS_SET = 0,    /* write the value */
+	SKL_CAS_DEL = 1,    /* delete */
+	SKL_CAS_EXPIRE = 2, /* keep the value, set its expiry */
+	SKL_CAS_READ = 3,   /* write nothing: report version and ttl_ms */
+};
+struct skl_cas {
+	enum skl_cas_cond cond;
+	enum skl_cas_action action;
+	uint64_t version; /* SKL_CAS_VERSION */
+	int keep_ttl;	  /* SET/EXPIRE: keep the live value's expiry instead of ttl_ms */
+	uint64_t ttl_ms;  /* SET/EXPIRE: expire this many ms from now (0: never) */
 };
 
 /* Creation options; a zeroed struct (or NULL) takes everything from the config. */
@@ -195,6 +224,19 @@ int skl_put(struct skl_agent *a, const void *key, size_t key_len, const void *va
 	    size_t value_len, const struct skl_call_opts *o, skl_callback cb, void *arg);
 int skl_del(struct skl_agent *a, const void *key, size_t key_len, const struct skl_call_opts *o,
 	    skl_callback cb, void *arg);
+
+/*
+ * Submit a conditional write (struct skl_cas). It always goes to the key's
+ * home node, around the switch: a home that pushed copies of the key drops
+ * them before applying it (docs/design.md section 5). The callback's status
+ * is OK (applied; version = the new version, or the current one for READ),
+ * NOT_FOUND (no live value where the condition or action needs one) or
+ * CONFLICT (version = the live value's), or an agent status; ttl_ms reports
+ * the live value's remaining time. Returns as skl_put(), -EINVAL also for a
+ * value with an action other than SET.
+ */
+int skl_cas(struct skl_agent *a, const void *key, size_t key_len, const struct skl_cas *c,
+	    const void *value, size_t value_len, skl_callback cb, void *arg);
 
 /*
  * Receive replies, fire expired timers and due re-checks, and call callbacks.

@@ -50,7 +50,8 @@
 	X(unsupported_op, "(c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes")                \
 	X(too_large, "(c) Value over max_value or datagram over the MTU")                          \
 	X(overloaded, "(c) Queue full: answered OVERLOADED")                                       \
-	X(chunks, "(c) Chunks taken into an op being gathered (an op's last is counted as the op)") \
+	X(chunks,                                                                                  \
+	  "(c) Chunks taken into an op being gathered (an op's last is counted as the op)")        \
 	X(chunk_bad_header, "(c) Chunk header unreadable: total, count, or no value op")           \
 	X(chunk_bad_index, "(c) Chunk index not below its count: dropped")                         \
 	X(chunk_bad_length, "(c) Chunk slice not the length its index implies: dropped")           \
@@ -86,6 +87,8 @@
 	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
 	X(bypass_refused, "Such writes refused (UNAVAILABLE): a copy holder did not confirm")      \
 	X(del, "DELs served")                                                                      \
+	X(cas, "CASs applied (their condition held)")                                              \
+	X(cas_conflict, "CASs refused: CONFLICT or NOT_FOUND (their condition did not hold)")      \
 	X(probe, "PROBEs served")                                                                  \
 	X(replicate, "REPLICATEs served")                                                          \
 	X(replicate_skipped, "REPLICATEs whose version is not the local one: nothing pushed")      \
@@ -97,7 +100,7 @@
 	X(write_through_confirmed, "Holders that confirmed such a push in time")                   \
 	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
 	X(write_through_dropped, "Holders that answered they hold no copy: no longer pushed to")   \
-	X(through_refused, "Write-through pushes for a copy not held here: answered version 0")   \
+	X(through_refused, "Write-through pushes for a copy not held here: answered version 0")    \
 	X(through_turn_timeout, "Writes not applied: an earlier write of the key kept its turn")   \
 	X(unreplicate, "UNREPLICATEs served")                                                      \
 	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \

@@ -21,6 +21,7 @@
 #include "keyhash.h"
 #include "log.h"
 #include "mignet.h"
+#include "payload.h"
 #include "ringmsg.h"
 #include "repl.h"
 #include "report.h"
@@ -261,6 +262,8 @@ static bool value_too_large(const struct node *n, uint8_t op, uint64_t val_len)
 		return val_len > (uint64_t)max_value + WIRE_RC_PREFIX_LEN;
 	if (op == WIRE_OP_MIGRATE)
 		return val_len > (uint64_t)max_value + WIRE_MIG_PREFIX_MAX;
+	if (op == WIRE_OP_CAS)
+		return val_len > (uint64_t)max_value + WIRE_CAS_PREFIX_LEN;
 	return op == WIRE_OP_PUT && val_len > max_value;
 }
 
@@ -715,6 +718,55 @@ static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg 
 	rep->version = version;
 }
 
+/*
+ * CAS: the condition and the write in one step at the home (store_cas()).
+ * The reply carries the live value's remaining ttl in out[0..8).
+ */
+static void serve_cas(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
+		      size_t cap)
+{
+	static const uint8_t status_of[] = {[STORE_CAS_OK] = WIRE_ST_OK,
+					    [STORE_CAS_ABSENT] = WIRE_ST_NOT_FOUND,
+					    [STORE_CAS_CONFLICT] = WIRE_ST_CONFLICT};
+	struct wire_cas c;
+	struct store_cas sc;
+	uint64_t version, ttl_left;
+	int rc;
+
+	if (wire_cas_decode(m, &c) != 0) {
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	sc = (struct store_cas){.cond = c.cond,
+				.action = c.action,
+				.ttl = c.ttl,
+				.expect = m->version,
+				.ttl_ms = c.ttl_ms};
+	rc = store_cas(n->store, m->keyhash, m->key, m->key_len, &sc, c.value, c.value_len,
+		       store_now_ms(), &version, &ttl_left);
+	if (rc < 0) {
+		store_failed(n, rep, rc);
+		return;
+	}
+	node_count(n, rc == STORE_CAS_OK ? NODE_CTR_cas : NODE_CTR_cas_conflict);
+	rep->status = status_of[rc];
+	rep->version = version;
+	if (version && (rc != STORE_CAS_OK || c.action != WIRE_CAS_DEL) &&
+	    cap >= WIRE_CAS_REPLY_LEN) {
+		wire_put64(out, ttl_left);
+		rep->value = out;
+		rep->val_len = WIRE_CAS_REPLY_LEN;
+	}
+}
+
+/* A CAS that only reads: it changes nothing, so copies of the key stay right. */
+static bool cas_reads_only(const struct wire_msg *m)
+{
+	struct wire_cas c;
+
+	return m->op == WIRE_OP_CAS && wire_cas_decode(m, &c) == 0 && c.action == WIRE_CAS_READ;
+}
+
 /* A write's push to the key's holders, done after the hand-over lock (on_write()). */
 struct write_push {
 	bool through;
@@ -729,7 +781,8 @@ struct write_push {
  * spread over copies is to be pushed to them: push says so.
  */
 static void serve_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
-			bool turn, struct wire_msg *rep, struct write_push *push)
+			bool turn, struct wire_msg *rep, struct write_push *push, uint8_t *out,
+			size_t cap)
 {
 	const struct dedup_slot *done = dedup_begin(n->dedup, m->req_id, m->keyhash);
 	bool applied;
@@ -745,7 +798,7 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
-	bypass = repl_before_write(n, m, from, &push->owner);
+	bypass = cas_reads_only(m) ? 0 : repl_before_write(n, m, from, &push->owner);
 	if (bypass < 0) {
 		rep->status = bypass == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
@@ -754,9 +807,12 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
+	else if (m->op == WIRE_OP_CAS)
+		serve_cas(n, m, rep, out, cap);
 	else
 		serve_del(n, m, rep);
-	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
+	applied = rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND ||
+		  rep->status == WIRE_ST_CONFLICT;
 	if (applied && bypass)
 		repl_notify_owner(n, push->owner, rep);
 	dedup_end(n->dedup, m->req_id, m->keyhash, applied, rep->status, rep->version);
@@ -816,8 +872,8 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 }
 
 /*
- * PUT and DEL: at the home only, REPLICA_READ or not; a replica never takes a
- * write. A write to be pushed to the key's holders (write-through) pushes
+ * PUT, DEL and CAS: at the home only, REPLICA_READ or not; a replica never
+ * takes a write. A write to be pushed to the key's holders (write-through) pushes
  * after the hand-over lock, so that reads of the key (which see the previous
  * version meanwhile) and writes of other keys go on; the writes of the key
  * take turns instead, each from before it applies until its reply has left.
@@ -832,7 +888,6 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	uint16_t home;
 	int rc;
 
-	(void)out, (void)cap;
 	/*
 	 * Another write of the key kept its turn past the wait: its push is still
 	 * out, and the home's readers see the version before it. Applied now,
@@ -855,7 +910,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		/* The version the previous home gave is unknown: write nothing. */
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {
-		serve_write(n, m, from, turn > 0, rep, &push);
+		serve_write(n, m, from, turn > 0, rep, &push, out, cap);
 	}
 	mig_unlock(&n->mig, m->keyhash);
 	if (push.through) {
@@ -926,15 +981,11 @@ static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struc
 
 /* Indexed by op (requests only: ops are below 64). */
 static const node_handler handlers[64] = {
-    [WIRE_OP_GET] = on_get,
-    [WIRE_OP_PUT] = on_write,
-    [WIRE_OP_DEL] = on_write,
-    [WIRE_OP_PROBE] = on_probe,
-    [WIRE_OP_REPLICATE] = on_replicate,
-    [WIRE_OP_RC_REQ] = on_rc_req,
-    [WIRE_OP_UNREPLICATE] = on_unreplicate,
-    [WIRE_OP_RING] = on_ring,
-    [WIRE_OP_FETCH] = on_fetch,
+    [WIRE_OP_GET] = on_get,	    [WIRE_OP_PUT] = on_write,
+    [WIRE_OP_DEL] = on_write,	    [WIRE_OP_CAS] = on_write,
+    [WIRE_OP_PROBE] = on_probe,	    [WIRE_OP_REPLICATE] = on_replicate,
+    [WIRE_OP_RC_REQ] = on_rc_req,   [WIRE_OP_UNREPLICATE] = on_unreplicate,
+    [WIRE_OP_RING] = on_ring,	    [WIRE_OP_FETCH] = on_fetch,
     [WIRE_OP_MIGRATE] = on_migrate,
 };
 

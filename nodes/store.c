@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "keyhash.h"
+#include "payload.h"
 #include "wire.h"
 
 /* Power of two; 1024 stripes keep two workers and the TTL thread from colliding. */
@@ -351,6 +352,83 @@ int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uin
 		return rc;
 	*version = rec.version;
 	return 1;
+}
+
+/* The ms a live value at now_ms has left (0: no expiry). */
+static uint64_t ttl_left_of(const struct store_record *rec, uint64_t now_ms)
+{
+	return rec->time_ms ? rec->time_ms - now_ms : 0;
+}
+
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen,
+	      const struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
+	      uint64_t *version, uint64_t *ttl_left)
+{
+	struct store_record old, rec = {0};
+	pthread_mutex_t *lock = stripe(st, hash);
+	rocksdb_writebatch_t *b;
+	uint8_t *kept = NULL;
+	bool live;
+	int found, rc = STORE_CAS_OK;
+
+	*version = *ttl_left = 0;
+	pthread_mutex_lock(lock);
+	found = store_get(st, STORE_OWNED, key, klen, &old, NULL, 0);
+	if (found < 0) {
+		rc = -EIO;
+		goto out;
+	}
+	live = found && store_record_live(&old, now_ms);
+	if (live) {
+		*version = old.version;
+		*ttl_left = ttl_left_of(&old, now_ms);
+	}
+	if ((c->cond == WIRE_CAS_VERSION && c->expect != (live ? old.version : 0)) ||
+	    (c->cond == WIRE_CAS_LIVE && !live)) {
+		rc = live ? STORE_CAS_CONFLICT : STORE_CAS_ABSENT;
+		goto out;
+	}
+	if (c->action == WIRE_CAS_READ ||
+	    ((c->action == WIRE_CAS_DEL || c->action == WIRE_CAS_EXPIRE) && !live)) {
+		rc = live ? STORE_CAS_OK : STORE_CAS_ABSENT;
+		goto out;
+	}
+	rec.version = max_u64(found ? old.version : 0, atomic_load(&st->floor)) + 1;
+	if (c->action == WIRE_CAS_DEL) {
+		rec.kind = STORE_TOMBSTONE;
+		rec.time_ms = now_ms;
+	} else {
+		rec.kind = STORE_VALUE;
+		if (c->ttl == WIRE_CAS_TTL_KEEP)
+			rec.time_ms = live ? old.time_ms : 0;
+		else
+			rec.time_ms = c->ttl_ms ? now_ms + c->ttl_ms : 0;
+		rec.value = val;
+		rec.value_len = (uint32_t)vlen;
+	}
+	if (c->action == WIRE_CAS_EXPIRE) {
+		/* The same bytes under a new version: read them under the lock. */
+		kept = malloc(old.value_len ? old.value_len : 1);
+		if (!kept ||
+		    store_get(st, STORE_OWNED, key, klen, &old, kept, old.value_len) != 1) {
+			rc = -EIO;
+			goto out;
+		}
+		rec.value = kept;
+		rec.value_len = old.value_len;
+	}
+	b = rocksdb_writebatch_create();
+	batch_record(b, st, STORE_OWNED, key, klen, found ? &old : NULL, &rec);
+	if (write_batch(st, b) != 0) {
+		rc = -EIO;
+		goto out;
+	}
+	*version = rec.version;
+	*ttl_left = rec.kind == STORE_VALUE ? ttl_left_of(&rec, now_ms) : 0;
+out:
+	pthread_mutex_unlock(lock);
+	free(kept);
+	return rc;
 }
 
 int store_replica_put(struct store *st, uint64_t hash, const void *key, size_t klen,

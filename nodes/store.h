@@ -99,6 +99,26 @@ int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uin
 	      uint64_t *version);
 
 /*
+ * A conditional write of an owned key (the CAS op, proto/payload.h), the
+ * check and the write under the key's lock. cond, action and ttl are
+ * enum wire_cas_cond, wire_cas_action and wire_cas_ttl; expect is the
+ * version cond WIRE_CAS_VERSION wants (0: no live value). Returns
+ * STORE_CAS_OK (*version = the version written, or read for READ),
+ * STORE_CAS_ABSENT (no live value where one is needed; *version 0),
+ * STORE_CAS_CONFLICT (*version = the live version) or -EIO. *ttl_left is the
+ * ms the live value has left afterwards (0: no expiry, or none live).
+ */
+enum store_cas_result { STORE_CAS_OK = 0, STORE_CAS_ABSENT = 1, STORE_CAS_CONFLICT = 2 };
+struct store_cas {
+	uint8_t cond, action, ttl;
+	uint64_t expect;
+	uint64_t ttl_ms;
+};
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen,
+	      const struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
+	      uint64_t *version, uint64_t *ttl_left);
+
+/*
  * Store a replica copy if version >= the stored replica version (> a dropped
  * copy's). Returns 1 (stored or already held), 0 (stale: *held is the newer
  * stored version, 0 when it is a dropped copy's) or -EIO. expiry_ms is

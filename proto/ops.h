@@ -60,6 +60,8 @@ enum wire_lane {
 	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_ROUTE, WIRE_LANE_CLIENT)            \
 	X(WIRE_OP_DEL, 0x03, "DEL", WIRE_BY_AGENT | WIRE_BY_SWITCH | WIRE_BY_PEER,                 \
 	  WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_ROUTE, WIRE_LANE_CLIENT)                           \
+	X(WIRE_OP_CAS, 0x04, "CAS", WIRE_BY_AGENT, WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED,    \
+	  WIRE_SW_NONE, WIRE_LANE_CLIENT)                                                          \
 	X(WIRE_OP_RC_REQ, 0x10, "RC_REQ", WIRE_BY_NODE, WIRE_A_KEY | WIRE_A_VALUE, WIRE_SW_NONE,   \
 	  WIRE_LANE_CONTROL)                                                                       \
 	X(WIRE_OP_RC_ACK, 0x11, "RC_ACK", WIRE_BY_NODE, WIRE_A_KEY, WIRE_SW_WORKER,                \

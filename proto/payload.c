@@ -1,5 +1,5 @@
 /*
- * payload.c - REPLICATE, RC_REQ, RC_ACK and HINT codecs (see payload.h).
+ * payload.c - REPLICATE, RC_REQ, RC_ACK, HINT and CAS codecs (see payload.h).
  */
 #include "payload.h"
 
@@ -110,5 +110,51 @@ int wire_hint_reply_decode(const struct wire_msg *msg, struct wire_hint *h)
 	h->node = msg->node;
 	h->version = msg->version;
 	h->in_directory = (msg->flags & WIRE_F_REPLICATED) ? 1 : 0;
+	return 0;
+}
+
+/* CAS prefix offsets. */
+enum {
+	CAS_OFF_COND = 0,
+	CAS_OFF_ACTION = 1,
+	CAS_OFF_TTL = 2,
+	CAS_OFF_RESERVED = 3,
+	CAS_OFF_MS = 4
+};
+
+int wire_cas_encode_prefix(const struct wire_cas *c, uint8_t *buf, size_t cap)
+{
+	if (c->cond > WIRE_CAS_LIVE || c->action > WIRE_CAS_READ || c->ttl > WIRE_CAS_TTL_KEEP ||
+	    (c->ttl == WIRE_CAS_TTL_KEEP && c->ttl_ms))
+		return -EINVAL;
+	if (cap < WIRE_CAS_PREFIX_LEN)
+		return -EMSGSIZE;
+	buf[CAS_OFF_COND] = c->cond;
+	buf[CAS_OFF_ACTION] = c->action;
+	buf[CAS_OFF_TTL] = c->ttl;
+	buf[CAS_OFF_RESERVED] = 0;
+	wire_put64(buf + CAS_OFF_MS, c->ttl_ms);
+	return WIRE_CAS_PREFIX_LEN;
+}
+
+int wire_cas_decode(const struct wire_msg *msg, struct wire_cas *c)
+{
+	const uint8_t *p = msg->value;
+
+	if (msg->op != WIRE_OP_CAS || msg->val_len < WIRE_CAS_PREFIX_LEN)
+		return -EBADMSG;
+	if (p[CAS_OFF_COND] > WIRE_CAS_LIVE || p[CAS_OFF_ACTION] > WIRE_CAS_READ ||
+	    p[CAS_OFF_TTL] > WIRE_CAS_TTL_KEEP || p[CAS_OFF_RESERVED] != 0)
+		return -EBADMSG;
+	c->cond = p[CAS_OFF_COND];
+	c->action = p[CAS_OFF_ACTION];
+	c->ttl = p[CAS_OFF_TTL];
+	c->ttl_ms = wire_get64(p + CAS_OFF_MS);
+	c->value_len = msg->val_len - WIRE_CAS_PREFIX_LEN;
+	c->value = c->value_len ? p + WIRE_CAS_PREFIX_LEN : NULL;
+	/* Only a SET carries a value; a kept expiry has no ms of its own. */
+	if ((c->action != WIRE_CAS_SET && c->value_len) ||
+	    (c->ttl == WIRE_CAS_TTL_KEEP && c->ttl_ms))
+		return -EBADMSG;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * payload.h - codecs of the replication and hint ops (docs/protocol.md
  * "Control ops"): REPLICATE's and RC_REQ's values, and the header fields
- * RC_ACK and HINT carry in place of a value. DIGEST's payload is in
+ * RC_ACK and HINT carry in place of a value; and CAS's request prefix and
+ * reply value (docs/protocol.md "Data ops"). DIGEST's payload is in
  * digest_codec.h, SYNC's in sync.h.
  *
  * Every decoder takes a datagram already passed through wire_decode() (so
@@ -87,5 +88,52 @@ struct wire_hint {
 /* Fill msg's op, node, version and flags for a HINT reply (msg->status is the caller's). */
 int wire_hint_reply_encode(const struct wire_hint *h, struct wire_msg *msg);
 int wire_hint_reply_decode(const struct wire_msg *msg, struct wire_hint *h);
+
+/*
+ * ---- CAS (agent -> home node): a write at the home that applies only if a
+ * condition on the key's live value holds, checked and applied under the
+ * key's lock. The value is a 12-byte prefix {u8 cond, u8 action, u8 ttl
+ * mode, u8 0, be64 ttl_ms}, then the new value (SET only). The header's
+ * version is the version cond VERSION expects (0: no live value).
+ *
+ * The reply: OK (applied; version = the version written, or the one read
+ * for READ), NOT_FOUND (no live value, and cond or action needs one),
+ * CONFLICT (a live value of another version, or one where none was
+ * expected: version = the live one's). OK and CONFLICT replies of a live
+ * value carry 8 bytes: be64 the ms it has left to live (0: no expiry).
+ */
+#define WIRE_CAS_PREFIX_LEN 12
+#define WIRE_CAS_REPLY_LEN  8
+
+enum wire_cas_cond {
+	WIRE_CAS_ANY = 0,     /* no condition */
+	WIRE_CAS_VERSION = 1, /* the live value is at the header's version (0: there is none) */
+	WIRE_CAS_LIVE = 2,    /* a live value exists, any version */
+};
+
+enum wire_cas_action {
+	WIRE_CAS_SET = 0,    /* write the value */
+	WIRE_CAS_DEL = 1,    /* write a tombstone */
+	WIRE_CAS_EXPIRE = 2, /* keep the value, a new version with the new expiry */
+	WIRE_CAS_READ = 3,   /* write nothing: the reply reports version and ttl */
+};
+
+enum wire_cas_ttl {
+	WIRE_CAS_TTL_SET = 0,  /* expire ttl_ms from now (0: never) */
+	WIRE_CAS_TTL_KEEP = 1, /* keep the live value's expiry (none if there was no live value) */
+};
+
+struct wire_cas {
+	uint8_t cond;	      /* enum wire_cas_cond */
+	uint8_t action;	      /* enum wire_cas_action */
+	uint8_t ttl;	      /* enum wire_cas_ttl */
+	uint64_t ttl_ms;      /* WIRE_CAS_TTL_SET */
+	const uint8_t *value; /* decode: points into the datagram; SET only */
+	uint32_t value_len;
+};
+
+/* Write the 12-byte prefix into buf (the value follows it). Returns WIRE_CAS_PREFIX_LEN. */
+int wire_cas_encode_prefix(const struct wire_cas *c, uint8_t *buf, size_t cap);
+int wire_cas_decode(const struct wire_msg *msg, struct wire_cas *c);
 
 #endif

@@ -45,15 +45,16 @@ enum wire_off {
 };
 
 /* Reply status codes: X(enum name, value, log name). */
-#define WIRE_STATUSES(X)                                                                   \
-	X(WIRE_ST_OK, 0, "OK")                                                             \
-	X(WIRE_ST_NOT_FOUND, 1, "NOT_FOUND")                                               \
-	X(WIRE_ST_MOVED, 2, "MOVED")                                                       \
-	X(WIRE_ST_TOO_LARGE, 3, "TOO_LARGE")                                               \
-	X(WIRE_ST_BAD_REQUEST, 4, "BAD_REQUEST")                                           \
-	X(WIRE_ST_UNAVAILABLE, 5, "UNAVAILABLE")                                           \
-	X(WIRE_ST_OVERLOADED, 6, "OVERLOADED")                                             \
-	X(WIRE_ST_INTERNAL, 7, "INTERNAL")
+#define WIRE_STATUSES(X)                                                                           \
+	X(WIRE_ST_OK, 0, "OK")                                                                     \
+	X(WIRE_ST_NOT_FOUND, 1, "NOT_FOUND")                                                       \
+	X(WIRE_ST_MOVED, 2, "MOVED")                                                               \
+	X(WIRE_ST_TOO_LARGE, 3, "TOO_LARGE")                                                       \
+	X(WIRE_ST_BAD_REQUEST, 4, "BAD_REQUEST")                                                   \
+	X(WIRE_ST_UNAVAILABLE, 5, "UNAVAILABLE")                                                   \
+	X(WIRE_ST_OVERLOADED, 6, "OVERLOADED")                                                     \
+	X(WIRE_ST_INTERNAL, 7, "INTERNAL")                                                         \
+	X(WIRE_ST_CONFLICT, 8, "CONFLICT")
 
 enum wire_status {
 #define X(name, value, str) name = value,

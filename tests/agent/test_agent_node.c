@@ -403,6 +403,102 @@ START_TEST(fallback_chain)
 }
 END_TEST
 
+struct cas_wait {
+	bool done;
+	struct skl_result res;
+};
+
+static void cas_cb(void *arg, const struct skl_result *res)
+{
+	struct cas_wait *w = arg;
+
+	w->res = *res;
+	w->done = true;
+}
+
+/* skl_cas() and wait: the result's status, version and ttl_ms in *res. */
+static void cas_sync(struct skl_agent *a, const char *key, struct skl_cas c, const void *val,
+		     size_t vlen, struct skl_result *res)
+{
+	struct cas_wait w = {0};
+
+	ck_assert_int_eq(skl_cas(a, key, strlen(key), &c, val, vlen, cas_cb, &w), 0);
+	while (!w.done)
+		ck_assert_int_ge(skl_poll(a, 100), 0);
+	*res = w.res;
+}
+
+/*
+ * CAS goes to the home around the switch (here one that never answers),
+ * applies only when its condition holds, reports the ttl left, carries a
+ * value larger than a datagram, and drops the copies of a replicated key.
+ */
+START_TEST(cas_at_the_home)
+{
+	struct skl_options o = {.timeout_ms = 100};
+	struct skl_agent *a, *b;
+	struct skl_result res;
+	struct skl_stats st;
+	char key[32], big[5000], buf[6000];
+	uint64_t v;
+
+	write_config(2, "");
+	start_node(1);
+	start_node(2);
+	a = agent_with(&o);
+	b = agent_with(&o);
+	key_homed_at(a, 1, "cas", key, sizeof(key));
+	/* SET NX: absent, then taken. */
+	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_VERSION}, "1", 1, &res);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.node, 1);
+	v = res.version;
+	cas_sync(b, key, (struct skl_cas){.cond = SKL_CAS_VERSION}, "x", 1, &res);
+	ck_assert_int_eq(res.status, SKL_CONFLICT);
+	ck_assert_uint_eq(res.version, v);
+	/* Two read-modify-writes from the same version: one wins, one conflicts. */
+	cas_sync(b, key, (struct skl_cas){.cond = SKL_CAS_VERSION, .version = v, .ttl_ms = 60000},
+		 "2", 1, &res);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_gt(res.ttl_ms, 59000);
+	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_VERSION, .version = v}, "2", 1, &res);
+	ck_assert_int_eq(res.status, SKL_CONFLICT);
+	ck_assert_uint_gt(res.ttl_ms, 59000);
+	/* A value in chunks, keeping the ttl. */
+	memset(big, 'b', sizeof(big));
+	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_LIVE, .keep_ttl = 1}, big, sizeof(big),
+		 &res);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_gt(res.ttl_ms, 59000);
+	v = res.version;
+	ck_assert_int_eq(skl_get_sync(a, key, strlen(key),
+				      &(struct skl_call_opts){.consistency = SKL_RELAXED}, buf,
+				      sizeof(buf), &res),
+			 0);
+	/* The switch never answers: GETs time out, CAS does not go there. */
+	ck_assert_int_ne(res.status, SKL_OK);
+	cas_sync(a, key, (struct skl_cas){.action = SKL_CAS_READ}, NULL, 0, &res);
+	ck_assert_int_eq(res.status, SKL_OK);
+	ck_assert_uint_eq(res.version, v);
+	/* A copy on n2: a CAS that writes drops it first, so n2 has no copy to serve. */
+	replicate(1, 2, key);
+	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_LIVE, .action = SKL_CAS_DEL}, NULL, 0,
+		 &res);
+	ck_assert_int_eq(res.status, SKL_OK);
+	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_LIVE, .action = SKL_CAS_EXPIRE}, NULL, 0,
+		 &res);
+	ck_assert_int_eq(res.status, SKL_NOT_FOUND);
+	skl_get_stats(a, &st);
+	ck_assert_uint_eq(st.fail_fast, 0);
+	/* A value with an action that takes none is refused at submission. */
+	ck_assert_int_eq(skl_cas(a, key, strlen(key), &(struct skl_cas){.action = SKL_CAS_DEL}, "v",
+				 1, cas_cb, NULL),
+			 -EINVAL);
+	skl_close(a);
+	skl_close(b);
+}
+END_TEST
+
 START_TEST(moved_reloads_ring)
 {
 	int skewed[2] = {3, 1}; /* n1 owns more of the stale ring */
@@ -566,6 +662,7 @@ int main(void)
 	tcase_add_test(tc, ten_thousand_in_flight);
 	tcase_add_test(tc, fallback_chain);
 	tcase_add_test(tc, moved_reloads_ring);
+	tcase_add_test(tc, cas_at_the_home);
 	tcase_add_test(tc, bench_runs);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-agent");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "keyhash.h"
+#include "payload.h"
 #include "store.h"
 
 static char dir[256];
@@ -153,6 +154,99 @@ START_TEST(gc_keeps_versions_increasing)
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(store_get(st, STORE_OWNED, "t", 1, &rec, NULL, 0), 0);
 	ck_assert_uint_gt(put(st, "t", "new", 0, now), tv);
+	store_close(st);
+}
+END_TEST
+
+static int cas(struct store *st, const char *k, struct store_cas c, const char *v, uint64_t now,
+	       uint64_t *ver, uint64_t *ttl_left)
+{
+	return store_cas(st, keyhash(k, strlen(k)), k, strlen(k), &c, v, v ? strlen(v) : 0, now,
+			 ver, ttl_left);
+}
+
+/* CAS: each condition and action, and the live value the reply reports. */
+START_TEST(cas_conditions_and_actions)
+{
+	struct store *st = open_store();
+	struct store_record rec;
+	uint64_t v1, v, left;
+	char buf[32];
+
+	/* Absent: VERSION 0 (SET NX) writes; VERSION 0 again conflicts. */
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.cond = WIRE_CAS_VERSION}, "1", 1000, &v1, &left),
+	    STORE_CAS_OK);
+	ck_assert_uint_gt(v1, 0);
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.cond = WIRE_CAS_VERSION}, "2", 1000, &v, &left),
+	    STORE_CAS_CONFLICT);
+	ck_assert_uint_eq(v, v1);
+	/* A stale expected version conflicts and changes nothing. */
+	ck_assert_int_eq(cas(st, "k",
+			     (struct store_cas){.cond = WIRE_CAS_VERSION, .expect = v1 + 7}, "3",
+			     1000, &v, &left),
+			 STORE_CAS_CONFLICT);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "k", 1, &rec, buf, sizeof(buf)), 1);
+	ck_assert_mem_eq(rec.value, "1", 1);
+	/* The right one writes, with a ttl. */
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.cond = WIRE_CAS_VERSION, .expect = v1, .ttl_ms = 500},
+		"4", 1000, &v, &left),
+	    STORE_CAS_OK);
+	ck_assert_uint_gt(v, v1);
+	ck_assert_uint_eq(left, 500);
+	/* SET keeping the ttl; READ reports the time left. */
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.ttl = WIRE_CAS_TTL_KEEP}, "55", 1100, &v, &left),
+	    STORE_CAS_OK);
+	ck_assert_uint_eq(left, 400);
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.action = WIRE_CAS_READ}, NULL, 1200, &v1, &left),
+	    STORE_CAS_OK);
+	ck_assert_uint_eq(v1, v);
+	ck_assert_uint_eq(left, 300);
+	/* EXPIRE keeps the bytes under a new version: here it drops the ttl. */
+	ck_assert_int_eq(cas(st, "k",
+			     (struct store_cas){.cond = WIRE_CAS_LIVE, .action = WIRE_CAS_EXPIRE},
+			     NULL, 1200, &v1, &left),
+			 STORE_CAS_OK);
+	ck_assert_uint_gt(v1, v);
+	ck_assert_uint_eq(left, 0);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "k", 1, &rec, buf, sizeof(buf)), 1);
+	ck_assert_uint_eq(rec.value_len, 2);
+	ck_assert_mem_eq(rec.value, "55", 2);
+	ck_assert_uint_eq(rec.time_ms, 0);
+	/* DEL, then LIVE and READ find nothing. */
+	ck_assert_int_eq(cas(st, "k",
+			     (struct store_cas){.cond = WIRE_CAS_LIVE, .action = WIRE_CAS_DEL},
+			     NULL, 1300, &v, &left),
+			 STORE_CAS_OK);
+	ck_assert_uint_gt(v, v1);
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.cond = WIRE_CAS_LIVE}, "x", 1300, &v, &left),
+	    STORE_CAS_ABSENT);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(
+	    cas(st, "k", (struct store_cas){.action = WIRE_CAS_READ}, NULL, 1300, &v, &left),
+	    STORE_CAS_ABSENT);
+	store_close(st);
+}
+END_TEST
+
+/* An expired value counts as absent: VERSION 0 (SET NX) writes over it. */
+START_TEST(cas_expired_is_absent)
+{
+	struct store *st = open_store();
+	uint64_t v1 = put(st, "e", "old", 100, 1000), v, left;
+
+	ck_assert_int_eq(cas(st, "e", (struct store_cas){.cond = WIRE_CAS_VERSION, .expect = v1},
+			     "new", 1200, &v, &left),
+			 STORE_CAS_ABSENT);
+	ck_assert_int_eq(
+	    cas(st, "e", (struct store_cas){.cond = WIRE_CAS_VERSION}, "new", 1200, &v, &left),
+	    STORE_CAS_OK);
+	ck_assert_uint_gt(v, v1);
 	store_close(st);
 }
 END_TEST
@@ -334,6 +428,8 @@ int main(void)
 	tcase_add_test(tc, versions_per_key_and_reopen);
 	tcase_add_test(tc, gc_keeps_versions_increasing);
 	tcase_add_test(tc, overwrite_clears_old_expiry);
+	tcase_add_test(tc, cas_conditions_and_actions);
+	tcase_add_test(tc, cas_expired_is_absent);
 	tcase_add_test(tc, replica_rules);
 	tcase_add_test(tc, replica_floor_refuses_late_copies);
 	tcase_add_test(tc, write_pressure);

@@ -107,6 +107,12 @@ START_TEST(rows_say_what_the_protocol_says)
 	ck_assert(wire_op_attrs(WIRE_OP_HINT) & WIRE_A_ANSWERED);
 	/* Payloads: PUT's value and the control payloads. */
 	ck_assert(wire_op_attrs(WIRE_OP_PUT) & WIRE_A_VALUE);
+	/* CAS: an agent's conditional write, served at the home, never routed by a switch. */
+	ck_assert_uint_eq(wire_op_attrs(WIRE_OP_CAS), WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED);
+	ck_assert_uint_eq(wire_op_senders(WIRE_OP_CAS), WIRE_BY_AGENT);
+	ck_assert_int_eq(wire_op_sw(WIRE_OP_CAS), WIRE_SW_NONE);
+	ck_assert_int_eq(wire_op_lane(WIRE_OP_CAS), WIRE_LANE_CLIENT);
+	ck_assert_str_eq(wire_op_name(WIRE_OP_CAS | WIRE_REPLY), "CAS_REPLY");
 	ck_assert(wire_op_attrs(WIRE_OP_REPLICATE) & WIRE_A_VALUE);
 	ck_assert(wire_op_attrs(WIRE_OP_RC_REQ) & WIRE_A_VALUE);
 	ck_assert(!(wire_op_attrs(WIRE_OP_GET) & WIRE_A_VALUE));

@@ -120,6 +120,71 @@ START_TEST(rc_req_round_trips_and_bytes)
 }
 END_TEST
 
+START_TEST(cas_round_trips_and_bytes)
+{
+	struct wire_cas in = {.cond = WIRE_CAS_VERSION,
+			      .action = WIRE_CAS_SET,
+			      .ttl = WIRE_CAS_TTL_SET,
+			      .ttl_ms = 0x0102030405060708ull},
+			out;
+	static const uint8_t want[] = {1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+	uint8_t buf[WIRE_CAS_PREFIX_LEN + 5];
+	struct wire_msg m;
+
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), WIRE_CAS_PREFIX_LEN);
+	ck_assert_mem_eq(buf, want, sizeof(want));
+	memcpy(buf + WIRE_CAS_PREFIX_LEN, "value", 5);
+	m = through_wire(WIRE_OP_CAS, 9, buf, sizeof(buf));
+	ck_assert_int_eq(wire_cas_decode(&m, &out), 0);
+	ck_assert_uint_eq(out.cond, WIRE_CAS_VERSION);
+	ck_assert_uint_eq(out.action, WIRE_CAS_SET);
+	ck_assert_uint_eq(out.ttl_ms, 0x0102030405060708ull);
+	ck_assert_uint_eq(out.value_len, 5);
+	ck_assert_mem_eq(out.value, "value", 5);
+	/* A kept expiry, no value. */
+	in = (struct wire_cas){
+	    .cond = WIRE_CAS_LIVE, .action = WIRE_CAS_EXPIRE, .ttl = WIRE_CAS_TTL_KEEP};
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), WIRE_CAS_PREFIX_LEN);
+	m = through_wire(WIRE_OP_CAS, 9, buf, WIRE_CAS_PREFIX_LEN);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), 0);
+	ck_assert_uint_eq(out.ttl, WIRE_CAS_TTL_KEEP);
+	ck_assert_ptr_null(out.value);
+}
+END_TEST
+
+START_TEST(cas_rejects_bad_input)
+{
+	struct wire_cas in = {.cond = WIRE_CAS_ANY, .action = WIRE_CAS_DEL}, out;
+	uint8_t buf[WIRE_CAS_PREFIX_LEN + 1];
+	struct wire_msg m;
+
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, WIRE_CAS_PREFIX_LEN - 1), -EMSGSIZE);
+	in.cond = WIRE_CAS_LIVE + 1;
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), -EINVAL);
+	in = (struct wire_cas){.action = WIRE_CAS_READ + 1};
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), -EINVAL);
+	in = (struct wire_cas){.ttl = WIRE_CAS_TTL_KEEP, .ttl_ms = 5};
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), -EINVAL);
+
+	in = (struct wire_cas){.action = WIRE_CAS_DEL};
+	ck_assert_int_eq(wire_cas_encode_prefix(&in, buf, sizeof(buf)), WIRE_CAS_PREFIX_LEN);
+	/* Short, a value on a DEL, another op, an unknown cond, a reserved byte set. */
+	m = through_wire(WIRE_OP_CAS, 1, buf, WIRE_CAS_PREFIX_LEN - 1);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), -EBADMSG);
+	m = through_wire(WIRE_OP_CAS, 1, buf, WIRE_CAS_PREFIX_LEN + 1);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), -EBADMSG);
+	m = through_wire(WIRE_OP_PUT, 1, buf, WIRE_CAS_PREFIX_LEN);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), -EBADMSG);
+	buf[0] = 3;
+	m = through_wire(WIRE_OP_CAS, 1, buf, WIRE_CAS_PREFIX_LEN);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), -EBADMSG);
+	buf[0] = 0;
+	buf[3] = 1;
+	m = through_wire(WIRE_OP_CAS, 1, buf, WIRE_CAS_PREFIX_LEN);
+	ck_assert_int_eq(wire_cas_decode(&m, &out), -EBADMSG);
+}
+END_TEST
+
 START_TEST(rc_req_rejects_bad_input)
 {
 	struct wire_rc_req in = {.owner = 1, .kind = WIRE_COPY_VALUE}, out;
@@ -231,6 +296,8 @@ int main(void)
 	tcase_add_test(tc, replicate_rejects_bad_input);
 	tcase_add_test(tc, rc_req_round_trips_and_bytes);
 	tcase_add_test(tc, rc_req_rejects_bad_input);
+	tcase_add_test(tc, cas_round_trips_and_bytes);
+	tcase_add_test(tc, cas_rejects_bad_input);
 	tcase_add_test(tc, rc_ack_round_trips);
 	tcase_add_test(tc, hint_reply_round_trips);
 	suite_add_tcase(s, tc);

@@ -120,7 +120,7 @@ START_TEST(bad_magic_version_op_flags_status)
 	bad[WIRE_OFF_VER] = 2;
 	ck_assert_int_eq(wire_decode(bad, (size_t)len, &out), WIRE_ERR_VERSION);
 	memcpy(bad, buf, (size_t)len);
-	bad[WIRE_OFF_OP] = 0x04;
+	bad[WIRE_OFF_OP] = 0x05;
 	ck_assert_int_eq(wire_decode(bad, (size_t)len, &out), WIRE_ERR_OP);
 	bad[WIRE_OFF_OP] = 0x7f | WIRE_REPLY;
 	ck_assert_int_eq(wire_decode(bad, (size_t)len, &out), WIRE_ERR_OP);
