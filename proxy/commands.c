@@ -12,6 +12,10 @@
  * read-modify-write: read the value and its version, compute, then a CAS at
  * that version; on CONFLICT (another write came between) it reads again,
  * until rmw_deadline_ms. No write is ever blind to one it did not see.
+ * The read-modify-writes of one key on one worker run one at a time (the
+ * others wait in a queue per key), so that a hot counter does not have
+ * hundreds of them racing and starving each other: conflicts arise only
+ * between workers or proxies.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +28,7 @@
 #include <strings.h>
 
 #include "clock.h"
+#include "keyhash.h"
 #include "proxy.h"
 #include "wire.h"
 
@@ -218,6 +223,88 @@ static struct rmw *rmw_new(struct px_cmd *c)
 
 static void rmw_read(struct px_cmd *c);
 
+/* A key with a read-modify-write in flight on this worker, and those waiting for it. */
+struct rmw_lock {
+	uint64_t hash;
+	struct px_cmd *wait_head, *wait_tail;
+	struct rmw_lock *next;
+};
+
+static struct rmw_lock **lock_slot(struct px_worker *w, uint64_t hash)
+{
+	struct rmw_lock **pp = &w->locks[hash % PX_LOCK_BUCKETS];
+
+	while (*pp && (*pp)->hash != hash)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static uint64_t key_hash(const struct px_cmd *c)
+{
+	return keyhash(c->argv[1], c->argvlen[1]);
+}
+
+/*
+ * Take the key's turn: true when c may run now, false when it waits behind
+ * another (started by rmw_done() of the one before it).
+ */
+static bool rmw_turn(struct px_cmd *c)
+{
+	struct px_worker *w = c->conn->w;
+	struct rmw_lock **pp = lock_slot(w, key_hash(c)), *l = *pp;
+
+	if (l) {
+		if (l->wait_tail)
+			l->wait_tail->next_waiter = c;
+		else
+			l->wait_head = c;
+		l->wait_tail = c;
+		c->locked = true;
+		return false;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return true; /* runs unserialised: its CAS still keeps it correct */
+	l->hash = key_hash(c);
+	*pp = l;
+	c->locked = true;
+	return true;
+}
+
+static void rmw_start(struct px_cmd *c);
+
+/* c is done: pass the key's turn to the next waiting, or free it. */
+static void rmw_done(struct px_cmd *c)
+{
+	struct px_worker *w = c->conn->w;
+	struct rmw_lock **pp, *l;
+	struct px_cmd *next;
+
+	if (!c->locked) {
+		px_cmd_done(c);
+		return;
+	}
+	pp = lock_slot(w, key_hash(c));
+	l = *pp;
+	px_cmd_done(c); /* c may be freed from here on */
+	next = l->wait_head;
+	if (!next) {
+		*pp = l->next;
+		free(l);
+		return;
+	}
+	l->wait_head = next->next_waiter;
+	if (!l->wait_head)
+		l->wait_tail = NULL;
+	next->next_waiter = NULL;
+	if (w->stopping) {
+		reply_status(next, SKL_CANCELLED);
+		rmw_done(next);
+		return;
+	}
+	rmw_start(next);
+}
+
 static void rmw_on_cas(void *arg, const struct skl_result *res)
 {
 	struct px_cmd *c = arg;
@@ -226,7 +313,7 @@ static void rmw_on_cas(void *arg, const struct skl_result *res)
 	c->outstanding--;
 	if (res->status == SKL_OK) {
 		m->applied(c, m, res);
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	if (res->status == SKL_CONFLICT || res->status == SKL_NOT_FOUND) {
@@ -238,11 +325,11 @@ static void rmw_on_cas(void *arg, const struct skl_result *res)
 		}
 		px_count(&c->conn->w->ctr.cas_gave_up, 1);
 		reply_status(c, SKL_CONFLICT);
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	reply_status(c, res->status);
-	px_cmd_done(c);
+	rmw_done(c);
 }
 
 static void rmw_write(struct px_cmd *c, struct rmw *m)
@@ -255,7 +342,7 @@ static void rmw_write(struct px_cmd *c, struct rmw *m)
 		     rmw_on_cas, c);
 	if (rc < 0) {
 		reply_submit_error(c, rc);
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	c->outstanding++;
@@ -270,7 +357,7 @@ static void rmw_on_read(void *arg, const struct skl_result *res)
 	c->attempts++;
 	if (res->status != SKL_OK && res->status != SKL_NOT_FOUND) {
 		reply_status(c, res->status);
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	if (c->attempts == 1)
@@ -284,7 +371,8 @@ static void rmw_on_read(void *arg, const struct skl_result *res)
 	if (m->found && !m->read_meta) {
 		m->old = malloc(res->value_len ? res->value_len : 1);
 		if (!m->old) {
-			done_error(c, "ERR skewless: out of memory");
+			resp_error(&c->reply, "ERR skewless: out of memory");
+			rmw_done(c);
 			return;
 		}
 		memcpy(m->old, res->value, res->value_len);
@@ -295,7 +383,7 @@ static void rmw_on_read(void *arg, const struct skl_result *res)
 	m->val_len = 0;
 	m->cas = (struct skl_cas){0};
 	if (m->decide(c, m)) {
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	rmw_write(c, m);
@@ -314,14 +402,17 @@ static void rmw_read(struct px_cmd *c)
 		rc = skl_get(a, c->argv[1], c->argvlen[1], NULL, rmw_on_read, c);
 	if (rc < 0) {
 		reply_submit_error(c, rc);
-		px_cmd_done(c);
+		rmw_done(c);
 		return;
 	}
 	c->outstanding++;
 }
 
+/* Start c's read-modify-write now, or once the one of its key before it is done. */
 static void rmw_start(struct px_cmd *c)
 {
+	if (c->attempts == 0 && !c->locked && !rmw_turn(c))
+		return;
 	c->deadline_ns = clock_mono_ns() + (uint64_t)c->conn->w->px->rmw_deadline_ms * 1000000ull;
 	rmw_read(c);
 }

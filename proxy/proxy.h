@@ -86,6 +86,9 @@ struct px_counters {
 };
 
 struct px_proxy;
+struct rmw_lock;
+
+#define PX_LOCK_BUCKETS 1024
 
 struct px_worker {
 	struct px_proxy *px;
@@ -95,7 +98,9 @@ struct px_worker {
 	int epfd, listen_fd, stop_fd;
 	uint64_t next_conn_id;
 	uint32_t clients; /* open connections */
-	bool running;
+	bool running, stopping;
+	/* Keys with a read-modify-write in flight, and the ones waiting (commands.c). */
+	struct rmw_lock *locks[PX_LOCK_BUCKETS];
 	struct px_conn *open;	 /* open connections */
 	struct px_conn *closing; /* closed, freed once their commands are done */
 	struct px_counters ctr;
@@ -142,6 +147,7 @@ struct px_conn {
 struct px_cmd {
 	struct px_conn *conn;
 	struct px_cmd *next;
+	struct px_cmd *next_waiter; /* behind another read-modify-write of its key */
 	const struct px_command *def;
 	int argc;
 	uint8_t **argv; /* copies, NUL-terminated for convenience */
@@ -151,6 +157,7 @@ struct px_cmd {
 	uint32_t outstanding; /* libskewless requests in flight */
 	uint64_t deadline_ns; /* read-modify-writes stop retrying here */
 	uint32_t attempts;
+	bool locked; /* holds or waits for its key's turn (commands.c) */
 	/* State of the handler (commands.c). */
 	int step;
 	uint64_t version;

@@ -494,6 +494,7 @@ void px_worker_stop(struct px_worker *w)
 		pthread_join(w->thread, NULL);
 		w->running = false;
 	}
+	w->stopping = true;
 	while (w->open)
 		conn_close(w->open);
 	if (w->agent) {
