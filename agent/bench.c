@@ -32,6 +32,7 @@
 #include "hist.h"
 #include "httpd.h"
 #include "prom.h"
+#include "resp_client.h"
 #include "rng.h"
 #include "workload.h"
 
@@ -71,6 +72,8 @@ struct bench {
 	const char *json_path, *history_path;
 	const char *key_prefix;	    /* keys are "<prefix><n>" */
 	const char *metrics_listen; /* --metrics A.B.C.D:PORT, or NULL */
+	const char *resp_addr;	    /* --resp A.B.C.D:PORT: a RESP server instead of the agent */
+	uint32_t resp_conns;
 	struct httpd *http;	    /* the agent's counters as /metrics, run from the load loop */
 	double rate, duration_s, warmup_s;
 	uint32_t concurrency, value_size, timeout_ms;
@@ -79,6 +82,7 @@ struct bench {
 
 	struct cfg *cfg;
 	struct skl_agent *agent;
+	struct resp_client *resp; /* --resp: operations go here, the agent stays idle */
 	struct workload wl;
 	struct rng rng;
 	FILE *history;
@@ -143,6 +147,9 @@ static void bench_usage(FILE *out)
 	    "  --history FILE           one JSON line per operation\n"
 	    "  --key-prefix P           keys are P0, P1, ... (default \"key:\")\n"
 	    "  --metrics A.B.C.D:PORT   serve the agent's counters as Prometheus /metrics\n"
+	    "  --resp A.B.C.D:PORT      drive a RESP server (skewless-proxy, redis-server,\n"
+	    "                           nutcracker) with GET and SET instead of the agent\n"
+	    "  --resp-conns N           its connections, pipelined (default: min(concurrency, 50))\n"
 	    "\n"
 	    "Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
 	    "error, 78 config error.\n");
@@ -275,6 +282,30 @@ static void record(struct bench *b, const struct op_ctx *c, const struct skl_res
 	}
 }
 
+/* The bench's requests go to the agent, or with --resp to a RESP server. */
+static int b_get(struct bench *b, const char *key, size_t klen, skl_callback cb, void *arg)
+{
+	return b->resp ? resp_client_get(b->resp, key, klen, cb, arg)
+		       : skl_get(b->agent, key, klen, NULL, cb, arg);
+}
+
+static int b_put(struct bench *b, const char *key, size_t klen, const char *val, size_t vlen,
+		 skl_callback cb, void *arg)
+{
+	return b->resp ? resp_client_set(b->resp, key, klen, val, vlen, cb, arg)
+		       : skl_put(b->agent, key, klen, val, vlen, NULL, cb, arg);
+}
+
+static uint32_t b_inflight(const struct bench *b)
+{
+	return b->resp ? resp_client_inflight(b->resp) : skl_inflight(b->agent);
+}
+
+static int b_poll(struct bench *b, int timeout_ms)
+{
+	return b->resp ? resp_client_poll(b->resp, timeout_ms) : skl_poll(b->agent, timeout_ms);
+}
+
 static int issue(struct bench *b, struct op_ctx *c);
 
 static void on_done(void *arg, const struct skl_result *res)
@@ -304,11 +335,10 @@ static int issue(struct bench *b, struct op_ctx *c)
 	int rc;
 
 	if (c->kind == WL_READ || (c->kind == WL_RMW && !c->rmw_write)) {
-		rc = skl_get(b->agent, key, (size_t)klen, NULL, on_done, c);
+		rc = b_get(b, key, (size_t)klen, on_done, c);
 	} else {
 		fill_value(b, c->value, c->client);
-		rc =
-		    skl_put(b->agent, key, (size_t)klen, c->value, b->value_size, NULL, on_done, c);
+		rc = b_put(b, key, (size_t)klen, c->value, b->value_size, on_done, c);
 	}
 	if (rc)
 		b->submit_errors++;
@@ -387,19 +417,18 @@ static int run_preload(struct bench *b)
 
 	if (!value)
 		return -ENOMEM;
-	while ((next < b->wl.nkeys || skl_inflight(b->agent)) && !interrupted) {
-		while (next < b->wl.nkeys && skl_inflight(b->agent) < window) {
+	while ((next < b->wl.nkeys || b_inflight(b)) && !interrupted) {
+		while (next < b->wl.nkeys && b_inflight(b) < window) {
 			int klen = snprintf(key, sizeof(key), "%s%llu", b->key_prefix,
 					    (unsigned long long)next);
 
 			fill_value(b, value, UINT32_MAX);
-			if (skl_put(b->agent, key, (size_t)klen, value, b->value_size, NULL,
-				    on_preload, b))
+			if (b_put(b, key, (size_t)klen, value, b->value_size, on_preload, b))
 				break;
 			next++;
 		}
 		serve_metrics(b);
-		if (skl_poll(b->agent, 10) < 0)
+		if (b_poll(b, 10) < 0)
 			break;
 	}
 	free(value);
@@ -450,7 +479,7 @@ static void run_load(struct bench *b)
 			/* Issue every arrival that is due; those held back by a full
 			 * window keep their scheduled time. */
 			while (next_arrival <= (double)now && next_arrival < (double)b->end_ns) {
-				if (skl_inflight(b->agent) >= b->max_inflight ||
+				if (b_inflight(b) >= b->max_inflight ||
 				    start_op(b, (uint64_t)next_arrival) == -EBUSY)
 					break;
 				next_arrival += exp_interval_ns(b);
@@ -460,13 +489,13 @@ static void run_load(struct bench *b)
 			else
 				wait_ms = 0;
 		} else {
-			while (skl_inflight(b->agent) < b->concurrency)
+			while (b_inflight(b) < b->concurrency)
 				if (start_op(b, clock_mono_ns()))
 					break;
 		}
 		if (wait_ms > 10)
 			wait_ms = 10;
-		skl_poll(b->agent, wait_ms);
+		b_poll(b, wait_ms);
 		serve_metrics(b);
 	}
 	/* Arrivals scheduled before the end that never got a window. */
@@ -478,8 +507,8 @@ static void run_load(struct bench *b)
 	{
 		uint64_t deadline = clock_mono_ns() + DRAIN_NS;
 
-		while (skl_inflight(b->agent) && clock_mono_ns() < deadline && !interrupted)
-			skl_poll(b->agent, 10);
+		while (b_inflight(b) && clock_mono_ns() < deadline && !interrupted)
+			b_poll(b, 10);
 	}
 	close_second(b);
 	if (b->cur_sec < b->nseconds)
@@ -589,6 +618,8 @@ static json_t *summary_json(struct bench *b, double elapsed_s)
 					  ? b->succeeded * (double)b->value_size / elapsed_s / 1e6
 					  : 0.0));
 	json_object_set_new(root, "target_rate", json_real(b->rate));
+	/* --resp: the RESP server driven (the agent's counters then stay 0). */
+	json_object_set_new(root, "resp", b->resp_addr ? json_string(b->resp_addr) : json_null());
 	json_object_set_new(root, "concurrency", json_integer(b->rate > 0 ? 0 : b->concurrency));
 	json_object_set_new(root, "zipf_s", json_real(b->wl.zipf_s));
 	json_object_set_new(root, "not_issued", json_integer((json_int_t)b->not_issued));
@@ -670,6 +701,8 @@ enum {
 	B_KEY_PREFIX,
 	B_CONFIG,
 	B_METRICS,
+	B_RESP,
+	B_RESP_CONNS,
 };
 
 static int bad(const char *flag, const char *expected, const char *got)
@@ -702,6 +735,8 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 	    {"key-prefix", required_argument, NULL, B_KEY_PREFIX},
 	    {"config", required_argument, NULL, B_CONFIG},
 	    {"metrics", required_argument, NULL, B_METRICS},
+	    {"resp", required_argument, NULL, B_RESP},
+	    {"resp-conns", required_argument, NULL, B_RESP_CONNS},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -793,6 +828,14 @@ static int parse_flags(struct bench *b, int argc, char **argv)
 			break;
 		case B_METRICS:
 			b->metrics_listen = optarg;
+			break;
+		case B_RESP:
+			b->resp_addr = optarg;
+			break;
+		case B_RESP_CONNS:
+			if (cfg_parse_uint(optarg, 1, 1024, &u))
+				return bad("--resp-conns", "1..1024", optarg);
+			b->resp_conns = (uint32_t)u;
 			break;
 		case B_KEY_PREFIX:
 			if (strlen(optarg) > 64) {
@@ -922,6 +965,19 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 			    : "");
 		goto out;
 	}
+	if (b->resp_addr) {
+		uint32_t conns = b->resp_conns ? b->resp_conns
+				 : b->concurrency && b->concurrency < 50 ? b->concurrency
+									 : 50;
+		int err = resp_client_open(b->resp_addr, conns, &b->resp);
+
+		if (err) {
+			fprintf(stderr, "skewless bench: --resp %s: %s\n", b->resp_addr,
+				err == -EINVAL ? "expected A.B.C.D:PORT" : strerror(-err));
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
 	b->max_inflight = b->rate > 0 ? b->cfg->agent.max_inflight : b->concurrency;
 	if (b->max_inflight > b->cfg->agent.max_inflight)
 		b->max_inflight = b->cfg->agent.max_inflight;
@@ -989,6 +1045,7 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 	json_decref(sum);
 out:
 	httpd_stop(b->http);
+	resp_client_close(b->resp);
 	if (b->agent)
 		skl_close(b->agent);
 	if (b->history && fclose(b->history)) {
