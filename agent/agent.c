@@ -113,8 +113,8 @@ struct req {
 	uint16_t target;
 	uint16_t home;
 	uint32_t ttl_ms;
-	uint64_t
-	    stamp; /* GET: the version a HINT said to read (0: any); CAS: the version expected */
+	/* GET: the version a HINT said to read (0: any); CAS: the version it expects. */
+	uint64_t stamp;
 	uint64_t keyhash;
 	uint8_t *data; /* key bytes, then value bytes */
 	struct wire_chunk_set *reply; /* a chunked reply being gathered (GET), else NULL */

@@ -1425,7 +1425,7 @@ const struct px_command px_commands[] = {
     {"getex", -2, W | F, 1, 1, 1, cmd_getex, "string", "6.2.0",
      "Returns the string value of a key after setting its expiration time."},
     {"mget", -2, R | F, 1, -1, 1, cmd_multi, "string", "1.0.0",
-     "Atomically returns the string values of one or more keys."},
+     "Returns the string values of one or more keys (in skewless: one GET per key)."},
     {"mset", -3, W, 1, -1, 2, cmd_multi, "string", "1.0.1",
      "Sets the string values of one or more keys (in skewless: per key, not atomically)."},
     {"incr", 2, W | F, 1, 1, 1, cmd_incr, "string", "1.0.0",
