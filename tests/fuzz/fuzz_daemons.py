@@ -99,6 +99,10 @@ def corpus(keys):
             out.append(("PUT", datagram(0x02, k, bytes(random.getrandbits(8)
                                                       for _ in range(vlen)), keyhash=kh,
                                         version=5000 if vlen == 1 else 0)))
+        for cond, action in ((0, 0), (1, 0), (2, 2), (0, 3), (2, 1)):
+            prefix = struct.pack("!BBBBQ", cond, action, 0, 0, 60000 if action == 2 else 0)
+            out.append(("CAS", datagram(0x04, k, prefix + (b"v" * 10 if action == 0 else b""),
+                                        keyhash=kh, version=i)))
         out.append(("PROBE", datagram(0x21, k, keyhash=kh)))
         out.append(("HINT", datagram(0x22, k, keyhash=kh)))
         for status in range(8):
@@ -159,7 +163,7 @@ def corpus(keys):
 
 INTERESTING16 = (0, 1, 0x7f, 0x80, 0xff, 0x100, 0x3ff, 0x400, 0x401, 0x7fff, 0x8000, 0xffff)
 INTERESTING32 = (0, 1, 0x7f, 0xff, 0x400, 0xffff, 0x10000, 0x7fffffff, 0x80000000, 0xffffffff)
-OPS = (0x01, 0x02, 0x03, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x20, 0x21, 0x22, 0x30)
+OPS = (0x01, 0x02, 0x03, 0x04, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x20, 0x21, 0x22, 0x30)
 
 
 def mutate(rng, d, pool):
@@ -499,7 +503,7 @@ DECODE_ERRORS_NODE = ("drop_short", "drop_bad_magic", "drop_bad_version", "drop_
 # the fuzz must reach each of them.
 DEEP_SWITCH = ("requests_forwarded", "replies_forwarded", "control_replies", "rc_acks",
                "hints_answered", "digests", "syncs_received")
-DEEP_NODE = ("put", "get", "del", "probe", "replicate", "rc_req", "unreplicate", "bad_payload")
+DEEP_NODE = ("put", "get", "del", "cas", "probe", "replicate", "rc_req", "unreplicate", "bad_payload")
 
 
 def outer(args):
@@ -568,6 +572,8 @@ def outer(args):
         deep = {f"switch.{c}": sw2.get(c, 0) - sw1.get(c, 0) for c in DEEP_SWITCH}
         deep["switch.sync_rejected"] = peers.get("stats", {}).get("sync_rejected", 0)
         deep.update({f"node.{c}": nd2.get(c, 0) - nd1.get(c, 0) for c in DEEP_NODE})
+        # A CAS reached its handler whether its condition held or not.
+        deep["node.cas"] += nd2.get("cas_conflict", 0) - nd1.get("cas_conflict", 0)
         log("parsers reached: " + ", ".join(f"{c} {v}" for c, v in deep.items()))
         codes = rig.stop()
         reports = rig.sanitizer_reports()
