@@ -137,6 +137,7 @@ struct px_conn {
 	uint32_t queued;
 	uint32_t events; /* EPOLL* mask registered */
 	bool quit;	 /* QUIT: close once the replies are out */
+	bool parsing;	 /* in process_input() (worker.c) */
 	bool dead;	 /* closed; freed when head is NULL */
 	struct px_conn *prev_open, *next_open;
 	struct px_conn *next_closing;

@@ -153,6 +153,10 @@ static void process_input(struct px_conn *c)
 	size_t off = 0;
 	char err[128];
 
+	/* A command completed while parsing flushes (conn_flush()): it must not parse again. */
+	if (c->parsing)
+		return;
+	c->parsing = true;
 	while (!c->dead && !c->quit && !throttled(c) && off < c->in.len) {
 		size_t used = 0;
 		enum resp_parse rc = resp_parse((const uint8_t *)c->in.p + off, c->in.len - off,
@@ -184,6 +188,7 @@ static void process_input(struct px_conn *c)
 		px_dispatch(cmd);
 	}
 	rbuf_consume(&c->in, off);
+	c->parsing = false;
 	conn_flush(c);
 }
 
