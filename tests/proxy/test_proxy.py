@@ -115,11 +115,31 @@ class Cluster:
                 time.sleep(0.1)
 
     def stop(self):
+        """Stop everything; the proxy by SIGTERM, which it must survive cleanly.
+        Returns what went wrong: its exit code, sanitizer reports in the logs."""
+        problems = []
+        proxy = self.procs.pop("proxy", None)
+        if proxy:
+            proxy.send_signal(signal.SIGTERM)
+            try:
+                rc = proxy.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                rc = proxy.wait()
+            if rc != 0:
+                problems.append("skewless-proxy exited %s after SIGTERM" % rc)
         for p in self.procs.values():
             p.kill()
             p.wait()
         self.procs.clear()
+        for name in os.listdir(self.dir):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    text = f.read()
+                if "Sanitizer" in text or "runtime error:" in text:
+                    problems.append("%s:\n%s" % (name, text[-4000:]))
         shutil.rmtree(self.dir, ignore_errors=True)
+        return problems
 
 
 cluster = None
@@ -136,7 +156,9 @@ def setUpModule():
 
 
 def tearDownModule():
-    cluster.stop()
+    problems = cluster.stop()
+    if problems:
+        raise RuntimeError("\n".join(problems))
 
 
 def raw(cmds, proto_lines=None):
