@@ -92,7 +92,7 @@ int px_info(struct px_proxy *px, struct px_conn *conn, const char *section, stru
 			   px->port);
 		rc |= addf(b, "uptime_in_seconds:%" PRIu64 "\r\nuptime_in_days:%" PRIu64 "\r\n", up,
 			   up / 86400);
-		rc |= addf(b, "io_threads_active:%u\r\nconfig_file:%s\r\n\r\n", px->nworkers,
+		rc |= addf(b, "skewless_workers:%u\r\nconfig_file:%s\r\n\r\n", px->nworkers,
 			   px->config_path);
 	}
 	if (wants(section, "clients", true))
