@@ -800,8 +800,12 @@ static void complete(struct skl_agent *a, struct req *r, enum skl_status st,
 			res.value = reply->value;
 			res.value_len = reply->val_len;
 		}
-		if (r->op == WIRE_OP_CAS && reply->val_len == WIRE_CAS_REPLY_LEN)
+		if (r->op == WIRE_OP_CAS && reply->val_len >= WIRE_CAS_REPLY_LEN) {
+			/* The ttl left, then (a READ's) the value. */
 			res.ttl_ms = wire_get64(reply->value);
+			res.value = reply->value + WIRE_CAS_REPLY_LEN;
+			res.value_len = reply->val_len - WIRE_CAS_REPLY_LEN;
+		}
 	} else if (r->phase == PH_DONE && r->probes_in && st == SKL_NOT_FOUND) {
 		res.flags |= SKL_R_STALE; /* "no copy anywhere" from probes alone */
 	}
@@ -1190,7 +1194,7 @@ static void switch_seen(struct skl_agent *a, int sw, bool recheck)
 }
 
 /*
- * A chunk of r's reply (a GET of a large value): gather it. Returns true when
+ * A chunk of r's reply (a GET of a large value, or a CAS READ's): gather it. Returns true when
  * it completed the reply, *m then being the whole reply (its value in
  * r->reply, freed with r). A reply's chunks agree on the version (the set's
  * tag), so chunks of two versions never mix: chunks of the same version are
@@ -1205,8 +1209,9 @@ static bool gather(struct skl_agent *a, struct req *r, struct wire_msg *m)
 	struct wire_chunk c;
 
 	a->st.chunks_received++;
-	if (r->op != WIRE_OP_GET || m->status != WIRE_ST_OK ||
-	    wire_chunk_decode(m, &c) != WIRE_CHUNK_OK || c.total > a->max_value) {
+	if ((r->op != WIRE_OP_GET && r->op != WIRE_OP_CAS) || m->status != WIRE_ST_OK ||
+	    wire_chunk_decode(m, &c) != WIRE_CHUNK_OK ||
+	    c.total > a->max_value + (r->op == WIRE_OP_CAS ? WIRE_CAS_REPLY_LEN : 0)) {
 		a->st.chunk_drops++;
 		return false;
 	}

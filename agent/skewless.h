@@ -107,7 +107,7 @@ struct skl_result {
 	uint16_t load;	  /* that node's load, piggybacked on the reply */
 	const void *key;
 	size_t key_len;
-	const void *value; /* GET: the value read; PUT: the value written; else NULL */
+	const void *value; /* GET, CAS READ: the value read; PUT: the value written; else NULL */
 	size_t value_len;
 	uint64_t ttl_ms;      /* CAS: the ms the live value has left (0: no expiry, or none live) */
 	uint32_t sends;	      /* datagrams sent for it, retries and PROBEs included */
@@ -138,7 +138,7 @@ enum skl_cas_action {
 	SKL_CAS_SET = 0,    /* write the value */
 	SKL_CAS_DEL = 1,    /* delete */
 	SKL_CAS_EXPIRE = 2, /* keep the value, set its expiry */
-	SKL_CAS_READ = 3,   /* write nothing: report version and ttl_ms */
+	SKL_CAS_READ = 3,   /* write nothing: report version, ttl_ms and the value */
 };
 struct skl_cas {
 	enum skl_cas_cond cond;

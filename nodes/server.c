@@ -720,7 +720,8 @@ static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg 
 
 /*
  * CAS: the condition and the write in one step at the home (store_cas()).
- * The reply carries the live value's remaining ttl in out[0..8).
+ * The reply carries the live value's remaining ttl in out[0..8), and a
+ * READ's the value after it (a reply larger than a datagram goes in chunks).
  */
 static void serve_cas(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
@@ -742,6 +743,11 @@ static void serve_cas(struct node *n, const struct wire_msg *m, struct wire_msg 
 				.ttl = c.ttl,
 				.expect = m->version,
 				.ttl_ms = c.ttl_ms};
+	/* A READ's reply: the ttl left, then the value. */
+	if (c.action == WIRE_CAS_READ && cap > WIRE_CAS_REPLY_LEN) {
+		sc.out = out + WIRE_CAS_REPLY_LEN;
+		sc.out_cap = cap - WIRE_CAS_REPLY_LEN;
+	}
 	rc = store_cas(n->store, m->keyhash, m->key, m->key_len, &sc, c.value, c.value_len,
 		       store_now_ms(), &version, &ttl_left);
 	if (rc < 0) {
@@ -755,7 +761,7 @@ static void serve_cas(struct node *n, const struct wire_msg *m, struct wire_msg 
 	    cap >= WIRE_CAS_REPLY_LEN) {
 		wire_put64(out, ttl_left);
 		rep->value = out;
-		rep->val_len = WIRE_CAS_REPLY_LEN;
+		rep->val_len = WIRE_CAS_REPLY_LEN + (rc == STORE_CAS_OK ? sc.out_len : 0);
 	}
 }
 

@@ -360,8 +360,7 @@ static uint64_t ttl_left_of(const struct store_record *rec, uint64_t now_ms)
 	return rec->time_ms ? rec->time_ms - now_ms : 0;
 }
 
-int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen,
-	      const struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
 	      uint64_t *version, uint64_t *ttl_left)
 {
 	struct store_record old, rec = {0};
@@ -387,6 +386,13 @@ int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen,
 	    (c->cond == WIRE_CAS_LIVE && !live)) {
 		rc = live ? STORE_CAS_CONFLICT : STORE_CAS_ABSENT;
 		goto out;
+	}
+	if (c->action == WIRE_CAS_READ && live && c->out) {
+		/* The value, read again under the lock: the first read kept no copy. */
+		rc = store_get(st, STORE_OWNED, key, klen, &old, c->out, c->out_cap);
+		if (rc < 0)
+			goto out;
+		c->out_len = old.value_len;
 	}
 	if (c->action == WIRE_CAS_READ ||
 	    ((c->action == WIRE_CAS_DEL || c->action == WIRE_CAS_EXPIRE) && !live)) {

@@ -106,16 +106,20 @@ int store_del(struct store *st, uint64_t hash, const void *key, size_t klen, uin
  * STORE_CAS_OK (*version = the version written, or read for READ),
  * STORE_CAS_ABSENT (no live value where one is needed; *version 0),
  * STORE_CAS_CONFLICT (*version = the live version) or -EIO. *ttl_left is the
- * ms the live value has left afterwards (0: no expiry, or none live).
+ * ms the live value has left afterwards (0: no expiry, or none live). A READ
+ * of a live value copies it to c->out (when not NULL; -EMSGSIZE over
+ * out_cap) and its length to c->out_len.
  */
 enum store_cas_result { STORE_CAS_OK = 0, STORE_CAS_ABSENT = 1, STORE_CAS_CONFLICT = 2 };
 struct store_cas {
 	uint8_t cond, action, ttl;
 	uint64_t expect;
 	uint64_t ttl_ms;
+	void *out; /* READ: the value read */
+	size_t out_cap;
+	uint32_t out_len;
 };
-int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen,
-	      const struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
 	      uint64_t *version, uint64_t *ttl_left);
 
 /*

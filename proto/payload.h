@@ -100,7 +100,9 @@ int wire_hint_reply_decode(const struct wire_msg *msg, struct wire_hint *h);
  * for READ), NOT_FOUND (no live value, and cond or action needs one),
  * CONFLICT (a live value of another version, or one where none was
  * expected: version = the live one's). OK and CONFLICT replies of a live
- * value carry 8 bytes: be64 the ms it has left to live (0: no expiry).
+ * value carry 8 bytes: be64 the ms it has left to live (0: no expiry); an
+ * OK READ's reply then the value itself, so that a read-modify-write reads
+ * and writes at the home alone.
  */
 #define WIRE_CAS_PREFIX_LEN 12
 #define WIRE_CAS_REPLY_LEN  8
@@ -115,7 +117,7 @@ enum wire_cas_action {
 	WIRE_CAS_SET = 0,    /* write the value */
 	WIRE_CAS_DEL = 1,    /* write a tombstone */
 	WIRE_CAS_EXPIRE = 2, /* keep the value, a new version with the new expiry */
-	WIRE_CAS_READ = 3,   /* write nothing: the reply reports version and ttl */
+	WIRE_CAS_READ = 3,   /* write nothing: the reply reports version, ttl and value */
 };
 
 enum wire_cas_ttl {

@@ -9,8 +9,8 @@
  * What needs a condition at the home (SET NX/XX, SETNX, EXPIRE, TTL,
  * PERSIST) is one CAS (skl_cas()). What reads, computes and writes (INCR,
  * APPEND, SET ... GET, GETDEL, GETEX, EXPIRE with NX/XX/GT/LT) is a
- * read-modify-write: read the value and its version, compute, then a CAS at
- * that version; on CONFLICT (another write came between) it reads again,
+ * read-modify-write: read the value, its version and ttl at the home (CAS
+ * READ), compute, then a CAS at that version; on CONFLICT (another write came between) it reads again,
  * until rmw_deadline_ms. No write is ever blind to one it did not see.
  * The read-modify-writes of one key on one worker run one at a time (the
  * others wait in a queue per key), so that a hot counter does not have
@@ -183,7 +183,6 @@ typedef void rmw_applied(struct px_cmd *c, struct rmw *m, const struct skl_resul
 struct rmw {
 	rmw_decide *decide;
 	rmw_applied *applied;
-	bool read_meta; /* read with CAS READ (version, ttl), not GET (value) */
 	/* What the read found. */
 	bool found;
 	uint64_t version, ttl_left;
@@ -368,7 +367,7 @@ static void rmw_on_read(void *arg, const struct skl_result *res)
 	free(m->old);
 	m->old = NULL;
 	m->old_len = 0;
-	if (m->found && !m->read_meta) {
+	if (m->found) {
 		m->old = malloc(res->value_len ? res->value_len : 1);
 		if (!m->old) {
 			resp_error(&c->reply, "ERR skewless: out of memory");
@@ -391,15 +390,16 @@ static void rmw_on_read(void *arg, const struct skl_result *res)
 
 static void rmw_read(struct px_cmd *c)
 {
-	struct rmw *m = c->state;
 	struct skl_agent *a = c->conn->w->agent;
 	int rc;
 
-	if (m->read_meta)
-		rc = skl_cas(a, c->argv[1], c->argvlen[1],
-			     &(struct skl_cas){.action = SKL_CAS_READ}, NULL, 0, rmw_on_read, c);
-	else
-		rc = skl_get(a, c->argv[1], c->argvlen[1], NULL, rmw_on_read, c);
+	/*
+	 * At the home, as the write will be: a switch that saw these reads but
+	 * not the writes would take a hot counter for a read-hot key and copy
+	 * it, and every write would then drop the copies first.
+	 */
+	rc = skl_cas(a, c->argv[1], c->argvlen[1], &(struct skl_cas){.action = SKL_CAS_READ}, NULL,
+		     0, rmw_on_read, c);
 	if (rc < 0) {
 		reply_submit_error(c, rc);
 		rmw_done(c);
@@ -924,7 +924,6 @@ static void cmd_expire(struct px_cmd *c)
 	}
 	*m = o;
 	m->has_expiry = true;
-	m->read_meta = true;
 	m->decide = expire_decide;
 	m->applied = reply_one;
 	rmw_start(c);
@@ -939,7 +938,6 @@ static void cmd_persist(struct px_cmd *c)
 		return;
 	}
 	m->persist = true;
-	m->read_meta = true;
 	m->decide = expire_decide;
 	m->applied = reply_one;
 	rmw_start(c);

@@ -406,6 +406,7 @@ END_TEST
 struct cas_wait {
 	bool done;
 	struct skl_result res;
+	char value[8192]; /* res.value points here */
 };
 
 static void cas_cb(void *arg, const struct skl_result *res)
@@ -413,14 +414,20 @@ static void cas_cb(void *arg, const struct skl_result *res)
 	struct cas_wait *w = arg;
 
 	w->res = *res;
+	if (res->value && res->value_len <= sizeof(w->value)) {
+		memcpy(w->value, res->value, res->value_len);
+		w->res.value = w->value;
+	}
 	w->done = true;
 }
 
-/* skl_cas() and wait: the result's status, version and ttl_ms in *res. */
+/* skl_cas() and wait: the result in *res (a value it read in a static buffer). */
 static void cas_sync(struct skl_agent *a, const char *key, struct skl_cas c, const void *val,
 		     size_t vlen, struct skl_result *res)
 {
-	struct cas_wait w = {0};
+	static struct cas_wait w;
+
+	memset(&w, 0, sizeof(w));
 
 	ck_assert_int_eq(skl_cas(a, key, strlen(key), &c, val, vlen, cas_cb, &w), 0);
 	while (!w.done)
@@ -480,6 +487,10 @@ START_TEST(cas_at_the_home)
 	cas_sync(a, key, (struct skl_cas){.action = SKL_CAS_READ}, NULL, 0, &res);
 	ck_assert_int_eq(res.status, SKL_OK);
 	ck_assert_uint_eq(res.version, v);
+	/* READ answers the value too: here in chunks. */
+	ck_assert_uint_eq(res.value_len, sizeof(big));
+	ck_assert_mem_eq(res.value, big, sizeof(big));
+	ck_assert_uint_gt(res.ttl_ms, 59000);
 	/* A copy on n2: a CAS that writes drops it first, so n2 has no copy to serve. */
 	replicate(1, 2, key);
 	cas_sync(a, key, (struct skl_cas){.cond = SKL_CAS_LIVE, .action = SKL_CAS_DEL}, NULL, 0,

@@ -170,6 +170,7 @@ START_TEST(cas_conditions_and_actions)
 {
 	struct store *st = open_store();
 	struct store_record rec;
+	struct store_cas rd;
 	uint64_t v1, v, left;
 	char buf[32];
 
@@ -206,6 +207,15 @@ START_TEST(cas_conditions_and_actions)
 	    STORE_CAS_OK);
 	ck_assert_uint_eq(v1, v);
 	ck_assert_uint_eq(left, 300);
+	/* READ with room copies the value; without enough, -EMSGSIZE. */
+	rd = (struct store_cas){.action = WIRE_CAS_READ, .out = buf, .out_cap = sizeof(buf)};
+	ck_assert_int_eq(store_cas(st, keyhash("k", 1), "k", 1, &rd, NULL, 0, 1200, &v1, &left),
+			 STORE_CAS_OK);
+	ck_assert_uint_eq(rd.out_len, 2);
+	ck_assert_mem_eq(buf, "55", 2);
+	rd.out_cap = 1;
+	ck_assert_int_eq(store_cas(st, keyhash("k", 1), "k", 1, &rd, NULL, 0, 1200, &v1, &left),
+			 -EMSGSIZE);
 	/* EXPIRE keeps the bytes under a new version: here it drops the ttl. */
 	ck_assert_int_eq(cas(st, "k",
 			     (struct store_cas){.cond = WIRE_CAS_LIVE, .action = WIRE_CAS_EXPIRE},
