@@ -72,8 +72,10 @@ trap 'exit 130' INT TERM
 
 # The proxy in the agent's namespace; waits for its ready line.
 start_proxy() {
-	in_ns "$build/proxy/skewless-proxy" --config "$config" --listen "127.0.0.1:$proxy_port" \
-		--threads 2 >"$run/proxy.out" 2>"$run/proxy.log" &
+	# Not through in_ns: a function run in the background is a subshell,
+	# and $! would be its pid, not the proxy's (ip netns exec execs it).
+	ip netns exec "$ns" "$build/proxy/skewless-proxy" --config "$config" \
+		--listen "127.0.0.1:$proxy_port" --threads 2 >"$run/proxy.out" 2>"$run/proxy.log" &
 	proxy_pid=$!
 	pids+=("$proxy_pid")
 	for _ in $(seq 50); do grep -q listening "$run/proxy.out" && return; sleep 0.1; done
