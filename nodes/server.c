@@ -735,6 +735,7 @@ static void serve_cas(struct node *n, const struct wire_msg *m, struct wire_msg 
 	int rc;
 
 	if (wire_cas_decode(m, &c) != 0) {
+		node_count(n, NODE_CTR_bad_payload);
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
