@@ -1391,7 +1391,7 @@ static void cmd_info(struct px_cmd *c)
 	}
 	struct rbuf text = {0};
 
-	if (px_info(c->conn->w->px, c->conn, section, &text) == 0)
+	if (px_info(c->conn->w->px, section, &text) == 0)
 		resp_bulk(&c->reply, text.p, text.len);
 	else
 		resp_error(&c->reply, "ERR skewless: out of memory");

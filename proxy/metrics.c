@@ -72,7 +72,7 @@ static bool wants(const char *section, const char *name, bool dflt)
 	       !strcasecmp(section, name);
 }
 
-int px_info(struct px_proxy *px, struct px_conn *conn, const char *section, struct rbuf *b)
+int px_info(struct px_proxy *px, const char *section, struct rbuf *b)
 {
 	struct px_counters ctr;
 	struct skl_stats st;
@@ -81,7 +81,6 @@ int px_info(struct px_proxy *px, struct px_conn *conn, const char *section, stru
 	uint64_t up = (clock_real_ms() - px->start_unix_ms) / 1000;
 	int rc = 0;
 
-	(void)conn;
 	px_sum(px, &ctr, &st, &clients);
 	if (wants(section, "server", true)) {
 		uname(&u);

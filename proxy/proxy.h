@@ -159,11 +159,7 @@ struct px_cmd {
 	uint64_t deadline_ns; /* read-modify-writes stop retrying here */
 	uint32_t attempts;
 	bool locked; /* holds or waits for its key's turn (commands.c) */
-	/* State of the handler (commands.c). */
-	int step;
-	uint64_t version;
-	int64_t count;
-	enum skl_status first_error; /* SKL_OK: none */
+	/* State of the handler (commands.c), freed with the command. */
 	void *state;
 	void (*free_state)(void *);
 };
@@ -174,7 +170,7 @@ void px_cmd_done(struct px_cmd *c);
 void px_dispatch(struct px_cmd *c);
 
 /* INFO's text for `section` ("" or "default": all) into b (metrics.c). */
-int px_info(struct px_proxy *px, struct px_conn *conn, const char *section, struct rbuf *b);
+int px_info(struct px_proxy *px, const char *section, struct rbuf *b);
 /* Sum of every worker's counters, and of their agents'. */
 void px_sum(struct px_proxy *px, struct px_counters *ctr, struct skl_stats *agent,
 	    uint32_t *clients);

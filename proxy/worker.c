@@ -117,7 +117,6 @@ static struct px_cmd *cmd_new(struct px_conn *c, const struct resp_req *req)
 	}
 	cmd->argc = req->argc;
 	cmd->conn = c;
-	cmd->first_error = SKL_OK;
 	return cmd;
 }
 
