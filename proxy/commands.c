@@ -1511,20 +1511,44 @@ static void unknown_command(struct px_cmd *c)
 	px_cmd_done(c);
 }
 
-void px_dispatch(struct px_cmd *c)
+static bool arity_ok(const struct px_command *d, int argc)
+{
+	return !((d->arity > 0 && argc != d->arity) || argc < -d->arity ||
+		 (d->proc == cmd_ping && argc > 2));
+}
+
+int px_cmd_prepare(struct px_cmd *c)
 {
 	const struct px_command *d = px_command_find(c->argv[0], c->argvlen[0]);
+	int last;
+
+	c->def = d;
+	c->nkeys = 0;
+	if (!d || d->first_key <= 0 || !arity_ok(d, c->argc))
+		return 0;
+	last = d->last_key < 0 ? c->argc + d->last_key : d->last_key;
+	if (last < d->first_key)
+		return 0;
+	c->keys = malloc(sizeof(*c->keys) * (size_t)((last - d->first_key) / d->key_step + 1));
+	if (!c->keys)
+		return -ENOMEM;
+	for (int i = d->first_key; i <= last; i += d->key_step)
+		c->keys[c->nkeys++] = keyhash(c->argv[i], c->argvlen[i]);
+	return 0;
+}
+
+void px_dispatch(struct px_cmd *c)
+{
+	const struct px_command *d = c->def;
 	struct px_worker *w = c->conn->w;
 
 	px_count(&w->ctr.commands_processed, 1);
-	c->def = d;
 	if (!d) {
 		unknown_command(c);
 		return;
 	}
 	px_count(&w->calls[d - px_commands], 1);
-	if ((d->arity > 0 && c->argc != d->arity) || c->argc < -d->arity ||
-	    (d->proc == cmd_ping && c->argc > 2)) {
+	if (!arity_ok(d, c->argc)) {
 		wrong_arity(c, d->name);
 		return;
 	}

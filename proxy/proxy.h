@@ -138,6 +138,7 @@ struct px_conn {
 	uint32_t events; /* EPOLL* mask registered */
 	bool quit;	 /* QUIT: close once the replies are out */
 	bool parsing;	 /* in process_input() (worker.c) */
+	bool waking;	 /* in conn_wake() (worker.c) */
 	bool dead;	 /* closed; freed when head is NULL */
 	struct px_conn *prev_open, *next_open;
 	struct px_conn *next_closing;
@@ -155,6 +156,9 @@ struct px_cmd {
 	size_t *argvlen;
 	struct rbuf reply;
 	bool done;
+	bool waiting; /* behind an earlier command of its connection on one of its keys */
+	uint64_t *keys; /* keyhashes of its keys (px_cmd_prepare()) */
+	int nkeys;
 	uint32_t outstanding; /* libskewless requests in flight */
 	uint64_t deadline_ns; /* read-modify-writes stop retrying here */
 	uint32_t attempts;
@@ -166,7 +170,12 @@ struct px_cmd {
 
 /* Complete c: its reply is in c->reply (worker.c sends the replies in order). */
 void px_cmd_done(struct px_cmd *c);
-/* Run a parsed command: checks (unknown, arity), then its handler. */
+/*
+ * Look a parsed command up and note the keyhashes of its keys (none when
+ * it is unknown or of the wrong arity). 0 or -ENOMEM.
+ */
+int px_cmd_prepare(struct px_cmd *c);
+/* Run a prepared command: checks (unknown, arity, keys), then its handler. */
 void px_dispatch(struct px_cmd *c);
 
 /* INFO's text for `section` ("" or "default": all) into b (metrics.c). */

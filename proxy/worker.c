@@ -5,7 +5,10 @@
  * A connection's input is parsed into commands as it arrives; each command
  * is queued and run at once (px_dispatch()), and its reply leaves when it
  * and every command before it are done, so a pipeline of requests is
- * answered in order while the cluster serves them concurrently. A
+ * answered in order while the cluster serves them concurrently. A command
+ * that shares a key with an earlier one of its connection still running
+ * waits for it (conn_wake()): SET k then GET k in one pipeline reads what
+ * the SET wrote, as it would from Redis. A
  * connection stops reading while it has PX_MAX_QUEUED commands waiting or
  * PX_MAX_OUT bytes of replies unsent (a client that does not read its
  * replies is not buffered without bound), and resumes when they drain.
@@ -34,6 +37,7 @@
 #define PX_SNAP_NS (100ull * 1000 * 1000)
 
 static void conn_flush(struct px_conn *c);
+static void conn_wake(struct px_conn *c);
 
 static bool throttled(const struct px_conn *c)
 {
@@ -85,6 +89,7 @@ static void cmd_free(struct px_cmd *cmd)
 {
 	if (cmd->free_state && cmd->state)
 		cmd->free_state(cmd->state);
+	free(cmd->keys);
 	rbuf_free(&cmd->reply);
 	free(cmd->argv);
 	free(cmd);
@@ -145,6 +150,42 @@ static void enqueue_error(struct px_conn *c, const char *msg)
 	enqueue(c, cmd);
 }
 
+/* Does an earlier command of cmd's connection, not done yet, share one of its keys? */
+static bool waits_for_earlier(const struct px_cmd *cmd)
+{
+	for (const struct px_cmd *e = cmd->conn->head; e && e != cmd; e = e->next) {
+		if (e->done)
+			continue;
+		for (int i = 0; i < e->nkeys; i++)
+			for (int j = 0; j < cmd->nkeys; j++)
+				if (e->keys[i] == cmd->keys[j])
+					return true;
+	}
+	return false;
+}
+
+/*
+ * Run the waiting commands of c that no earlier one holds up any more. One
+ * pass in queue order: a command waits only for earlier ones, whose state
+ * is final by the time the pass reaches it. Completions inside the pass
+ * only mark commands done (px_cmd_done()), so none is freed under it. On a
+ * closed connection they are dropped instead.
+ */
+static void conn_wake(struct px_conn *c)
+{
+	c->waking = true;
+	for (struct px_cmd *cmd = c->head; cmd; cmd = cmd->next) {
+		if (!cmd->waiting || (!c->dead && waits_for_earlier(cmd)))
+			continue;
+		cmd->waiting = false;
+		if (c->dead)
+			cmd->done = true;
+		else
+			px_dispatch(cmd);
+	}
+	c->waking = false;
+}
+
 /* Parse and run what c's input holds, as far as the throttle allows. */
 static void process_input(struct px_conn *c)
 {
@@ -184,7 +225,14 @@ static void process_input(struct px_conn *c)
 			continue;
 		}
 		enqueue(c, cmd);
-		px_dispatch(cmd);
+		if (px_cmd_prepare(cmd) != 0) {
+			resp_error(&cmd->reply, "ERR skewless: out of memory");
+			cmd->done = true;
+		} else if (waits_for_earlier(cmd)) {
+			cmd->waiting = true;
+		} else {
+			px_dispatch(cmd);
+		}
 	}
 	rbuf_consume(&c->in, off);
 	c->parsing = false;
@@ -255,9 +303,15 @@ static void conn_flush(struct px_conn *c)
 
 void px_cmd_done(struct px_cmd *c)
 {
+	struct px_conn *conn = c->conn;
+
 	c->done = true;
-	if (c == c->conn->head)
-		conn_flush(c->conn);
+	/* Inside conn_wake(), which flushes when it is through. */
+	if (conn->waking)
+		return;
+	conn_wake(conn);
+	if (conn->head && conn->head->done)
+		conn_flush(conn);
 }
 
 static void conn_read(struct px_conn *c)
@@ -344,6 +398,13 @@ static void reap(struct px_worker *w)
 	while (*pp) {
 		struct px_conn *c = *pp;
 
+		conn_wake(c); /* drops the commands still waiting */
+		while (c->head && c->head->done) {
+			struct px_cmd *cmd = c->head;
+
+			c->head = cmd->next;
+			cmd_free(cmd);
+		}
 		if (c->head) {
 			pp = &c->next_closing;
 			continue;

@@ -549,6 +549,24 @@ class Connection(unittest.TestCase):
         self.assertIsInstance(res[1001], redis.ResponseError)
         self.assertEqual(res[1002], b"1")
 
+    def test_pipeline_same_key_in_order(self):
+        """Commands on one key in one pipeline take effect in order, as in Redis."""
+        p = self.r.pipeline(transaction=False)
+        for i in range(50):
+            p.set("po:k", i)
+            p.incr("po:k")
+            p.get("po:k")
+            p.mset({"po:k": "x", "po:other": i})
+            p.append("po:k", "y")
+            p.mget("po:k", "po:other")
+            p.delete("po:k")
+            p.exists("po:k")
+        res = p.execute()
+        for i in range(50):
+            self.assertEqual(res[8 * i:8 * i + 8],
+                             [True, i + 1, str(i + 1).encode(), True, 2,
+                              [b"xy", str(i).encode()], 1, 0])
+
     def test_raw_pipeline_in_pieces(self):
         """A pipeline split at every byte boundary is answered in order."""
         req = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nrp:%d\r\n$1\r\n%d\r\n" % (i, i) for i in range(5))
