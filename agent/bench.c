@@ -149,7 +149,8 @@ static void bench_usage(FILE *out)
 	    "  --metrics A.B.C.D:PORT   serve the agent's counters as Prometheus /metrics\n"
 	    "  --resp A.B.C.D:PORT      drive a RESP server (skewless-proxy, redis-server,\n"
 	    "                           nutcracker) with GET and SET instead of the agent\n"
-	    "  --resp-conns N           its connections, pipelined (default: min(concurrency, 50))\n"
+	    "  --resp-conns N           its connections, pipelined (default: concurrency,\n"
+	    "                           at most 50)\n"
 	    "\n"
 	    "Exit: 0 when the run finished (errors are in the report), 64 usage, 70 local\n"
 	    "error, 78 config error.\n");
@@ -966,10 +967,12 @@ int bench_main(const char *config_path, enum skl_mode mode, enum skl_consistency
 		goto out;
 	}
 	if (b->resp_addr) {
-		uint32_t conns = b->resp_conns ? b->resp_conns
-				 : b->concurrency && b->concurrency < 50 ? b->concurrency
-									 : 50;
-		int err = resp_client_open(b->resp_addr, conns, &b->resp);
+		uint32_t conns = b->resp_conns;
+		int err;
+
+		if (!conns)
+			conns = b->concurrency && b->concurrency < 50 ? b->concurrency : 50;
+		err = resp_client_open(b->resp_addr, conns, &b->resp);
 
 		if (err) {
 			fprintf(stderr, "skewless bench: --resp %s: %s\n", b->resp_addr,

@@ -353,8 +353,8 @@ static void conn_output(struct resp_client *rc, struct rc_conn *c)
 	size_t sent = 0;
 
 	while (sent < c->out_len) {
-		ssize_t n = send(c->fd, c->out + sent, c->out_len - sent,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n =
+		    send(c->fd, c->out + sent, c->out_len - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			break;

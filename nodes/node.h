@@ -65,7 +65,7 @@
 	X(chunk_gso_sends, "Sends of up to 64 chunks at once that the kernel cut (UDP GSO)")       \
 	X(expired,                                                                                 \
 	  "Client requests that waited in the queue past the agent timeout: dropped unserved")     \
-	X(bad_payload, "Malformed payload: REPLICATE and CAS BAD_REQUEST, RC_REQ none")           \
+	X(bad_payload, "Malformed payload: REPLICATE and CAS BAD_REQUEST, RC_REQ none")            \
 	X(src_not_switch, "REPLICATE from no configured switch address: dropped, no reply")        \
 	X(src_not_node,                                                                            \
 	  "RC_REQ from no configured node, UNREPLICATE from no node nor switch: dropped")          \

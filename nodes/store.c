@@ -360,8 +360,8 @@ static uint64_t ttl_left_of(const struct store_record *rec, uint64_t now_ms)
 	return rec->time_ms ? rec->time_ms - now_ms : 0;
 }
 
-int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
-	      uint64_t *version, uint64_t *ttl_left)
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c,
+	      const void *val, size_t vlen, uint64_t now_ms, uint64_t *version, uint64_t *ttl_left)
 {
 	struct store_record old, rec = {0};
 	pthread_mutex_t *lock = stripe(st, hash);

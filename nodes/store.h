@@ -119,8 +119,8 @@ struct store_cas {
 	size_t out_cap;
 	uint32_t out_len;
 };
-int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c, const void *val, size_t vlen, uint64_t now_ms,
-	      uint64_t *version, uint64_t *ttl_left);
+int store_cas(struct store *st, uint64_t hash, const void *key, size_t klen, struct store_cas *c,
+	      const void *val, size_t vlen, uint64_t now_ms, uint64_t *version, uint64_t *ttl_left);
 
 /*
  * Store a replica copy if version >= the stored replica version (> a dropped

@@ -10,12 +10,11 @@
  * PERSIST) is one CAS (skl_cas()). What reads, computes and writes (INCR,
  * APPEND, SET ... GET, GETDEL, GETEX, EXPIRE with NX/XX/GT/LT) is a
  * read-modify-write: read the value, its version and ttl at the home (CAS
- * READ), compute, then a CAS at that version; on CONFLICT (another write came between) it reads again,
- * until rmw_deadline_ms. No write is ever blind to one it did not see.
- * The read-modify-writes of one key on one worker run one at a time (the
- * others wait in a queue per key), so that a hot counter does not have
- * hundreds of them racing and starving each other: conflicts arise only
- * between workers or proxies.
+ * READ), compute, then a CAS at that version; on CONFLICT (another write came between) it reads
+ * again, until rmw_deadline_ms. No write is ever blind to one it did not see. The
+ * read-modify-writes of one key on one worker run one at a time (the others wait in a queue per
+ * key), so that a hot counter does not have hundreds of them racing and starving each other:
+ * conflicts arise only between workers or proxies.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -65,8 +64,9 @@ static void reply_submit_error(struct px_cmd *c, int rc)
 {
 	if (rc == -EBUSY) {
 		px_count(&c->conn->w->ctr.busy, 1);
-		resp_error(&c->reply, "ERR skewless BUSY: the proxy has agent.max_inflight requests "
-				      "in flight; retry");
+		resp_error(&c->reply,
+			   "ERR skewless BUSY: the proxy has agent.max_inflight requests "
+			   "in flight; retry");
 	} else {
 		resp_error(&c->reply, "ERR skewless: request refused (%s)", strerror(-rc));
 	}
@@ -130,8 +130,8 @@ static bool parse_ll(const uint8_t *s, size_t len, long long *out)
 
 static bool arg_is(const struct px_cmd *c, int i, const char *word)
 {
-	return c->argvlen[i] == strlen(word) && strncasecmp((const char *)c->argv[i], word,
-							   c->argvlen[i]) == 0;
+	return c->argvlen[i] == strlen(word) &&
+	       strncasecmp((const char *)c->argv[i], word, c->argvlen[i]) == 0;
 }
 
 static void count_read(struct px_cmd *c, enum skl_status st)
@@ -193,7 +193,7 @@ struct rmw {
 	uint8_t *val;
 	size_t val_len;
 	/* Parsed arguments. */
-	int64_t num;	 /* INCR: the increment */
+	int64_t num;	/* INCR: the increment */
 	int64_t result; /* INCR: the new value */
 	uint64_t ttl_ms;
 	bool nx, xx, gt, lt, get, keep_ttl, persist, has_expiry;
@@ -602,7 +602,9 @@ static void cmd_set(struct px_cmd *c)
 		return;
 	}
 	if (o.nx || o.xx || o.keep_ttl) {
-		struct skl_cas cas = {.cond = o.nx ? SKL_CAS_VERSION : o.xx ? SKL_CAS_LIVE : SKL_CAS_ANY,
+		struct skl_cas cas = {.cond = o.nx   ? SKL_CAS_VERSION
+					      : o.xx ? SKL_CAS_LIVE
+						     : SKL_CAS_ANY,
 				      .keep_ttl = o.keep_ttl,
 				      .ttl_ms = o.ttl_ms};
 
@@ -876,7 +878,8 @@ static void cmd_expire(struct px_cmd *c)
 		}
 	}
 	if (o.nx && (o.xx || o.gt || o.lt)) {
-		done_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+		done_error(c,
+			   "ERR NX and XX, GT or LT options at the same time are not compatible");
 		return;
 	}
 	if (o.gt && o.lt) {
@@ -900,8 +903,7 @@ static void cmd_expire(struct px_cmd *c)
 		if (o.nx || o.xx || o.gt || o.lt) {
 			o.ttl_ms = 1;
 		} else {
-			cas_once(c,
-				 &(struct skl_cas){.cond = SKL_CAS_LIVE, .action = SKL_CAS_DEL},
+			cas_once(c, &(struct skl_cas){.cond = SKL_CAS_LIVE, .action = SKL_CAS_DEL},
 				 NULL, 0, expire_reply);
 			return;
 		}
@@ -910,9 +912,8 @@ static void cmd_expire(struct px_cmd *c)
 	}
 	if (!(o.nx || o.xx || o.gt || o.lt)) {
 		cas_once(c,
-			 &(struct skl_cas){.cond = SKL_CAS_LIVE,
-					   .action = SKL_CAS_EXPIRE,
-					   .ttl_ms = o.ttl_ms},
+			 &(struct skl_cas){
+			     .cond = SKL_CAS_LIVE, .action = SKL_CAS_EXPIRE, .ttl_ms = o.ttl_ms},
 			 NULL, 0, expire_reply);
 		return;
 	}
@@ -952,7 +953,8 @@ static void ttl_reply(struct px_cmd *c, const struct skl_result *res)
 	else if (res->ttl_ms == 0)
 		resp_int(&c->reply, -1);
 	else
-		resp_int(&c->reply, ms ? (int64_t)res->ttl_ms : (int64_t)(res->ttl_ms + 500) / 1000);
+		resp_int(&c->reply,
+			 ms ? (int64_t)res->ttl_ms : (int64_t)(res->ttl_ms + 500) / 1000);
 }
 
 static void cmd_ttl(struct px_cmd *c)

@@ -87,8 +87,8 @@ int px_info(struct px_proxy *px, const char *section, struct rbuf *b)
 		rc |= addf(b, "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n");
 		rc |= addf(b, "skewless_proxy:1\r\nos:%s %s %s\r\narch_bits:64\r\n", u.sysname,
 			   u.release, u.machine);
-		rc |= addf(b, "multiplexing_api:epoll\r\nprocess_id:%d\r\ntcp_port:%u\r\n", getpid(),
-			   px->port);
+		rc |= addf(b, "multiplexing_api:epoll\r\nprocess_id:%d\r\ntcp_port:%u\r\n",
+			   getpid(), px->port);
 		rc |= addf(b, "uptime_in_seconds:%" PRIu64 "\r\nuptime_in_days:%" PRIu64 "\r\n", up,
 			   up / 86400);
 		rc |= addf(b, "skewless_workers:%u\r\nconfig_file:%s\r\n\r\n", px->nworkers,
@@ -121,9 +121,9 @@ int px_info(struct px_proxy *px, const char *section, struct rbuf *b)
 			uint64_t calls = command_sum(px, i, false);
 
 			if (calls)
-				rc |= addf(b,
-					   "cmdstat_%s:calls=%" PRIu64 ",failed_calls=%" PRIu64 "\r\n",
-					   px_commands[i].name, calls, command_sum(px, i, true));
+				rc |= addf(
+				    b, "cmdstat_%s:calls=%" PRIu64 ",failed_calls=%" PRIu64 "\r\n",
+				    px_commands[i].name, calls, command_sum(px, i, true));
 		}
 		rc |= addf(b, "\r\n");
 	}
@@ -146,7 +146,8 @@ char *px_metrics_render(void *arg, size_t *len)
 		return NULL;
 	px_sum(px, &ctr, &st, &clients);
 #define X(field, desc)                                                                             \
-	prom_add(p, "skewless_proxy_" #field "_total", desc, PROM_COUNTER, NULL, 0, (double)ctr.field);
+	prom_add(p, "skewless_proxy_" #field "_total", desc, PROM_COUNTER, NULL, 0,                \
+		 (double)ctr.field);
 	PX_COUNTERS(X)
 #undef X
 	for (int s = 0; s < SKL_STATUS_COUNT; s++) {
@@ -161,13 +162,13 @@ char *px_metrics_render(void *arg, size_t *len)
 			 "Commands failed by a status the agent could not hide, by status",
 			 PROM_COUNTER, &l, 1, (double)n);
 	}
-	prom_add(p, "skewless_proxy_connected_clients", "Client connections open", PROM_GAUGE,
-		 NULL, 0, clients);
+	prom_add(p, "skewless_proxy_connected_clients", "Client connections open", PROM_GAUGE, NULL,
+		 0, clients);
 	for (unsigned i = 0; i < px_ncommands; i++) {
 		struct prom_label l = {"command", px_commands[i].name};
 
-		prom_add(p, "skewless_proxy_commands_total", "Commands run, by command", PROM_COUNTER,
-			 &l, 1, (double)command_sum(px, i, false));
+		prom_add(p, "skewless_proxy_commands_total", "Commands run, by command",
+			 PROM_COUNTER, &l, 1, (double)command_sum(px, i, false));
 		prom_add(p, "skewless_proxy_command_errors_total",
 			 "Commands answered with an error, by command", PROM_COUNTER, &l, 1,
 			 (double)command_sum(px, i, true));

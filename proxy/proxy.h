@@ -104,7 +104,7 @@ struct px_worker {
 	struct px_conn *open;	 /* open connections */
 	struct px_conn *closing; /* closed, freed once their commands are done */
 	struct px_counters ctr;
-	uint64_t *calls, *failed; /* per command, px_ncommands each */
+	uint64_t *calls, *failed;	     /* per command, px_ncommands each */
 	uint64_t failures[SKL_STATUS_COUNT]; /* error replies naming an agent status */
 	/* The agent's counters as of the last refresh (every 100 ms), for other threads. */
 	pthread_mutex_t snap_lock;
@@ -156,7 +156,7 @@ struct px_cmd {
 	size_t *argvlen;
 	struct rbuf reply;
 	bool done;
-	bool waiting; /* behind an earlier command of its connection on one of its keys */
+	bool waiting;	/* behind an earlier command of its connection on one of its keys */
 	uint64_t *keys; /* keyhashes of its keys (px_cmd_prepare()) */
 	int nkeys;
 	uint32_t outstanding; /* libskewless requests in flight */

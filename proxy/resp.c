@@ -82,8 +82,9 @@ static enum resp_parse parse_inline(const uint8_t *buf, size_t len, struct resp_
 	const uint8_t *nl = memchr(buf, '\n', len), *p, *end;
 
 	if (!nl)
-		return len > RESP_MAX_INLINE ? fail(err, errlen, "Protocol error: too big inline request")
-					     : RESP_PARSE_MORE;
+		return len > RESP_MAX_INLINE
+			   ? fail(err, errlen, "Protocol error: too big inline request")
+			   : RESP_PARSE_MORE;
 	end = nl > buf && nl[-1] == '\r' ? nl - 1 : nl;
 	req->argc = 0;
 	for (p = buf; p < end;) {

@@ -57,16 +57,16 @@ void rbuf_free(struct rbuf *b);
 /* Drop the first n bytes (written to the socket). */
 void rbuf_consume(struct rbuf *b, size_t n);
 
-int resp_simple(struct rbuf *b, const char *s);		   /* +s */
-int resp_error(struct rbuf *b, const char *fmt, ...)	   /* -..., \r\n stripped */
+int resp_simple(struct rbuf *b, const char *s);	     /* +s */
+int resp_error(struct rbuf *b, const char *fmt, ...) /* -..., \r\n stripped */
     __attribute__((format(printf, 2, 3)));
-int resp_int(struct rbuf *b, int64_t v);			   /* :v */
+int resp_int(struct rbuf *b, int64_t v);		     /* :v */
 int resp_bulk(struct rbuf *b, const void *data, size_t len); /* $len data */
 int resp_bulk_str(struct rbuf *b, const char *s);
-int resp_null(struct rbuf *b, int proto);			   /* $-1 or _ */
-int resp_null_array(struct rbuf *b, int proto);		   /* *-1 or _ */
-int resp_array(struct rbuf *b, size_t n);			   /* *n */
-int resp_map(struct rbuf *b, size_t n, int proto);		   /* n pairs: *2n or %n */
-int resp_set(struct rbuf *b, size_t n, int proto);		   /* ~n in RESP3 */
+int resp_null(struct rbuf *b, int proto);	   /* $-1 or _ */
+int resp_null_array(struct rbuf *b, int proto);	   /* *-1 or _ */
+int resp_array(struct rbuf *b, size_t n);	   /* *n */
+int resp_map(struct rbuf *b, size_t n, int proto); /* n pairs: *2n or %n */
+int resp_set(struct rbuf *b, size_t n, int proto); /* ~n in RESP3 */
 
 #endif

@@ -29,7 +29,7 @@
 #include "clock.h"
 #include "proxy.h"
 
-#define PX_MAX_QUEUED 1024	       /* commands waiting on one connection */
+#define PX_MAX_QUEUED 1024	    /* commands waiting on one connection */
 #define PX_MAX_OUT    (1024 * 1024) /* reply bytes unsent on one connection */
 #define PX_READ_CHUNK (64 * 1024)
 #define PX_EVENTS     128
@@ -516,7 +516,8 @@ int px_worker_start(struct px_worker *w, const struct skl_options *opt, char *er
 	pthread_mutex_init(&w->snap_lock, NULL);
 	rc = skl_create(w->px->cfg, opt, &w->agent);
 	if (rc < 0) {
-		snprintf(err, errlen, "worker %u: cannot create its agent: %s", w->id, strerror(-rc));
+		snprintf(err, errlen, "worker %u: cannot create its agent: %s", w->id,
+			 strerror(-rc));
 		return -1;
 	}
 	w->listen_fd = open_listener(w, err, errlen);
