@@ -18,6 +18,7 @@ packages=(
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison
+	redis-server redis-tools			# bench/node.sh reference
 	iproute2 ethtool gnuplot-nox procps		# testbed, demo plots
 	debhelper dpkg-dev systemd			# Debian packages (debian/), their test
 	nftables					# e2e switch-loss: frames dropped on the fabric
