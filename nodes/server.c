@@ -725,6 +725,13 @@ static bool replica_version(struct node *n, const struct wire_msg *m, struct sto
 }
 
 /*
+ * The owned record of the GET a worker serves now, read ahead with the
+ * other GETs of its batch (serve_batch()), or NULL. Per thread: handlers
+ * have one signature, and only the worker that read ahead serves the GET.
+ */
+static __thread struct store_read *get_ahead;
+
+/*
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
  * node. The value is read straight into the reply buffer after the key. A
  * GET the switch stamped with a version (docs/design.md section 5) gets that
@@ -758,7 +765,15 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_count(n, NODE_CTR_get_replica);
 		rep->flags |= WIRE_F_REPLICATED;
 	}
-	rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
+	/*
+	 * A record read ahead is as good as one read now: it was read after the
+	 * request came (a read may take effect at any point between), under the
+	 * same ownership, and with no previous home to read through from first.
+	 */
+	if (get_ahead && cf == STORE_OWNED && !mig_prev_home(&n->mig, m->keyhash))
+		rc = store_read_take(get_ahead, &rec, val, val_cap);
+	else
+		rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
@@ -1187,6 +1202,38 @@ static void req_release(struct node *n, struct node_req *r)
 }
 
 /*
+ * Read the owned records of a batch's GETs at once (store_get_many()):
+ * ahead_of[i] is request i's index in ahead[], -1 when it has none (not a
+ * GET, or not this node's key; or the batch's only GET). Returns how many.
+ */
+static unsigned read_ahead(struct node *n, const struct node_req *reqs, uint32_t k,
+			   struct store_read *ahead, int8_t *ahead_of)
+{
+	const void *keys[WORKER_BATCH];
+	size_t klens[WORKER_BATCH];
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < k; i++) {
+		const uint8_t *d = node_req_data(&reqs[i]);
+		struct wire_msg m;
+
+		ahead_of[i] = -1;
+		if (d[WIRE_OFF_OP] != WIRE_OP_GET || wire_decode(d, reqs[i].len, &m) != WIRE_OK ||
+		    node_other_home(n, m.keyhash))
+			continue;
+		keys[count] = m.key;
+		klens[count] = m.key_len;
+		ahead_of[i] = (int8_t)count++;
+	}
+	if (count < 2) { /* one GET reads as it is served */
+		memset(ahead_of, -1, k);
+		return 0;
+	}
+	store_get_many(n->store, STORE_OWNED, count, keys, klens, ahead);
+	return count;
+}
+
+/*
  * Serve one batch taken off the queue and send its replies in one
  * sendmmsg(). server and free_at: the emulated server the batch (of one)
  * holds.
@@ -1197,7 +1244,9 @@ static void serve_batch(struct node *n, struct node_req *reqs, uint32_t k, uint8
 {
 	struct mmsghdr msgs[WORKER_BATCH];
 	struct iovec iov[WORKER_BATCH];
-	unsigned nmsg = 0;
+	struct store_read ahead[WORKER_BATCH];
+	int8_t ahead_of[WORKER_BATCH];
+	unsigned nmsg = 0, nahead = read_ahead(n, reqs, k, ahead, ahead_of);
 
 	for (uint32_t i = 0; i < k; i++) {
 		uint64_t start = clock_mono_ns();
@@ -1218,7 +1267,9 @@ static void serve_batch(struct node *n, struct node_req *reqs, uint32_t k, uint8
 		 */
 		if (n->service_time_us)
 			emulate_service_time(n, server, free_at, reqs[i].rx_ns);
+		get_ahead = ahead_of[i] >= 0 ? &ahead[ahead_of[i]] : NULL;
 		len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
+		get_ahead = NULL;
 		req_release(n, &reqs[i]);
 		if (len == 0)
 			continue;
@@ -1230,6 +1281,8 @@ static void serve_batch(struct node *n, struct node_req *reqs, uint32_t k, uint8
 		msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
 		nmsg++;
 	}
+	for (unsigned a = 0; a < nahead; a++)
+		store_read_done(&ahead[a]);
 	node_send_many(n, msgs, nmsg);
 	uint64_t now = clock_mono_ns();
 

@@ -223,23 +223,14 @@ static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
 	return &st->stripes[hash & (STORE_STRIPES - 1)];
 }
 
-int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
-	      struct store_record *rec, void *valbuf, size_t cap)
+/* A found record's slice, as store_get() gives it; ps is let go. */
+static int pinned_record(rocksdb_pinnableslice_t *ps, struct store_record *rec, void *valbuf,
+			 size_t cap)
 {
-	rocksdb_pinnableslice_t *ps;
-	const char *data;
 	size_t len = 0;
-	char *rerr = NULL;
+	const char *data = rocksdb_pinnableslice_value(ps, &len);
 	int rc = 1;
 
-	ps = rocksdb_get_pinned_cf(st->db, st->ropts, st->cf[cf], key, klen, &rerr);
-	if (rerr) {
-		free(rerr);
-		return -EIO;
-	}
-	if (!ps)
-		return 0;
-	data = rocksdb_pinnableslice_value(ps, &len);
 	if (store_record_decode((const uint8_t *)data, len, rec) != 0) {
 		rc = -EIO;
 	} else if (valbuf) {
@@ -254,6 +245,59 @@ int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
 	}
 	rocksdb_pinnableslice_destroy(ps);
 	return rc;
+}
+
+int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
+	      struct store_record *rec, void *valbuf, size_t cap)
+{
+	rocksdb_pinnableslice_t *ps;
+	char *rerr = NULL;
+
+	ps = rocksdb_get_pinned_cf(st->db, st->ropts, st->cf[cf], key, klen, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return ps ? pinned_record(ps, rec, valbuf, cap) : 0;
+}
+
+void store_get_many(struct store *st, enum store_cf cf, unsigned count, const void *const *keys,
+		    const size_t *klens, struct store_read *out)
+{
+	rocksdb_pinnableslice_t *ps[STORE_READ_MAX];
+	char *errs[STORE_READ_MAX];
+
+	if (count > STORE_READ_MAX)
+		count = STORE_READ_MAX;
+	rocksdb_batched_multi_get_cf(st->db, st->ropts, st->cf[cf], count,
+				     (const char *const *)keys, klens, ps, errs, false);
+	for (unsigned i = 0; i < count; i++) {
+		out[i].pin = NULL;
+		if (errs[i]) {
+			free(errs[i]);
+			out[i].rc = -EIO;
+			if (ps[i])
+				rocksdb_pinnableslice_destroy(ps[i]);
+			continue;
+		}
+		out[i].rc = ps[i] ? 1 : 0;
+		out[i].pin = ps[i];
+	}
+}
+
+int store_read_take(struct store_read *r, struct store_record *rec, void *valbuf, size_t cap)
+{
+	rocksdb_pinnableslice_t *ps = r->pin;
+
+	r->pin = NULL;
+	return ps ? pinned_record(ps, rec, valbuf, cap) : r->rc;
+}
+
+void store_read_done(struct store_read *r)
+{
+	if (r->pin)
+		rocksdb_pinnableslice_destroy(r->pin);
+	r->pin = NULL;
 }
 
 static int write_batch(struct store *st, rocksdb_writebatch_t *b)
