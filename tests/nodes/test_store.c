@@ -243,6 +243,35 @@ START_TEST(copies_refused_once_a_write_began)
 }
 END_TEST
 
+/* Copies recorded before a restart are found after it (the lookup's filter is filled at open). */
+START_TEST(copies_survive_reopen)
+{
+	struct store *st = open_store();
+	struct store_copies c = {.owner = 2}, got;
+	char key[16];
+	uint64_t gate;
+
+	c.targets[0] = 1u << 5;
+	for (int i = 0; i < 100; i++) {
+		int kl = snprintf(key, sizeof(key), "k%d", i);
+
+		ck_assert(store_write_gate(st, keyhash(key, (size_t)kl), &gate));
+		ck_assert_int_eq(store_copies_add(st, key, (size_t)kl, &c, gate), 0);
+	}
+	store_close(st);
+	st = open_store();
+	for (int i = 0; i < 100; i++) {
+		int kl = snprintf(key, sizeof(key), "k%d", i);
+
+		ck_assert_int_eq(store_copies_get(st, key, (size_t)kl, &got), 1);
+		ck_assert_uint_eq(got.owner, 2);
+		ck_assert_uint_eq(got.targets[0], 1u << 5);
+	}
+	ck_assert_int_eq(store_copies_get(st, "never", 5, &got), 0);
+	store_close(st);
+}
+END_TEST
+
 /* The replica family holds key with this kind and version. */
 static void assert_replica(struct store *st, const char *key, uint8_t kind, uint64_t version)
 {
@@ -362,6 +391,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_roundtrip);
 	tcase_add_test(tc, copies_refused_once_a_write_began);
+	tcase_add_test(tc, copies_survive_reopen);
 	tcase_add_test(tc, versions_per_key_and_reopen);
 	tcase_add_test(tc, reads_ahead);
 	tcase_add_test(tc, gc_keeps_versions_increasing);
