@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # bench/node.sh [--keys N] [--seconds S]: one skewless-node's GET and PUT
 # ops/s on loopback (128-byte values, N preloaded keys, default 1M), and in
-# the same run RocksDB's raw single-thread get/put with the node's options.
+# the same run RocksDB's raw single-thread get/put with the node's options,
+# and, as a reference for a single-threaded in-memory server on this machine,
+# redis-server (no persistence) under redis-benchmark (GET/SET of the same
+# value size and key count, 32 requests outstanding).
 # Last line: node_get_ops=X node_put_ops=Y rocksdb_get_ops=Z rocksdb_put_ops=W
+# redis_get_ops=R redis_set_ops=S get_vs_raw=X/Z put_vs_raw=Y/W
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keys=1000000
@@ -22,8 +26,10 @@ nb=build/bench/node_bench
 
 tmp=$(mktemp -d /tmp/skl-bench-node-XXXXXX)
 pid=
+rpid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -49,6 +55,45 @@ wait "$pid" || true
 pid=
 raw=$(timeout $((secs * 4 + 120)) $nb raw "$tmp/raw" "$keys" "$secs")
 echo "node.sh: $raw"
+
+# redis-server on a free loopback port, nothing persisted, killed afterwards.
+redis_get=- redis_set=-
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	for try in 1 2 3 4 5; do
+		rport=$((26000 + RANDOM % 1000))
+		ss -Hltn "sport = :$rport" | grep -q . && continue
+		redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
+			--dir "$tmp" --logfile "$tmp/redis.log" &
+		rpid=$!
+		for _ in $(seq 50); do
+			redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+		kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null || true
+		rpid=
+	done
+	if [ -n "$rpid" ]; then
+		# A fixed count (about secs seconds' worth on a quiet machine), bounded in time.
+		rb() {
+			timeout $((secs * 6 + 30)) redis-benchmark -p "$rport" -t "$1" \
+				-n $((secs * 20000)) -r "$keys" -d 128 -c 32 --csv 2>/dev/null |
+				awk -F'"' -v t="$2" '$2 == t {printf "%.0f", $4}' || true
+		}
+		redis_set=$(rb set SET)
+		redis_get=$(rb get GET)
+		echo "node.sh: redis_get_ops=$redis_get redis_set_ops=$redis_set"
+		kill "$rpid"
+		wait "$rpid" || true
+		rpid=
+	fi
+else
+	echo "node.sh: redis-server or redis-benchmark missing: no redis reference" >&2
+fi
 val() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-echo "node_get_ops=$(val "$get" get_ops) node_put_ops=$(val "$put" put_ops)" \
-	"rocksdb_get_ops=$(val "$raw" rocksdb_get_ops) rocksdb_put_ops=$(val "$raw" rocksdb_put_ops)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+ng=$(val "$get" get_ops) np=$(val "$put" put_ops)
+rg=$(val "$raw" rocksdb_get_ops) rp=$(val "$raw" rocksdb_put_ops)
+echo "node_get_ops=$ng node_put_ops=$np rocksdb_get_ops=$rg rocksdb_put_ops=$rp" \
+	"redis_get_ops=${redis_get:--} redis_set_ops=${redis_set:--}" \
+	"get_vs_raw=$(ratio "$ng" "$rg") put_vs_raw=$(ratio "$np" "$rp")"

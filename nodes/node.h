@@ -1,8 +1,9 @@
 /*
  * node.h - the state of one skewless-node process, shared by its threads.
  *
- * Threads: main (start-up, then signals), the receive thread and N workers
- * (server.c; 8 N with emulated capacity), the TTL/GC thread (ttl.c) and the
+ * Threads: main (start-up, then signals), N workers that receive and serve
+ * and a standby receive thread (server.c; with emulated capacity the receive
+ * thread receives and 8 N workers serve), the TTL/GC thread (ttl.c) and the
  * digest thread (report.c).
  * Everything here is set before the threads start and read-only afterwards,
  * except the atomics (counters, inflight, stop flags) and the queue (its own
@@ -35,7 +36,7 @@
  */
 #define NODE_COUNTERS(X)                                                                           \
 	X(rx_datagrams, "Datagrams received")                                                      \
-	X(accepted, "(c) Queued for a worker (UNREPLICATE: served by the receive thread)")         \
+	X(accepted, "(c) Queued for a worker (UNREPLICATE: served by its receiver at once)")       \
 	X(rx_replies, "(c) Replies (op | 0x80) sent to a node: dropped")                           \
 	X(drop_short, "(c) Header unreadable: dropped, no reply")                                  \
 	X(drop_bad_magic, "(c) Wrong magic: dropped")                                              \
@@ -144,8 +145,8 @@ struct node_lane {
 };
 
 /*
- * Between the receive thread (producer) and the workers: two FIFO lanes
- * under one lock. Replication (REPLICATE, RC_REQ) goes in the control lane,
+ * Between the receivers (producers: workers, and the receive thread) and the
+ * workers: two FIFO lanes under one lock. Replication (REPLICATE, RC_REQ) goes in the control lane,
  * which workers empty first: a hot key's copies are refreshed after each of
  * its writes, and until they are, every read of it goes to its home, so a
  * copy must not wait behind the home's (or the replica's) whole client queue.
@@ -177,8 +178,9 @@ struct node {
 	uint32_t service_time_us; /* capacity emulation; 0 = off */
 	uint32_t ack_delay_ms;	  /* fault injection: RC_ACKs held this long (tests) */
 	struct dedup *dedup;	  /* recent writes by req_id: retries applied once */
-	struct reasm reasm;	  /* chunked ops being gathered (receive thread) */
-	struct through *through;  /* write-through: holders and previous versions (through.h) */
+	struct reasm reasm;	  /* chunked ops being gathered (by receivers, under reasm_lock) */
+	pthread_mutex_t reasm_lock;
+	struct through *through; /* write-through: holders and previous versions (through.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */
@@ -192,10 +194,21 @@ struct node {
 	 * datagram and the receivers check them (server.c, repl.c). */
 	bool keyed;
 	struct wire_key key;
-	atomic_bool gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
+	atomic_bool
+	    gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
 	pthread_t rx_thread, ttl_thread, report_thread, warmup_thread;
 	pthread_t *workers;
 	uint32_t nthreads; /* worker threads: node.workers, more with emulated capacity */
+	/* [nthreads] */
+	struct node_worker {
+		struct node *n;
+		/*
+		 * CLOCK_MONOTONIC ns since the worker began serving its current
+		 * batch, 0 while it receives. Written by the worker, read by the
+		 * receive thread, which receives only while every worker is busy.
+		 */
+		_Atomic uint64_t busy_since;
+	} * wk;
 	/*
 	 * Capacity emulation (service_time_us): node.workers emulated servers,
 	 * each held by one request for its service time only (server.c). A

@@ -2,7 +2,7 @@
  * reasm.h - the node's table of chunked operations being gathered
  * (docs/protocol.md, "Chunked operations").
  *
- * Only the receive thread adds and expires; a worker that has served a
+ * Receivers add and expire, one at a time (under their own lock); a worker that has served a
  * completed op gives its bytes back with reasm_release() (an atomic), so the
  * cap covers an op from its first chunk until a worker is done with it.
  * An op is known by who sent it (the client: ret_ip:ret_port when a switch

@@ -21,7 +21,7 @@ int node_socket_open(struct node *n, char *err, size_t errlen)
 {
 	struct sockaddr_in addr = {.sin_family = AF_INET};
 	int rcvbuf = 4 << 20; /* absorb bursts while the workers catch up */
-	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000}; /* rx thread checks stop_rx */
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000}; /* receivers check stop_rx */
 	char ip[16];
 
 	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

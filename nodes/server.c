@@ -1,11 +1,20 @@
 /*
  * server.c - the request path of skewless-node.
  *
- * One receive thread reads datagrams, validates them and either answers at
+ * The workers receive: a worker with nothing queued blocks in recvmmsg() on
+ * the node's socket, validates what a burst brings and either answers it at
  * once (BAD_REQUEST, TOO_LARGE, OVERLOADED: cheap, so malformed input never
- * costs a worker and never reaches RocksDB) or puts them on the bounded
- * queue. N workers take requests off the queue, serve them against the store
- * and reply to the sender from the same socket. Load = in flight + queued.
+ * reaches RocksDB) or puts it on the bounded queue; then it serves up to a
+ * batch from the queue (the control lane first) and sends the replies in one
+ * sendmmsg(). Between batches it takes in, without waiting, whatever else
+ * has arrived, so that the queue (its depth, OVERLOADED, the load, the
+ * expiry) sees every request the node holds. A request is mostly served by
+ * the thread that received it: no hand-off, no wake-up, on a machine with
+ * fewer cores than threads. While every worker is busy (a RocksDB stall, a
+ * write waiting on other nodes) the receive thread takes over receiving, so
+ * UNREPLICATE is still served and overload still answered. With emulated
+ * capacity, the receive thread alone receives and the workers only serve.
+ * Load = in flight + queued.
  */
 #include "server.h"
 
@@ -114,17 +123,20 @@ static int queue_push(struct node *n, enum node_lane_id lane, const struct socka
 
 /*
  * Take up to max requests from the head into out[], swapping buffers with
- * them so each slot keeps a buffer. Blocks while empty; returns the number
- * taken, or 0 once closed and drained. Requests move from queued to in
- * flight under the lock, so the load never misses them.
+ * them so each slot keeps a buffer. With wait, blocks while empty; returns
+ * the number taken, or 0 once closed and drained (without wait: when empty).
+ * Requests move from queued to in flight under the lock, so the load never
+ * misses them.
  */
-static uint32_t queue_pop(struct node *n, struct node_req *out, uint32_t max)
+static uint32_t queue_pop(struct node *n, struct node_req *out, uint32_t max, bool wait)
 {
 	struct node_queue *q = &n->queue;
 	uint32_t k = 0;
 
+	if (!wait && atomic_load_explicit(&n->queued, memory_order_relaxed) == 0)
+		return 0;
 	pthread_mutex_lock(&q->lock);
-	while (q->count == 0 && !q->closed) {
+	while (wait && q->count == 0 && !q->closed) {
 		q->waiters++;
 		pthread_cond_wait(&q->nonempty, &q->lock);
 		q->waiters--;
@@ -349,7 +361,11 @@ static void rx_chunk(struct node *n, const struct sockaddr_in *from, const uint8
 			reply_reject(n, from, buf, len, m, WIRE_ST_TOO_LARGE, out);
 		return;
 	}
-	switch (reasm_add(&n->reasm, &key, m, &c, now, &done, &done_len, &charged)) {
+	pthread_mutex_lock(&n->reasm_lock);
+	enum reasm_result res = reasm_add(&n->reasm, &key, m, &c, now, &done, &done_len, &charged);
+
+	pthread_mutex_unlock(&n->reasm_lock);
+	switch (res) {
 	case REASM_PARTIAL:
 		node_count(n, NODE_CTR_chunks);
 		return;
@@ -416,6 +432,21 @@ static bool authentic(struct node *n, const struct sockaddr_in *from, const uint
 	}
 }
 
+/* This node's own address (and port). */
+static void self_addr(const struct node *n, struct sockaddr_in *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(n->self->ip);
+	a->sin_port = htons(n->self->port);
+}
+
+static bool is_self(const struct node *n, const struct sockaddr_in *from)
+{
+	return from->sin_addr.s_addr == htonl(n->self->ip) &&
+	       from->sin_port == htons(n->self->port);
+}
+
 /* Classify one datagram: answer it at once, or queue it for a worker. */
 static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t *buf, size_t len,
 		   uint64_t now, uint8_t *out)
@@ -424,6 +455,8 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 	enum wire_error err;
 	enum node_counter foreign;
 
+	if (len == 0 && is_self(n, from))
+		return; /* the receive thread's wake-up (rx_main()) */
 	node_count(n, NODE_CTR_rx_datagrams);
 	err = wire_decode_header(buf, len, &m);
 	if (err != WIRE_OK) {
@@ -497,49 +530,130 @@ static void rx_one(struct node *n, const struct sockaddr_in *from, const uint8_t
 /* Datagrams per recvmmsg(): fewer system calls under load, no added wait when idle. */
 #define RX_BATCH 32
 
-static void *rx_main(void *arg)
-{
-	struct node *n = arg;
-	uint8_t *bufs = malloc((size_t)RX_BATCH * (WIRE_MAX_DATAGRAM + 1));
-	uint8_t *out = malloc(WIRE_HDR_LEN + WIRE_MAX_KEY);
+/* A receiver's buffers: a burst of datagrams and room for a rejection. */
+struct rx_ctx {
+	uint8_t *bufs;
+	uint8_t *out;
 	struct mmsghdr msgs[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct sockaddr_in from[RX_BATCH];
+};
 
-	if (!bufs || !out) {
+static int rx_init(struct rx_ctx *rx)
+{
+	rx->bufs = malloc((size_t)RX_BATCH * (WIRE_MAX_DATAGRAM + 1));
+	rx->out = malloc(WIRE_HDR_LEN + WIRE_MAX_KEY);
+	return rx->bufs && rx->out ? 0 : -ENOMEM;
+}
+
+static void rx_free(struct rx_ctx *rx)
+{
+	free(rx->bufs);
+	free(rx->out);
+}
+
+/* Chunked ops unfinished past their timeout: dropped. */
+static void rx_expire(struct node *n, uint64_t now)
+{
+	pthread_mutex_lock(&n->reasm_lock);
+	node_count_n(n, NODE_CTR_chunk_timeout, reasm_expire(&n->reasm, now));
+	pthread_mutex_unlock(&n->reasm_lock);
+}
+
+/*
+ * Receive one burst and classify it (rx_one()): with wait, block until a
+ * datagram comes (or the socket's 100 ms timeout passes), else take only
+ * what is there. Returns how many datagrams came.
+ */
+static int rx_burst(struct node *n, struct rx_ctx *rx, bool wait)
+{
+	int got;
+
+	for (int i = 0; i < RX_BATCH; i++) {
+		rx->iov[i].iov_base = rx->bufs + (size_t)i * (WIRE_MAX_DATAGRAM + 1);
+		rx->iov[i].iov_len = WIRE_MAX_DATAGRAM + 1;
+		memset(&rx->msgs[i].msg_hdr, 0, sizeof(rx->msgs[i].msg_hdr));
+		rx->msgs[i].msg_hdr.msg_iov = &rx->iov[i];
+		rx->msgs[i].msg_hdr.msg_iovlen = 1;
+		rx->msgs[i].msg_hdr.msg_name = &rx->from[i];
+		rx->msgs[i].msg_hdr.msg_namelen = sizeof(rx->from[i]);
+	}
+	got = recvmmsg(n->fd, rx->msgs, RX_BATCH, wait ? MSG_WAITFORONE : MSG_DONTWAIT, NULL);
+	if (got < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			log_warn("recvmmsg: %s", strerror(errno));
+		/* Idle (the socket's 100 ms timeout): unfinished ops still expire. */
+		if (wait)
+			rx_expire(n, clock_mono_ns());
+		return 0;
+	}
+	uint64_t now = clock_mono_ns();
+
+	for (int i = 0; i < got; i++)
+		rx_one(n, &rx->from[i], rx->iov[i].iov_base, rx->msgs[i].msg_len, now, rx->out);
+	rx_expire(n, now);
+	return got;
+}
+
+/*
+ * How long every worker must have been serving its batch before the
+ * receive thread receives in their place: far above a batch of reads or
+ * writes (tens of microseconds), far below an agent's timeout.
+ */
+#define RX_STANDBY_NS 1000000ull
+
+/* Whether every worker has been serving one batch for RX_STANDBY_NS or more. */
+static bool workers_stuck(struct node *n, uint64_t now)
+{
+	for (uint32_t i = 0; i < n->nthreads; i++) {
+		uint64_t since = atomic_load_explicit(&n->wk[i].busy_since, memory_order_relaxed);
+
+		if (since == 0 || now - since < RX_STANDBY_NS)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The receive thread. With emulated capacity it receives for the workers.
+ * Otherwise it stands by: every millisecond it looks whether the workers are
+ * all stuck in a batch, and then receives for them until one is free. A
+ * home whose workers all wait for other nodes' UNREPLICATE confirmations
+ * then still serves the UNREPLICATEs sent to it (two such homes would
+ * otherwise wait on each other), and answers OVERLOADED once its queue fills.
+ * What it queued, a worker freed meanwhile may not see: it went back to
+ * waiting in recvmmsg() while the queue was still empty. An empty datagram
+ * to the node's own socket wakes one such worker, which then drains the
+ * queue before it waits again.
+ */
+static void *rx_main(void *arg)
+{
+	struct node *n = arg;
+	struct rx_ctx rx;
+	struct sockaddr_in self;
+	const struct timespec tick = {.tv_sec = 0, .tv_nsec = (long)RX_STANDBY_NS};
+
+	self_addr(n, &self);
+	if (rx_init(&rx) != 0) {
 		log_error("receive thread: out of memory");
-		free(bufs);
-		free(out);
+		rx_free(&rx);
 		return NULL;
 	}
 	while (!atomic_load(&n->stop_rx)) {
-		for (int i = 0; i < RX_BATCH; i++) {
-			iov[i].iov_base = bufs + (size_t)i * (WIRE_MAX_DATAGRAM + 1);
-			iov[i].iov_len = WIRE_MAX_DATAGRAM + 1;
-			memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
-			msgs[i].msg_hdr.msg_iov = &iov[i];
-			msgs[i].msg_hdr.msg_iovlen = 1;
-			msgs[i].msg_hdr.msg_name = &from[i];
-			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
-		}
-		int got = recvmmsg(n->fd, msgs, RX_BATCH, MSG_WAITFORONE, NULL);
-
-		if (got < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				log_warn("recvmmsg: %s", strerror(errno));
-			/* Idle (the socket's 100 ms timeout): unfinished ops still expire. */
-			node_count_n(n, NODE_CTR_chunk_timeout,
-				     reasm_expire(&n->reasm, clock_mono_ns()));
+		if (n->service_time_us) {
+			rx_burst(n, &rx, true);
 			continue;
 		}
-		uint64_t now = clock_mono_ns();
+		nanosleep(&tick, NULL);
+		bool took = false;
 
-		for (int i = 0; i < got; i++)
-			rx_one(n, &from[i], iov[i].iov_base, msgs[i].msg_len, now, out);
-		node_count_n(n, NODE_CTR_chunk_timeout, reasm_expire(&n->reasm, now));
+		while (!atomic_load(&n->stop_rx) && workers_stuck(n, clock_mono_ns()) &&
+		       rx_burst(n, &rx, false) > 0)
+			took = true;
+		if (took && atomic_load(&n->queued) > 0)
+			node_send(n, &self, "", 0);
 	}
-	free(bufs);
-	free(out);
+	rx_free(&rx);
 	return NULL;
 }
 
@@ -614,6 +728,13 @@ static bool replica_version(struct node *n, const struct wire_msg *m, struct sto
 }
 
 /*
+ * The owned record of the GET a worker serves now, read ahead with the
+ * other GETs of its batch (serve_batch()), or NULL. Per thread: handlers
+ * have one signature, and only the worker that read ahead serves the GET.
+ */
+static __thread struct store_read *get_ahead;
+
+/*
  * GET: owned data, or the replica copy for a REPLICA_READ on a non-home
  * node. The value is read straight into the reply buffer after the key. A
  * GET the switch stamped with a version (docs/design.md section 5) gets that
@@ -647,7 +768,15 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		node_count(n, NODE_CTR_get_replica);
 		rep->flags |= WIRE_F_REPLICATED;
 	}
-	rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
+	/*
+	 * A record read ahead is as good as one read now: it was read after the
+	 * request came (a read may take effect at any point between), under the
+	 * same ownership, and with no previous home to read through from first.
+	 */
+	if (get_ahead && cf == STORE_OWNED && !mig_prev_home(&n->mig, m->keyhash))
+		rc = store_read_take(get_ahead, &rec, val, val_cap);
+	else
+		rc = store_get(n->store, cf, m->key, m->key_len, &rec, val, val_cap);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
@@ -1130,9 +1259,125 @@ static void req_release(struct node *n, struct node_req *r)
 	r->owned = NULL;
 }
 
+/*
+ * Read the owned records of a batch's GETs at once (store_get_many()):
+ * ahead_of[i] is request i's index in ahead[], -1 when it has none (not a
+ * GET, or not this node's key; or the batch's only GET). Returns how many.
+ */
+static unsigned read_ahead(struct node *n, const struct node_req *reqs, uint32_t k,
+			   struct store_read *ahead, int8_t *ahead_of)
+{
+	const void *keys[WORKER_BATCH];
+	size_t klens[WORKER_BATCH];
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < k; i++) {
+		const uint8_t *d = node_req_data(&reqs[i]);
+		struct wire_msg m;
+
+		ahead_of[i] = -1;
+		if (d[WIRE_OFF_OP] != WIRE_OP_GET || wire_decode(d, reqs[i].len, &m) != WIRE_OK ||
+		    node_other_home(n, m.keyhash))
+			continue;
+		keys[count] = m.key;
+		klens[count] = m.key_len;
+		ahead_of[i] = (int8_t)count++;
+	}
+	if (count < 2) { /* one GET reads as it is served */
+		memset(ahead_of, -1, k);
+		return 0;
+	}
+	store_get_many(n->store, STORE_OWNED, count, keys, klens, ahead);
+	return count;
+}
+
+/*
+ * Serve one batch taken off the queue and send its replies in one
+ * sendmmsg(). server and free_at: the emulated server the batch (of one)
+ * holds.
+ */
+static void serve_batch(struct node *n, struct node_req *reqs, uint32_t k, uint8_t *outs,
+			size_t cap, uint8_t *scratch, size_t scratch_cap, uint32_t server,
+			uint64_t free_at)
+{
+	struct mmsghdr msgs[WORKER_BATCH];
+	struct iovec iov[WORKER_BATCH];
+	struct store_read ahead[WORKER_BATCH];
+	int8_t ahead_of[WORKER_BATCH];
+	unsigned nmsg = 0, nahead = read_ahead(n, reqs, k, ahead, ahead_of);
+
+	for (uint32_t i = 0; i < k; i++) {
+		uint64_t start = clock_mono_ns();
+		uint8_t *out = outs + cap * i;
+		size_t len;
+
+		if (expired(n, &reqs[i], start)) {
+			node_count(n, NODE_CTR_expired);
+			req_release(n, &reqs[i]);
+			if (n->service_time_us)
+				server_give(n, server, free_at);
+			continue;
+		}
+		/*
+		 * The emulated time passes first, then the request is served
+		 * and answered at once: what a write makes visible is not
+		 * seen a service time before its reply leaves.
+		 */
+		if (n->service_time_us)
+			emulate_service_time(n, server, free_at, reqs[i].rx_ns);
+		get_ahead = ahead_of[i] >= 0 ? &ahead[ahead_of[i]] : NULL;
+		len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
+		get_ahead = NULL;
+		req_release(n, &reqs[i]);
+		if (len == 0)
+			continue;
+		iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
+		memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
+		msgs[nmsg].msg_hdr.msg_iov = &iov[nmsg];
+		msgs[nmsg].msg_hdr.msg_iovlen = 1;
+		msgs[nmsg].msg_hdr.msg_name = &reqs[i].from;
+		msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
+		nmsg++;
+	}
+	for (unsigned a = 0; a < nahead; a++)
+		store_read_done(&ahead[a]);
+	node_send_many(n, msgs, nmsg);
+	uint64_t now = clock_mono_ns();
+
+	for (uint32_t i = 0; i < k; i++)
+		report_latency(now - reqs[i].rx_ns);
+	atomic_fetch_sub(&n->inflight, k);
+}
+
+/*
+ * A worker's next batch (0: the node stops). Emulating, it only takes
+ * requests, one at a time. Otherwise it receives first: waiting in
+ * recvmmsg() when nothing is queued, else taking only what has arrived,
+ * so that new requests are queued (or answered OVERLOADED) while older
+ * ones are served. Once the node stops receiving, it drains the queue.
+ */
+static uint32_t worker_next(struct node_worker *w, struct rx_ctx *rx, struct node_req *reqs,
+			    uint32_t batch)
+{
+	struct node *n = w->n;
+	uint32_t k;
+
+	if (n->service_time_us)
+		return queue_pop(n, reqs, batch, true);
+	for (;;) {
+		if (atomic_load(&n->stop_rx))
+			return queue_pop(n, reqs, batch, true);
+		rx_burst(n, rx, atomic_load_explicit(&n->queued, memory_order_relaxed) == 0);
+		k = queue_pop(n, reqs, batch, false);
+		if (k)
+			return k;
+	}
+}
+
 static void *worker_main(void *arg)
 {
-	struct node *n = arg;
+	struct node_worker *w = arg;
+	struct node *n = w->n;
 	const size_t cap = NODE_MAX_DGRAM + WIRE_MAX_KEY;
 	/* Room for any value a handler reads: max_value, and an RC_REQ prefix. */
 	const size_t scratch_cap =
@@ -1141,11 +1386,10 @@ static void *worker_main(void *arg)
 	/* With emulated service time each request holds the worker on its own. */
 	const uint32_t batch = n->service_time_us ? 1 : WORKER_BATCH;
 	struct node_req reqs[WORKER_BATCH] = {0};
-	struct mmsghdr msgs[WORKER_BATCH];
-	struct iovec iov[WORKER_BATCH];
 	uint8_t *outs = malloc(cap * batch);
-	uint32_t k;
-	int ok = outs != NULL && scratch != NULL;
+	struct rx_ctx rx = {0};
+	/* Emulating, the receive thread alone receives. */
+	int ok = outs != NULL && scratch != NULL && (n->service_time_us || rx_init(&rx) == 0);
 
 	for (uint32_t i = 0; i < batch; i++) {
 		reqs[i].buf = malloc(NODE_MAX_DGRAM);
@@ -1156,60 +1400,26 @@ static void *worker_main(void *arg)
 		goto out;
 	}
 	for (;;) {
-		unsigned nmsg = 0;
 		uint64_t free_at = 0;
 		/* Emulating: a server first, then a request for it (batch is 1). */
 		uint32_t server = n->service_time_us ? server_take(n, &free_at) : 0;
+		uint32_t k = worker_next(w, &rx, reqs, batch);
 
-		k = queue_pop(n, reqs, batch);
 		if (k == 0) {
 			if (n->service_time_us)
 				server_give(n, server, free_at);
 			break;
 		}
-		for (uint32_t i = 0; i < k; i++) {
-			uint64_t start = clock_mono_ns();
-			uint8_t *out = outs + cap * i;
-			size_t len;
-
-			if (expired(n, &reqs[i], start)) {
-				node_count(n, NODE_CTR_expired);
-				req_release(n, &reqs[i]);
-				if (n->service_time_us)
-					server_give(n, server, free_at);
-				continue;
-			}
-			/*
-			 * The emulated time passes first, then the request is served
-			 * and answered at once: what a write makes visible is not
-			 * seen a service time before its reply leaves.
-			 */
-			if (n->service_time_us)
-				emulate_service_time(n, server, free_at, reqs[i].rx_ns);
-			len = serve(n, &reqs[i], out, cap, scratch, scratch_cap);
-			req_release(n, &reqs[i]);
-			if (len == 0)
-				continue;
-			iov[nmsg] = (struct iovec){.iov_base = out, .iov_len = len};
-			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
-			msgs[nmsg].msg_hdr.msg_iov = &iov[nmsg];
-			msgs[nmsg].msg_hdr.msg_iovlen = 1;
-			msgs[nmsg].msg_hdr.msg_name = &reqs[i].from;
-			msgs[nmsg].msg_hdr.msg_namelen = sizeof(reqs[i].from);
-			nmsg++;
-		}
-		node_send_many(n, msgs, nmsg);
-		uint64_t now = clock_mono_ns();
-
-		for (uint32_t i = 0; i < k; i++)
-			report_latency(now - reqs[i].rx_ns);
-		atomic_fetch_sub(&n->inflight, k);
+		atomic_store_explicit(&w->busy_since, clock_mono_ns(), memory_order_relaxed);
+		serve_batch(n, reqs, k, outs, cap, scratch, scratch_cap, server, free_at);
+		atomic_store_explicit(&w->busy_since, 0, memory_order_relaxed);
 	}
 out:
 	for (int i = 0; i < WORKER_BATCH; i++)
 		free(reqs[i].buf);
 	free(outs);
 	free(scratch);
+	rx_free(&rx);
 	return NULL;
 }
 
@@ -1224,6 +1434,7 @@ int server_start(struct node *n, uint32_t workers)
 			(uint64_t)n->cfg->node.reassembly_timeout_ms * 1000000ull);
 	if (rc)
 		return rc;
+	pthread_mutex_init(&n->reasm_lock, NULL);
 	n->nthreads = workers;
 	if (n->service_time_us) {
 		struct node_servers *sv = &n->servers;
@@ -1237,12 +1448,14 @@ int server_start(struct node *n, uint32_t workers)
 		n->nthreads = workers * THREADS_PER_SERVER;
 	}
 	n->workers = calloc(n->nthreads, sizeof(*n->workers));
-	if (!n->workers)
+	n->wk = calloc(n->nthreads, sizeof(*n->wk));
+	if (!n->workers || !n->wk)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n->nthreads; i++) {
 		char name[16];
 
-		rc = pthread_create(&n->workers[i], NULL, worker_main, n);
+		n->wk[i].n = n;
+		rc = pthread_create(&n->workers[i], NULL, worker_main, &n->wk[i]);
 		if (rc)
 			return -rc;
 		snprintf(name, sizeof(name), "skl-worker%u", i);
@@ -1264,6 +1477,8 @@ void server_stop(struct node *n)
 		pthread_join(n->workers[i], NULL);
 	free(n->workers);
 	n->workers = NULL;
+	free(n->wk);
+	n->wk = NULL;
 	if (n->servers.free_at) {
 		pthread_mutex_destroy(&n->servers.lock);
 		pthread_cond_destroy(&n->servers.freed);
@@ -1272,4 +1487,5 @@ void server_stop(struct node *n)
 	}
 	queue_free(&n->queue);
 	reasm_free(&n->reasm);
+	pthread_mutex_destroy(&n->reasm_lock);
 }

@@ -1,5 +1,5 @@
 /*
- * server.h - the request path: receive thread, bounded queue, worker pool,
+ * server.h - the request path: receiving workers, bounded queue, standby receive thread,
  * data ops and replies. The socket and sending are send.h's.
  */
 #ifndef SKL_NODE_SERVER_H
@@ -7,7 +7,7 @@
 
 #include "node.h"
 
-/* Start the receive thread and the workers. Returns 0 or a negative errno. */
+/* Start the workers and the receive thread. Returns 0 or a negative errno. */
 int server_start(struct node *n, uint32_t workers);
 /* Stop receiving, let the workers drain the queue, join them. The socket stays open. */
 void server_stop(struct node *n);

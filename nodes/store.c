@@ -27,6 +27,8 @@
 #define TIMER_TOMBSTONE 't'
 /* Timer key: type (1), due time (8, big-endian so keys sort by time), cf (1), key. */
 #define TIMER_HDR 10
+/* 64K buckets (8 KB): at a few thousand keys with copies, few false hits. */
+#define COPIES_FILTER_BITS (1u << 16)
 
 static const char *const cf_names[CF_COUNT] = {"default", "replica", "timers", "meta"};
 static const char floor_key[] = "version_floor";
@@ -49,7 +51,17 @@ struct store {
 	/* Writes per stripe (store_write_begin(), under its lock; store_write_end()). */
 	_Atomic uint64_t writes_begun[STORE_STRIPES];
 	_Atomic uint64_t writes_ended[STORE_STRIPES];
+	/*
+	 * Keyhash buckets that may hold a copies record (store_copies_*): set by
+	 * store_copies_add() under the key's stripe lock before the record is
+	 * written, filled at open from the records there, never cleared. A key
+	 * of a clear bucket has none, and store_copies_get() does not look:
+	 * every home's PUT asks, and almost no key has copies.
+	 */
+	_Atomic uint64_t copies_filter[COPIES_FILTER_BITS / 64];
 };
+
+static int copies_filter_fill(struct store *st);
 
 uint64_t store_now_ms(void)
 {
@@ -163,6 +175,11 @@ struct store *store_open(const char *dir, const struct store_options *opt, char 
 	}
 	atomic_store(&st->floor, v && len == 8 ? wire_get64((uint8_t *)v) : 0);
 	free(v);
+	if (copies_filter_fill(st) != 0) {
+		snprintf(err, errlen, "%s: cannot read the copies records", dir);
+		store_close(st);
+		return NULL;
+	}
 	return st;
 }
 
@@ -224,23 +241,14 @@ static pthread_mutex_t *stripe(struct store *st, uint64_t hash)
 	return &st->stripes[hash & (STORE_STRIPES - 1)];
 }
 
-int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
-	      struct store_record *rec, void *valbuf, size_t cap)
+/* A found record's slice, as store_get() gives it; ps is let go. */
+static int pinned_record(rocksdb_pinnableslice_t *ps, struct store_record *rec, void *valbuf,
+			 size_t cap)
 {
-	rocksdb_pinnableslice_t *ps;
-	const char *data;
 	size_t len = 0;
-	char *rerr = NULL;
+	const char *data = rocksdb_pinnableslice_value(ps, &len);
 	int rc = 1;
 
-	ps = rocksdb_get_pinned_cf(st->db, st->ropts, st->cf[cf], key, klen, &rerr);
-	if (rerr) {
-		free(rerr);
-		return -EIO;
-	}
-	if (!ps)
-		return 0;
-	data = rocksdb_pinnableslice_value(ps, &len);
 	if (store_record_decode((const uint8_t *)data, len, rec) != 0) {
 		rc = -EIO;
 	} else if (valbuf) {
@@ -255,6 +263,59 @@ int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
 	}
 	rocksdb_pinnableslice_destroy(ps);
 	return rc;
+}
+
+int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
+	      struct store_record *rec, void *valbuf, size_t cap)
+{
+	rocksdb_pinnableslice_t *ps;
+	char *rerr = NULL;
+
+	ps = rocksdb_get_pinned_cf(st->db, st->ropts, st->cf[cf], key, klen, &rerr);
+	if (rerr) {
+		free(rerr);
+		return -EIO;
+	}
+	return ps ? pinned_record(ps, rec, valbuf, cap) : 0;
+}
+
+void store_get_many(struct store *st, enum store_cf cf, unsigned count, const void *const *keys,
+		    const size_t *klens, struct store_read *out)
+{
+	rocksdb_pinnableslice_t *ps[STORE_READ_MAX];
+	char *errs[STORE_READ_MAX];
+
+	if (count > STORE_READ_MAX)
+		count = STORE_READ_MAX;
+	rocksdb_batched_multi_get_cf(st->db, st->ropts, st->cf[cf], count,
+				     (const char *const *)keys, klens, ps, errs, false);
+	for (unsigned i = 0; i < count; i++) {
+		out[i].pin = NULL;
+		if (errs[i]) {
+			free(errs[i]);
+			out[i].rc = -EIO;
+			if (ps[i])
+				rocksdb_pinnableslice_destroy(ps[i]);
+			continue;
+		}
+		out[i].rc = ps[i] ? 1 : 0;
+		out[i].pin = ps[i];
+	}
+}
+
+int store_read_take(struct store_read *r, struct store_record *rec, void *valbuf, size_t cap)
+{
+	rocksdb_pinnableslice_t *ps = r->pin;
+
+	r->pin = NULL;
+	return ps ? pinned_record(ps, rec, valbuf, cap) : r->rc;
+}
+
+void store_read_done(struct store_read *r)
+{
+	if (r->pin)
+		rocksdb_pinnableslice_destroy(r->pin);
+	r->pin = NULL;
 }
 
 static int write_batch(struct store *st, rocksdb_writebatch_t *b)
@@ -658,6 +719,38 @@ int store_gc_round(struct store *st, uint64_t cutoff_ms, uint32_t max, uint32_t 
 
 /* ---- Copies pushed by this home (meta column family, key "c:" + key bytes). ---- */
 
+static void copies_filter_set(struct store *st, uint64_t hash)
+{
+	unsigned b = (unsigned)(hash % COPIES_FILTER_BITS);
+
+	atomic_fetch_or_explicit(&st->copies_filter[b / 64], 1ull << (b % 64),
+				 memory_order_relaxed);
+}
+
+static bool copies_filter_has(struct store *st, uint64_t hash)
+{
+	unsigned b = (unsigned)(hash % COPIES_FILTER_BITS);
+
+	return atomic_load_explicit(&st->copies_filter[b / 64], memory_order_relaxed) &
+	       (1ull << (b % 64));
+}
+
+/* Set the filter's bucket of every key with a copies record. 0 or -EIO. */
+static int copies_filter_fill(struct store *st)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_META]);
+
+	for (rocksdb_iter_seek(it, "c:", 2); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen;
+		const char *k = rocksdb_iter_key(it, &klen);
+
+		if (klen < 2 || k[0] != 'c' || k[1] != ':')
+			break;
+		copies_filter_set(st, keyhash(k + 2, klen - 2));
+	}
+	return iter_finish(it);
+}
+
 static size_t copies_key(uint8_t *out, const void *key, size_t klen)
 {
 	out[0] = 'c';
@@ -673,6 +766,8 @@ int store_copies_get(struct store *st, const void *key, size_t klen, struct stor
 	char *rerr = NULL;
 	char *v;
 
+	if (!copies_filter_has(st, keyhash(key, klen)))
+		return 0;
 	v = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_META], (const char *)k, kl, &len, &rerr);
 
 	if (rerr) {
@@ -741,6 +836,7 @@ int store_copies_add(struct store *st, const void *key, size_t klen, const struc
 		rc = 0;
 		goto out;
 	}
+	copies_filter_set(st, h);
 	rocksdb_put_cf(st->db, st->wopts, st->cf[CF_META], (const char *)k, kl, (const char *)v,
 		       sizeof(v), &rerr);
 	rc = 0;

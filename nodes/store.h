@@ -49,7 +49,7 @@ struct store_record {
 struct store_options {
 	uint32_t block_cache_mb;
 	uint32_t write_buffer_mb; /* memtable size per column family; 0: RocksDB's 64 MB */
-	int sync; /* fsync the WAL before a write returns */
+	int sync;		  /* fsync the WAL before a write returns */
 };
 
 struct store;
@@ -81,6 +81,23 @@ void store_close(struct store *st);
  */
 int store_get(struct store *st, enum store_cf cf, const void *key, size_t klen,
 	      struct store_record *rec, void *valbuf, size_t cap);
+
+/*
+ * Reads ahead: the records of count keys of cf read at once (RocksDB's
+ * batched MultiGet: one look at the memtables and one pass over the files
+ * for them all), each held (pinned, not copied) in out[i] until taken.
+ * store_read_take() gives out[i] as store_get() would have at the time of
+ * the read, and lets it go; store_read_done() lets go of one not taken.
+ */
+struct store_read {
+	int rc; /* -EIO, 0 absent, 1 found */
+	void *pin;
+};
+#define STORE_READ_MAX 32
+void store_get_many(struct store *st, enum store_cf cf, unsigned count, const void *const *keys,
+		    const size_t *klens, struct store_read *out);
+int store_read_take(struct store_read *r, struct store_record *rec, void *valbuf, size_t cap);
+void store_read_done(struct store_read *r);
 
 /*
  * Write a new owned value (ttl_ms 0: no expiry). The new version goes to

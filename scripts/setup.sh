@@ -18,7 +18,7 @@ packages=(
 	check libsubunit-dev				# unit tests
 	clang libclang-rt-14-dev			# libFuzzer target
 	nutcracker memcached python3			# twemproxy ketama comparison
-	redis-server redis-tools python3-redis		# skewless-proxy: its tests and bench/resp.sh
+	redis-server redis-tools python3-redis		# skewless-proxy's tests, bench/resp.sh, bench/node.sh
 	iproute2 ethtool gnuplot-nox procps		# testbed, demo plots
 	debhelper dpkg-dev systemd			# Debian packages (debian/), their test
 	nftables					# e2e switch-loss: frames dropped on the fabric

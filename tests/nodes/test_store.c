@@ -118,6 +118,37 @@ START_TEST(versions_per_key_and_reopen)
 }
 END_TEST
 
+/* Reads ahead give what store_get() gives at the time of the read, each key its own. */
+START_TEST(reads_ahead)
+{
+	struct store *st = open_store();
+	const void *keys[4] = {"b", "zz", "a", "b"};
+	size_t klens[4] = {1, 2, 1, 1};
+	struct store_read ahead[4];
+	struct store_record rec;
+	uint8_t val[64];
+	uint64_t now = store_now_ms(), va, vb;
+
+	va = put(st, "a", "one", 0, now);
+	vb = put(st, "b", "bee", 0, now);
+	store_get_many(st, STORE_OWNED, 4, keys, klens, ahead);
+	/* Written after the read: the read still gives what it read. */
+	put(st, "b", "later", 0, now);
+	ck_assert_int_eq(store_read_take(&ahead[0], &rec, val, sizeof(val)), 1);
+	ck_assert_uint_eq(rec.version, vb);
+	ck_assert_int_eq(memcmp(rec.value, "bee", 3), 0);
+	ck_assert_int_eq(store_read_take(&ahead[1], &rec, val, sizeof(val)), 0);
+	/* Too large for the buffer: as store_get(). */
+	ck_assert_int_eq(store_read_take(&ahead[2], &rec, val, 2), -EMSGSIZE);
+	/* Taken: nothing is left to let go; one not taken is let go. */
+	store_read_done(&ahead[2]);
+	store_read_done(&ahead[3]);
+	ck_assert_int_eq(store_get(st, STORE_OWNED, "a", 1, &rec, val, sizeof(val)), 1);
+	ck_assert_uint_eq(rec.version, va);
+	store_close(st);
+}
+END_TEST
+
 START_TEST(gc_keeps_versions_increasing)
 {
 	struct store *st = open_store();
@@ -316,6 +347,35 @@ START_TEST(copies_refused_once_a_write_began)
 }
 END_TEST
 
+/* Copies recorded before a restart are found after it (the lookup's filter is filled at open). */
+START_TEST(copies_survive_reopen)
+{
+	struct store *st = open_store();
+	struct store_copies c = {.owner = 2}, got;
+	char key[16];
+	uint64_t gate;
+
+	c.targets[0] = 1u << 5;
+	for (int i = 0; i < 100; i++) {
+		int kl = snprintf(key, sizeof(key), "k%d", i);
+
+		ck_assert(store_write_gate(st, keyhash(key, (size_t)kl), &gate));
+		ck_assert_int_eq(store_copies_add(st, key, (size_t)kl, &c, gate), 0);
+	}
+	store_close(st);
+	st = open_store();
+	for (int i = 0; i < 100; i++) {
+		int kl = snprintf(key, sizeof(key), "k%d", i);
+
+		ck_assert_int_eq(store_copies_get(st, key, (size_t)kl, &got), 1);
+		ck_assert_uint_eq(got.owner, 2);
+		ck_assert_uint_eq(got.targets[0], 1u << 5);
+	}
+	ck_assert_int_eq(store_copies_get(st, "never", 5, &got), 0);
+	store_close(st);
+}
+END_TEST
+
 /* The replica family holds key with this kind and version. */
 static void assert_replica(struct store *st, const char *key, uint8_t kind, uint64_t version)
 {
@@ -435,7 +495,9 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_roundtrip);
 	tcase_add_test(tc, copies_refused_once_a_write_began);
+	tcase_add_test(tc, copies_survive_reopen);
 	tcase_add_test(tc, versions_per_key_and_reopen);
+	tcase_add_test(tc, reads_ahead);
 	tcase_add_test(tc, gc_keeps_versions_increasing);
 	tcase_add_test(tc, overwrite_clears_old_expiry);
 	tcase_add_test(tc, cas_conditions_and_actions);
