@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -2087,8 +2090,7 @@ START_TEST(commands_come_from_the_registry)
 {
 	char *out;
 
-	ck_assert_int_eq(ctl_register(&sw, "stats", frob, NULL), -EEXIST);
-	ck_assert_int_eq(ctl_register(&sw, "cdt frob", frob, (void *)frob), 0);
+	ctl_register(&sw, "cdt frob", frob, (void *)frob);
 	out = ctl_command(&sw, "cdt frob a b");
 	ck_assert_str_eq(out, "{\"ok\":true,\"argc\":2,\"first\":\"a\"}");
 	free(out);
@@ -2630,6 +2632,141 @@ START_TEST(ring_apply_validates)
 }
 END_TEST
 
+/* Whether fn, run in a child process, ends in abort() (no core file). */
+static bool aborts(void (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit none = {0, 0};
+
+		setrlimit(RLIMIT_CORE, &none);
+		fn();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+static void register_past_the_table(void)
+{
+	static struct sw fresh;
+	char err[64], name[16];
+
+	ck_assert_int_eq(ctl_init(&fresh, err, sizeof(err)), 0);
+	for (int i = 0; i <= 32; i++) {
+		snprintf(name, sizeof(name), "cmd%d", i);
+		ctl_register(&fresh, name, frob, NULL);
+	}
+}
+
+static void register_stats_again(void)
+{
+	ctl_register(&sw, "stats", frob, NULL);
+}
+
+/* A command the registry cannot keep stops the program instead of vanishing. */
+START_TEST(registry_refuses_loudly)
+{
+	ck_assert_msg(aborts(register_past_the_table), "a 33rd command was dropped unseen");
+	ck_assert_msg(aborts(register_stats_again), "a second \"stats\" was dropped unseen");
+}
+END_TEST
+
+/* A bad second entry in switches[].lcores: an error message, and sw_fini() frees what was made. */
+START_TEST(bad_second_lcore_is_an_error)
+{
+	static struct cfg bad; /* large: not on the stack */
+	static char text[4096];
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true};
+	char err[CFG_ERR_LEN];
+
+	snprintf(text, sizeof(text), "%s", conf_json);
+	substitute(text, sizeof(text), "\"lcores\": [1]", "\"lcores\": [1, 7]");
+	ck_assert_msg(cfg_load_string(text, "lcores.json", &bad, err, sizeof(err)) == 0, "%s", err);
+	sw_fini(&sw);
+	drain_all();
+	ck_assert_int_eq(sw_init(&sw, &bad, cfg_switch_lookup(&bad, "s1"), &opts, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "switches[s1].lcores: lcore 7 is not an EAL worker lcore"), "%s",
+		      err);
+	sw_fini(&sw);
+	start_switch("s1"); /* for teardown */
+}
+END_TEST
+
+/* `text LINE`: ok, and every string of want (NULL-ended) in its text. */
+static void text_has(const char *line, const char *const *want)
+{
+	char cmd[1200];
+	json_t *r;
+	char *out;
+	const char *text;
+
+	snprintf(cmd, sizeof(cmd), "text %s", line);
+	out = ctl_command(&sw, cmd);
+	r = json_loads(out, 0, NULL);
+	text = json_string_value(json_object_get(r, "text"));
+	ck_assert_msg(json_is_true(json_object_get(r, "ok")) && text && *text, "%s -> %s", cmd,
+		      out);
+	for (; *want; want++)
+		ck_assert_msg(strstr(text, *want), "%s: no \"%s\" in\n%s", line, *want, text);
+	json_decref(r);
+	free(out);
+}
+
+/*
+ * Every command answers in text (cdtctl without --json): the fields its
+ * formatter writes into the JSON, as name=value, tables one row per line.
+ */
+START_TEST(every_command_answers_in_text)
+{
+	char dir[] = "/tmp/skl-sw-text-XXXXXX", path[64], line[600], hex[512];
+	static char conf[4096];
+
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	text_has("stats", (const char *[]){"switch=s1 id=1 role=inline", "\ndirectory:\n  enabled=",
+					   "\ncounters:\n  ", "\ndrops:\n  ", "\nports:\n  name=a1 ",
+					   "\nworkers:\n  lcore=1 ", NULL});
+	text_has("nodes", (const char *[]){"nodes:\n  id=1 name=n1 ip=10.77.0.1 ",
+					   "\n  id=3 name=n3 ip=10.77.0.3 ", " port=n3", NULL});
+	text_has("peers", (const char *[]){"peers_configured=0", NULL});
+	text_has("cdt show", (const char *[]){"size=1 capacity=", "entries:\n  key=hot ",
+					      " replicas=n1,n2,n3 pinned=1", NULL});
+	snprintf(line, sizeof(line), "cdt show %s", hexkey("hot", hex));
+	text_has(line, (const char *[]){"entries:\n  key=hot ", NULL});
+	snprintf(line, sizeof(line), "cdt pin %s replicas 2", hexkey("warm", hex));
+	text_has(line, (const char *[]){"entry:\n  key=warm ", "pinned=1", NULL});
+	snprintf(line, sizeof(line), "cdt unpin %s", hexkey("warm", hex));
+	text_has(line, (const char *[]){"size=1", NULL});
+	text_has("directory off", (const char *[]){"directory:\n  enabled=0 entries=1 ", NULL});
+	text_has("directory on", (const char *[]){"directory:\n  enabled=1 ", NULL});
+	text_has("directory show", (const char *[]){"update_delay_seconds.count=", NULL});
+	text_has("debug on", (const char *[]){"debug=1", "log:\n", NULL});
+	text_has("debug off", (const char *[]){"debug=0", NULL});
+	text_has("debug show", (const char *[]){"debug=0", NULL});
+	text_has("neigh add 10.77.0.9 02:00:00:00:00:09 n4",
+		 (const char *[]){"neighbour:\n  ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4 static=1",
+				  NULL});
+	text_has("neigh show",
+		 (const char *[]){"neighbours:\n  ", "ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4",
+				  "ip=10.77.0.3 mac=02:00:00:00:00:03 port=n3 static=0 node=n3", NULL});
+	text_has("ring show", (const char *[]){"state=stable version=1 ", NULL});
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/next.json", dir);
+	conf_at(conf, sizeof(conf), 2);
+	substitute(conf, sizeof(conf), "\"ip\": \"10.77.0.4\"}",
+		   "\"ip\": \"10.77.0.4\", \"weight\": 0}");
+	write_file(path, conf);
+	snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+	text_has(line, (const char *[]){"state=ramp version=2 ", NULL});
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -2672,6 +2809,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
 	tcase_add_test(tc, ring_apply_validates);
+	tcase_add_test(tc, registry_refuses_loudly);
+	tcase_add_test(tc, bad_second_lcore_is_an_error);
+	tcase_add_test(tc, every_command_answers_in_text);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);
