@@ -2767,6 +2767,43 @@ START_TEST(every_command_answers_in_text)
 }
 END_TEST
 
+#ifndef __SANITIZE_ADDRESS__ /* ASan has its own calloc */
+/* While set, calloc() fails: what the control path does without memory. */
+static bool calloc_fails;
+extern void *__libc_calloc(size_t n, size_t size);
+
+void *calloc(size_t n, size_t size)
+{
+	if (__atomic_load_n(&calloc_fails, __ATOMIC_RELAXED)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, size);
+}
+
+/* `directory off` removes every key the directory took, with memory short or not. */
+START_TEST(directory_off_needs_no_memory)
+{
+	static const char *const keys[] = {"k1", "k2", "k3"};
+	const uint16_t reps[] = {1, 2};
+	char *out;
+
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_ptr_nonnull(cdt_install(sw.cdt, keyhash(keys[i], 2), keys[i], 2, 1, reps,
+						  2, 0));
+	command_ok("cdt pin %s force n3%s", "pinned", "");
+	ck_assert_uint_eq(sw.cdt->nentries, 4);
+	__atomic_store_n(&calloc_fails, true, __ATOMIC_RELAXED);
+	out = ctl_command(&sw, "directory off");
+	__atomic_store_n(&calloc_fails, false, __ATOMIC_RELAXED);
+	ck_assert_msg(strstr(out, "\"enabled\":false"), "%s", out);
+	ck_assert_msg(sw.cdt->nentries == 1, "directory off, yet %u entries installed",
+		      sw.cdt->nentries);
+	free(out);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -2812,6 +2849,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, registry_refuses_loudly);
 	tcase_add_test(tc, bad_second_lcore_is_an_error);
 	tcase_add_test(tc, every_command_answers_in_text);
+#ifndef __SANITIZE_ADDRESS__
+	tcase_add_test(tc, directory_off_needs_no_memory);
+#endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);
