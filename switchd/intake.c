@@ -5,12 +5,14 @@
 #include "intake.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
 #include <rte_ip.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_telemetry.h>
 #include <rte_udp.h>
@@ -436,19 +438,28 @@ static void register_commands(struct sw *sw)
 /* /skewless/nodes (telemetry thread): scores are atomics, the rest read-only. */
 static int tel_nodes(struct sw *sw, struct rte_tel_data *d)
 {
+	int rc = 0;
+
 	rte_tel_data_start_dict(d);
+	/* A QSBR reader (nworkers + 1, under tel_lock): a ring change frees the config it replaces. */
+	pthread_mutex_lock(&sw->tel_lock);
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
 		struct rte_tel_data *nd = rte_tel_data_alloc();
 		struct fmt f;
 
-		if (!nd)
-			return -1;
+		if (!nd) {
+			rc = -1;
+			break;
+		}
 		fmt_tel(&f, nd);
 		format_node(sw, n, &f);
 		rte_tel_data_add_dict_container(d, n->name, nd, 0);
 	}
-	return 0;
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers + 1u);
+	pthread_mutex_unlock(&sw->tel_lock);
+	return rc;
 }
 
 CTL_TELEMETRY("/skewless/nodes", tel_nodes,

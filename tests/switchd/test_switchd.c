@@ -48,6 +48,7 @@
 #include "payload.h"
 #include "peer.h"
 #include "rchange.h"
+#include "ring_change.h"
 #include "switchd.h"
 #include "wire.h"
 
@@ -2767,6 +2768,45 @@ START_TEST(every_command_answers_in_text)
 }
 END_TEST
 
+/*
+ * A switch takes any number of ring changes: each `ring apply` replaces the
+ * config, and the one it replaced is freed (after a grace period), not kept.
+ * A change that moves nothing completes in a few control rounds once every
+ * node has acknowledged its last epoch (their RING replies, given here).
+ */
+START_TEST(ring_applies_without_end)
+{
+	char dir[] = "/tmp/skl-sw-applies-XXXXXX", path[64], line[600], hex[512], want[64];
+	static char text[4096];
+	char *out;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/next.json", dir);
+	for (int v = 2; v <= 80; v++) {
+		conf_at(text, sizeof(text), v);
+		write_file(path, text);
+		snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+		out = ctl_command(&sw, line);
+		ck_assert_msg(strstr(out, "\"ok\":true"), "apply %d: %s", v, out);
+		free(out);
+		snprintf(want, sizeof(want), "\"state\":\"stable\",\"version\":%d,", v);
+		for (uint16_t id = 1; id <= 4; id++) {
+			struct wire_msg ack = {.node = id,
+					       .status = WIRE_ST_OK,
+					       .version = rch_epoch((uint64_t)v, RCH_COMPLETE)};
+
+			ring_change_take_reply(&sw, &ack);
+		}
+		for (int i = 0; i < 200 && !command_has("ring show", want); i++)
+			sw_control_poll(&sw, 1);
+		ck_assert_msg(command_has("ring show", want), "version %d never stable", v);
+	}
+	ck_assert_uint_eq(sw.ring->version, 80);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 #ifndef __SANITIZE_ADDRESS__ /* ASan has its own calloc */
 /* While set, calloc() fails: what the control path does without memory. */
 static bool calloc_fails;
@@ -2849,6 +2889,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, registry_refuses_loudly);
 	tcase_add_test(tc, bad_second_lcore_is_an_error);
 	tcase_add_test(tc, every_command_answers_in_text);
+	tcase_add_test(tc, ring_applies_without_end);
 #ifndef __SANITIZE_ADDRESS__
 	tcase_add_test(tc, directory_off_needs_no_memory);
 #endif
