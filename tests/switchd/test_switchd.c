@@ -2807,6 +2807,20 @@ START_TEST(ring_applies_without_end)
 }
 END_TEST
 
+/* A RING reply from an address that is not its node's is dropped and counted for that reason. */
+START_TEST(ring_reply_drops_by_reason)
+{
+	uint8_t buf[2048], mac[6];
+	size_t n = encode(WIRE_OP_RING | WIRE_REPLY, "r", NULL, 1, 3, CLIENT_IP, CLIENT_PORT, buf);
+
+	node_mac(2, mac);
+	inject(2, 0, frame(mac, vip_mac, 0x0a4d0002u, VIP, SVC, SVC, buf, n)); /* n2 says it is n3 */
+	run();
+	ck_assert(command_has("stats", "\"ring_reply_not_from_node\":1"));
+	ck_assert(command_has("stats", "\"ring_reply_queue_full\":0"));
+}
+END_TEST
+
 #ifndef __SANITIZE_ADDRESS__ /* ASan has its own calloc */
 /* While set, calloc() fails: what the control path does without memory. */
 static bool calloc_fails;
@@ -2890,6 +2904,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, bad_second_lcore_is_an_error);
 	tcase_add_test(tc, every_command_answers_in_text);
 	tcase_add_test(tc, ring_applies_without_end);
+	tcase_add_test(tc, ring_reply_drops_by_reason);
 #ifndef __SANITIZE_ADDRESS__
 	tcase_add_test(tc, directory_off_needs_no_memory);
 #endif
