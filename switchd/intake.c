@@ -39,11 +39,6 @@ struct in_sample {
 	uint8_t key[HOT_MAX_KEY];
 };
 
-struct in_completion {
-	uint64_t keyhash;
-	uint64_t version;
-};
-
 struct intake {
 	struct rte_ring *samples;     /* workers -> control thread */
 	struct rte_ring *completions; /* workers -> control thread */
@@ -68,7 +63,7 @@ int intake_init(struct sw *sw, char *err, size_t errlen)
 	in->samples = rte_ring_create_elem(name, sizeof(struct in_sample), SW_SAMPLE_RING,
 					   SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "dcmp_%s", sw->tag);
-	in->completions = rte_ring_create_elem(name, sizeof(struct in_completion),
+	in->completions = rte_ring_create_elem(name, sizeof(struct reconcile_completion),
 					       SW_COMPLETION_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (!in->samples || !in->completions) {
 		snprintf(err, errlen, "cannot create the hot-key detector: %s",
@@ -118,7 +113,7 @@ void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
 
 void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 {
-	struct in_completion c = {.keyhash = keyhash, .version = version};
+	struct reconcile_completion c = {.keyhash = keyhash, .version = version};
 
 	/* Wake the control thread: until the copy is out, every read of the key
 	 * goes to its home. One system call per write to a directory key. */
@@ -239,7 +234,7 @@ static void take_samples(struct sw *sw)
 /* At most a ring's worth per round (what reconcile queues); the rest waits for the next. */
 static void take_completions(struct sw *sw)
 {
-	struct in_completion c;
+	struct reconcile_completion c;
 
 	for (unsigned n = 0; n < SW_COMPLETION_RING &&
 			     rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0;

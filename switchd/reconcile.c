@@ -23,11 +23,6 @@ _Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.m
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define RECONCILE_COMPLETIONS SW_COMPLETION_RING
 
-struct reconcile_completion {
-	uint64_t keyhash;
-	uint64_t version;
-};
-
 /*
  * Installed keys waiting for their first replica: the CDT update delay runs
  * from the install (the round decide.c found the key hot, or, with peers, the

@@ -62,6 +62,12 @@ struct reconcile_stats {
 int reconcile_init(struct sw *sw, char *err, size_t errlen);
 void reconcile_fini(struct sw *sw);
 
+/* A write to a directory key completed at version: what the workers queue to intake. */
+struct reconcile_completion {
+	uint64_t keyhash;
+	uint64_t version;
+};
+
 /* Intake: a write to a directory key completed at version (queued for this round's run). */
 void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
