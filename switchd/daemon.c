@@ -82,10 +82,11 @@ static int pick_lcores(struct sw *sw, char *err, size_t errlen)
 			lc = sw->self->lcores[i];
 			if (lc >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lc) ||
 			    lc == rte_get_main_lcore())
-				return fail(err, errlen,
-					    "switches[%s].lcores: lcore %u is not an EAL worker lcore "
-					    "(give it to EAL with -l, main lcore excluded)",
-					    sw->self->name, lc);
+				return fail(
+				    err, errlen,
+				    "switches[%s].lcores: lcore %u is not an EAL worker lcore "
+				    "(give it to EAL with -l, main lcore excluded)",
+				    sw->self->name, lc);
 			lcores[n++] = lc;
 		}
 	} else {

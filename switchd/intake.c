@@ -436,7 +436,7 @@ static int tel_nodes(struct sw *sw, struct rte_tel_data *d)
 	int rc = 0;
 
 	rte_tel_data_start_dict(d);
-	/* A QSBR reader (nworkers + 1, under tel_lock): a ring change frees the config it replaces. */
+	/* A QSBR reader (nworkers + 1, under tel_lock): ring changes free replaced configs. */
 	pthread_mutex_lock(&sw->tel_lock);
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {

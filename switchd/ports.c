@@ -292,8 +292,8 @@ static void nb_visit(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port,
 {
 	json_t **ctx = arg;
 
-	json_array_append_new(ctx[0], neighbour_json((struct sw *)ctx[1], ip, mac, port, is_static,
-						     node));
+	json_array_append_new(ctx[0],
+			      neighbour_json((struct sw *)ctx[1], ip, mac, port, is_static, node));
 }
 
 static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux)

@@ -1597,8 +1597,8 @@ START_TEST(keyed_control_needs_mac)
 	/* The switch's own REPLICATE leaves sealed. */
 	struct wire_replicate req = {.owner = 1, .ntargets = 1, .targets = {other}};
 
-	ck_assert_int_eq(egress_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req),
-			 0);
+	ck_assert_int_eq(
+	    egress_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req), 0);
 	for (int i = 0; i < 200 && n == 0; i++) {
 		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
 		run();
@@ -2729,8 +2729,8 @@ START_TEST(every_command_answers_in_text)
 
 	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
 	text_has("stats", (const char *[]){"switch=s1 id=1 role=inline", "\ndirectory:\n  enabled=",
-					   "\ncounters:\n  ", "\ndrops:\n  ", "\nports:\n  name=a1 ",
-					   "\nworkers:\n  lcore=1 ", NULL});
+					   "\ncounters:\n  ", "\ndrops:\n  ",
+					   "\nports:\n  name=a1 ", "\nworkers:\n  lcore=1 ", NULL});
 	text_has("nodes", (const char *[]){"nodes:\n  id=1 name=n1 ip=10.77.0.1 ",
 					   "\n  id=3 name=n3 ip=10.77.0.3 ", " port=n3", NULL});
 	text_has("peers", (const char *[]){"peers_configured=0", NULL});
@@ -2749,11 +2749,12 @@ START_TEST(every_command_answers_in_text)
 	text_has("debug off", (const char *[]){"debug=0", NULL});
 	text_has("debug show", (const char *[]){"debug=0", NULL});
 	text_has("neigh add 10.77.0.9 02:00:00:00:00:09 n4",
-		 (const char *[]){"neighbour:\n  ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4 static=1",
-				  NULL});
+		 (const char *[]){
+		     "neighbour:\n  ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4 static=1", NULL});
 	text_has("neigh show",
 		 (const char *[]){"neighbours:\n  ", "ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4",
-				  "ip=10.77.0.3 mac=02:00:00:00:00:03 port=n3 static=0 node=n3", NULL});
+				  "ip=10.77.0.3 mac=02:00:00:00:00:03 port=n3 static=0 node=n3",
+				  NULL});
 	text_has("ring show", (const char *[]){"state=stable version=1 ", NULL});
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/next.json", dir);
@@ -2814,7 +2815,8 @@ START_TEST(ring_reply_drops_by_reason)
 	size_t n = encode(WIRE_OP_RING | WIRE_REPLY, "r", NULL, 1, 3, CLIENT_IP, CLIENT_PORT, buf);
 
 	node_mac(2, mac);
-	inject(2, 0, frame(mac, vip_mac, 0x0a4d0002u, VIP, SVC, SVC, buf, n)); /* n2 says it is n3 */
+	inject(2, 0,
+	       frame(mac, vip_mac, 0x0a4d0002u, VIP, SVC, SVC, buf, n)); /* n2 says it is n3 */
 	run();
 	ck_assert(command_has("stats", "\"ring_reply_not_from_node\":1"));
 	ck_assert(command_has("stats", "\"ring_reply_queue_full\":0"));
@@ -2843,8 +2845,8 @@ START_TEST(directory_off_needs_no_memory)
 	char *out;
 
 	for (unsigned i = 0; i < 3; i++)
-		ck_assert_ptr_nonnull(cdt_install(sw.cdt, keyhash(keys[i], 2), keys[i], 2, 1, reps,
-						  2, 0));
+		ck_assert_ptr_nonnull(
+		    cdt_install(sw.cdt, keyhash(keys[i], 2), keys[i], 2, 1, reps, 2, 0));
 	command_ok("cdt pin %s force n3%s", "pinned", "");
 	ck_assert_uint_eq(sw.cdt->nentries, 4);
 	__atomic_store_n(&calloc_fails, true, __ATOMIC_RELAXED);
