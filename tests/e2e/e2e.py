@@ -11,7 +11,8 @@ testbed an operator has up, runs real processes (skewless-switchd,
 skewless-node, the skewless CLI) and tears everything down on every exit path
 (failure, exception, SIGTERM from meson's timeout). Every wait is bounded.
 
-  ops          put, get, del, get through the switch for 250 keys (inline)
+  ops          every cdtctl command in text mode; then put, get, del, get
+               through the switch for 250 keys (inline)
   values       values of 1 B to 256 KB (chunked past one datagram) through the
                switch and direct, put from stdin and read back byte-exact by the
                CLI; 256 KB + 1 is TOO_LARGE; the switch counts each op once;
@@ -304,6 +305,7 @@ def scenario_ops(tb):
         if rc == 0 and r:
             homes.add(r.get("node"))
     check(len(homes) == len(tb.cfg["nodes"]), f"every node took a first write ({len(homes)})")
+    cdtctl_text(tb)
     before = tb.counters()
     driver = os.path.join(tb.dir, "ops.py")
     with open(driver, "w") as f:
@@ -326,7 +328,6 @@ def scenario_ops(tb):
     rep = after["replies_forwarded"] - before["replies_forwarded"]
     check(fwd == 4 * n and rep == 4 * n,
           f"every one went through the switch: {fwd} requests and {rep} replies forwarded")
-    cdtctl_text(tb)
 
 
 def cdtctl_text(tb):
