@@ -60,7 +60,6 @@
 #include "timerwheel.h"
 #include "wire.h"
 
-#define NODE_IDS 256
 #define RX_BATCH 16
 #define RX_BUF	 (WIRE_MAX_DATAGRAM + 1)
 /* Replies drained per skl_poll() before timers get a turn again. */
@@ -181,7 +180,7 @@ struct skl_agent {
 	struct route_cache rc;
 	uint64_t now;
 
-	struct node_state nodes[NODE_IDS];
+	struct node_state nodes[CFG_MAX_NODES + 1];
 	uint16_t nswitches;
 	struct switch_state switches[CFG_MAX_SWITCHES];
 	uint16_t cur_switch;
@@ -239,7 +238,7 @@ static int load_view(struct skl_agent *a, const struct cfg *cfg)
 		return rc;
 	ring_free(&a->ring);
 	a->ring = ring;
-	for (int i = 0; i < NODE_IDS; i++)
+	for (int i = 0; i <= CFG_MAX_NODES; i++)
 		a->nodes[i].present = false;
 	for (int i = 0; i < cfg->nnodes; i++) {
 		struct node_state *n = &a->nodes[cfg->nodes[i].id];
@@ -722,7 +721,7 @@ static void start_probe(struct skl_agent *a, struct req *r)
 	r->probes_out = r->probes_in = 0;
 	r->best_found = false;
 	r->best_version = 0;
-	for (int id = 1; id < NODE_IDS; id++) {
+	for (int id = 1; id <= CFG_MAX_NODES; id++) {
 		if (!a->nodes[id].present || id == r->home || a->nodes[id].down_until_ns > a->now)
 			continue;
 		send_msg(a, r, WIRE_OP_PROBE, 0, (uint16_t)id, false, &a->nodes[id].addr);
@@ -871,7 +870,7 @@ static void switch_back(struct skl_agent *a, uint16_t sw)
 	s->window_start_ns = a->now;
 	/* Its node table is the authority again: forget what the agent
 	 * concluded about nodes while it went around the switch. */
-	for (int id = 1; id < NODE_IDS; id++)
+	for (int id = 1; id <= CFG_MAX_NODES; id++)
 		a->nodes[id].down_until_ns = 0;
 }
 

@@ -36,7 +36,6 @@
 #include "rng.h"
 #include "workload.h"
 
-#define NODE_IDS       256
 #define PRELOAD_WINDOW 512
 /* The least value size a history takes: an agent id, a client and a sequence (fill_value()). */
 #define HISTORY_MIN_VALUE 24
@@ -49,7 +48,7 @@
 struct second {
 	uint64_t ops, errors;
 	uint64_t p50, p99;
-	uint64_t per_node[NODE_IDS];
+	uint64_t per_node[CFG_MAX_NODES + 1];
 };
 
 struct op_ctx {
@@ -105,7 +104,7 @@ struct bench {
 	uint64_t issued, completed, succeeded, drained, not_issued, submit_errors;
 	uint64_t status[SKL_STATUS_COUNT];
 	uint64_t stale;
-	uint64_t per_node[NODE_IDS];
+	uint64_t per_node[CFG_MAX_NODES + 1];
 	struct hist all, reads, writes, cur_second;
 	struct second *seconds;
 	uint32_t nseconds, cur_sec;

@@ -665,6 +665,13 @@ const struct cfg_node *cfg_node_by_id(const struct cfg *cfg, uint16_t id)
 	return NULL;
 }
 
+const char *cfg_node_name(const struct cfg *cfg, uint16_t id)
+{
+	const struct cfg_node *n = cfg_node_by_id(cfg, id);
+
+	return n ? n->name : "?";
+}
+
 const struct cfg_node *cfg_node_by_name(const struct cfg *cfg, const char *name)
 {
 	for (int i = 0; i < cfg->nnodes; i++)

@@ -194,6 +194,8 @@ int cfg_load_string(const char *json, const char *name, struct cfg *cfg, char *e
 /* Lookups; NULL when absent. */
 const struct cfg_node *cfg_node_by_id(const struct cfg *cfg, uint16_t id);
 const struct cfg_node *cfg_node_by_name(const struct cfg *cfg, const char *name);
+/* The name of node id, for output: "?" when the config has no such node. */
+const char *cfg_node_name(const struct cfg *cfg, uint16_t id);
 /* "n3" or "3". */
 const struct cfg_node *cfg_node_lookup(const struct cfg *cfg, const char *name_or_id);
 const struct cfg_switch *cfg_switch_by_id(const struct cfg *cfg, uint16_t id);

@@ -29,89 +29,113 @@
 #include "wire.h"
 
 /*
- * Counters, VPP-style: X(name, help). Every received datagram lands in
- * exactly one of the classes marked (c), so rx_datagrams == their sum; the
- * help is what the counters file's docs and /metrics say of each
- * (docs/operations.md).
+ * Counters, VPP-style: X(name, kind, help). Every received datagram lands in
+ * exactly one counter of kind NODE_CTR_CLASS, so rx_datagrams == their sum;
+ * NODE_CTR_EVENT counts anything else. The help is what /metrics says of
+ * each (docs/operations.md).
  */
+enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
+
 #define NODE_COUNTERS(X)                                                                           \
-	X(rx_datagrams, "Datagrams received")                                                      \
-	X(accepted, "(c) Queued for a worker (UNREPLICATE: served by its receiver at once)")       \
-	X(rx_replies, "(c) Replies (op | 0x80) sent to a node: dropped")                           \
-	X(drop_short, "(c) Header unreadable: dropped, no reply")                                  \
-	X(drop_bad_magic, "(c) Wrong magic: dropped")                                              \
-	X(drop_bad_version, "(c) Unknown wire version: dropped")                                   \
-	X(drop_bad_op, "(c) Unknown op: dropped")                                                  \
-	X(bad_flags, "(c) Unknown flags: answered BAD_REQUEST")                                    \
-	X(bad_status, "(c) Unknown status: answered BAD_REQUEST")                                  \
-	X(bad_key_len, "(c) Key length out of range: answered BAD_REQUEST")                        \
-	X(bad_truncated, "(c) Shorter than its header says: answered BAD_REQUEST")                 \
-	X(bad_trailing, "(c) Bytes after the message: answered BAD_REQUEST")                       \
-	X(bad_keyhash, "(c) keyhash field is not XXH3-64 of the key")                              \
-	X(unsupported_op, "(c) RC_ACK, DIGEST, HINT, SYNC are not served by nodes")                \
-	X(too_large, "(c) Value over max_value or datagram over the MTU")                          \
-	X(overloaded, "(c) Queue full: answered OVERLOADED")                                       \
-	X(chunks,                                                                                  \
-	  "(c) Chunks taken into an op being gathered (an op's last is counted as the op)")        \
-	X(chunk_bad_header, "(c) Chunk header unreadable: total, count, or no value op")           \
-	X(chunk_bad_index, "(c) Chunk index not below its count: dropped")                         \
-	X(chunk_bad_length, "(c) Chunk slice not the length its index implies: dropped")           \
-	X(chunk_duplicate, "(c) A chunk index the op already has: dropped")                        \
-	X(chunk_mismatch, "(c) Total, count or key unlike the op's first chunk: dropped")          \
-	X(chunk_overloaded, "(c) A new chunked op past node.reassembly_mb: dropped")               \
-	X(chunked_ops, "Chunked ops gathered whole (then counted as one request)")                 \
-	X(chunk_timeout, "Chunked ops dropped unfinished after reassembly_timeout_ms")             \
-	X(chunked_replies, "Replies sent in chunks (a GET of a large value)")                      \
-	X(chunks_sent, "Datagrams of chunked replies and of chunked RC_REQs")                      \
-	X(chunk_gso_sends, "Sends of up to 64 chunks at once that the kernel cut (UDP GSO)")       \
-	X(expired,                                                                                 \
+	X(rx_datagrams, NODE_CTR_EVENT, "Datagrams received")                                      \
+	X(accepted, NODE_CTR_CLASS,                                                                \
+	  "Queued for a worker (UNREPLICATE: served by its receiver at once)")                       \
+	X(rx_replies, NODE_CTR_CLASS, "Replies (op | 0x80) sent to a node: dropped")               \
+	X(drop_short, NODE_CTR_CLASS, "Header unreadable: dropped, no reply")                      \
+	X(drop_bad_magic, NODE_CTR_CLASS, "Wrong magic: dropped")                                  \
+	X(drop_bad_version, NODE_CTR_CLASS, "Unknown wire version: dropped")                       \
+	X(drop_bad_op, NODE_CTR_CLASS, "Unknown op: dropped")                                      \
+	X(bad_flags, NODE_CTR_CLASS, "Unknown flags: answered BAD_REQUEST")                        \
+	X(bad_status, NODE_CTR_CLASS, "Unknown status: answered BAD_REQUEST")                      \
+	X(bad_key_len, NODE_CTR_CLASS, "Key length out of range: answered BAD_REQUEST")            \
+	X(bad_truncated, NODE_CTR_CLASS, "Shorter than its header says: answered BAD_REQUEST")     \
+	X(bad_trailing, NODE_CTR_CLASS, "Bytes after the message: answered BAD_REQUEST")           \
+	X(bad_keyhash, NODE_CTR_CLASS, "keyhash field is not XXH3-64 of the key")                  \
+	X(unsupported_op, NODE_CTR_CLASS, "RC_ACK, DIGEST, HINT, SYNC are not served by nodes")    \
+	X(too_large, NODE_CTR_CLASS, "Value over max_value or datagram over the MTU")              \
+	X(overloaded, NODE_CTR_CLASS, "Queue full: answered OVERLOADED")                           \
+	X(chunks, NODE_CTR_CLASS,                                                                  \
+	  "Chunks taken into an op being gathered (an op's last is counted as the op)")            \
+	X(chunk_bad_header, NODE_CTR_CLASS,                                                        \
+	  "Chunk header unreadable: total, count, or no value op")                                 \
+	X(chunk_bad_index, NODE_CTR_CLASS, "Chunk index not below its count: dropped")             \
+	X(chunk_bad_length, NODE_CTR_CLASS,                                                        \
+	  "Chunk slice not the length its index implies: dropped")                                 \
+	X(chunk_duplicate, NODE_CTR_CLASS, "A chunk index the op already has: dropped")            \
+	X(chunk_mismatch, NODE_CTR_CLASS,                                                          \
+	  "Total, count or key unlike the op's first chunk: dropped")                              \
+	X(chunk_overloaded, NODE_CTR_CLASS, "A new chunked op past node.reassembly_mb: dropped")   \
+	X(chunked_ops, NODE_CTR_EVENT, "Chunked ops gathered whole (then counted as one request)") \
+	X(chunk_timeout, NODE_CTR_EVENT,                                                           \
+	  "Chunked ops dropped unfinished after reassembly_timeout_ms")                            \
+	X(chunked_replies, NODE_CTR_EVENT, "Replies sent in chunks (a GET of a large value)")      \
+	X(chunks_sent, NODE_CTR_EVENT, "Datagrams of chunked replies and of chunked RC_REQs")      \
+	X(chunk_gso_sends, NODE_CTR_EVENT,                                                         \
+	  "Sends of up to 64 chunks at once that the kernel cut (UDP GSO)")                        \
+	X(expired, NODE_CTR_EVENT,                                                                 \
 	  "Client requests that waited in the queue past the agent timeout: dropped unserved")     \
-	X(bad_payload, "Malformed payload: REPLICATE and CAS BAD_REQUEST, RC_REQ none")            \
-	X(src_not_switch, "REPLICATE from no configured switch address: dropped, no reply")        \
-	X(src_not_node,                                                                            \
+	X(bad_payload, NODE_CTR_EVENT,                                                             \
+	  "Malformed payload: REPLICATE and CAS BAD_REQUEST, RC_REQ none")                         \
+	X(src_not_switch, NODE_CTR_EVENT,                                                          \
+	  "REPLICATE from no configured switch address: dropped, no reply")                        \
+	X(src_not_node, NODE_CTR_EVENT,                                                            \
 	  "RC_REQ from no configured node, UNREPLICATE from no node nor switch: dropped")          \
-	X(auth_missing, "(c) With a key: a control datagram without a MAC, dropped")               \
-	X(auth_bad, "(c) With a key: a control datagram with a wrong MAC, dropped")                \
-	X(auth_bad_reply,                                                                          \
+	X(auth_missing, NODE_CTR_CLASS, "With a key: a control datagram without a MAC, dropped")   \
+	X(auth_bad, NODE_CTR_CLASS, "With a key: a control datagram with a wrong MAC, dropped")    \
+	X(auth_bad_reply, NODE_CTR_EVENT,                                                          \
 	  "With a key: an RC_ACK or UNREPLICATE reply on a home's socket with no valid MAC")       \
-	X(moved, "Answered MOVED")                                                                 \
-	X(get, "GETs served (OK or NOT_FOUND)")                                                    \
-	X(get_replica, "GETs served from the replica family")                                      \
-	X(replica_miss, "REPLICA_READ with no copy here: MOVED to the home")                       \
-	X(stamp_previous, "Reads stamped with the version before a write-through: served it")      \
-	X(read_while_pushing,                                                                      \
+	X(moved, NODE_CTR_EVENT, "Answered MOVED")                                                 \
+	X(get, NODE_CTR_EVENT, "GETs served (OK or NOT_FOUND)")                                    \
+	X(get_replica, NODE_CTR_EVENT, "GETs served from the replica family")                      \
+	X(replica_miss, NODE_CTR_EVENT, "REPLICA_READ with no copy here: MOVED to the home")       \
+	X(stamp_previous, NODE_CTR_EVENT,                                                          \
+	  "Reads stamped with the version before a write-through: served it")                      \
+	X(read_while_pushing, NODE_CTR_EVENT,                                                      \
 	  "Home reads served the previous version while a write-through was out")                  \
-	X(stamp_moved, "Reads stamped with a version not held: MOVED (a replica's to the home)")   \
-	X(put, "PUTs applied")                                                                     \
-	X(write_retried, "PUT/DEL retries answered from their first attempt (not re-applied)")     \
-	X(retry_notified, "Of those, around the key's owner: copies dropped, the owner told")      \
-	X(bypass_writes, "Writes of a replicated key not via its owner: copies dropped first")     \
-	X(bypass_refused, "Such writes refused (UNAVAILABLE): a copy holder did not confirm")      \
-	X(del, "DELs served")                                                                      \
-	X(cas, "CASs applied (their condition held)")                                              \
-	X(cas_conflict, "CASs refused: CONFLICT or NOT_FOUND (their condition did not hold)")      \
-	X(probe, "PROBEs served")                                                                  \
-	X(replicate, "REPLICATEs served")                                                          \
-	X(replicate_skipped, "REPLICATEs whose version is not the local one: nothing pushed")      \
-	X(rc_req_sent, "RC_REQs pushed to replicas")                                               \
-	X(rc_req, "RC_REQs stored (or already held)")                                              \
-	X(rc_req_stale, "RC_REQs older than the stored copy: ignored")                             \
-	X(rc_ack_sent, "RC_ACKs sent to switches (and to homes, for write-through)")               \
-	X(write_through, "Writes of a directory key pushed to its holders before the reply")       \
-	X(write_through_confirmed, "Holders that confirmed such a push in time")                   \
-	X(write_through_missed, "Holders that did not: left out of the reply's list")              \
-	X(write_through_dropped, "Holders that answered they hold no copy: no longer pushed to")   \
-	X(through_refused, "Write-through pushes for a copy not held here: answered version 0")    \
-	X(through_turn_timeout, "Writes not applied: an earlier write of the key kept its turn")   \
-	X(unreplicate, "UNREPLICATEs served")                                                      \
-	X(store_errors, "RocksDB errors: answered INTERNAL")                                       \
-	X(send_errors, "sendto() failures")                                                        \
-	X(ttl_expired, "Expired values removed by the sampler")                                    \
-	X(tombstones_gc, "Tombstones removed by GC")                                               \
-	X(digests_sent, "DIGEST datagrams sent")
+	X(stamp_moved, NODE_CTR_EVENT,                                                             \
+	  "Reads stamped with a version not held: MOVED (a replica's to the home)")                \
+	X(put, NODE_CTR_EVENT, "PUTs applied")                                                     \
+	X(write_retried, NODE_CTR_EVENT,                                                           \
+	  "PUT/DEL retries answered from their first attempt (not re-applied)")                    \
+	X(retry_notified, NODE_CTR_EVENT,                                                          \
+	  "Of those, around the key's owner: copies dropped, the owner told")                      \
+	X(bypass_writes, NODE_CTR_EVENT,                                                           \
+	  "Writes of a replicated key not via its owner: copies dropped first")                    \
+	X(bypass_refused, NODE_CTR_EVENT,                                                          \
+	  "Such writes refused (UNAVAILABLE): a copy holder did not confirm")                      \
+	X(del, NODE_CTR_EVENT, "DELs served")                                                      \
+	X(cas, NODE_CTR_EVENT, "CASs applied (their condition held)")                              \
+	X(cas_conflict, NODE_CTR_EVENT,                                                            \
+	  "CASs refused: CONFLICT or NOT_FOUND (their condition did not hold)")                    \
+	X(probe, NODE_CTR_EVENT, "PROBEs served")                                                  \
+	X(replicate, NODE_CTR_EVENT, "REPLICATEs served")                                          \
+	X(replicate_skipped, NODE_CTR_EVENT,                                                       \
+	  "REPLICATEs whose version is not the local one: nothing pushed")                         \
+	X(rc_req_sent, NODE_CTR_EVENT, "RC_REQs pushed to replicas")                               \
+	X(rc_req, NODE_CTR_EVENT, "RC_REQs stored (or already held)")                              \
+	X(rc_req_stale, NODE_CTR_EVENT, "RC_REQs older than the stored copy: ignored")             \
+	X(rc_ack_sent, NODE_CTR_EVENT,                                                             \
+	  "RC_ACKs sent to switches (and to homes, for write-through)")                            \
+	X(write_through, NODE_CTR_EVENT,                                                           \
+	  "Writes of a directory key pushed to its holders before the reply")                      \
+	X(write_through_confirmed, NODE_CTR_EVENT, "Holders that confirmed such a push in time")   \
+	X(write_through_missed, NODE_CTR_EVENT,                                                    \
+	  "Holders that did not: left out of the reply's list")                                    \
+	X(write_through_dropped, NODE_CTR_EVENT,                                                   \
+	  "Holders that answered they hold no copy: no longer pushed to")                          \
+	X(through_refused, NODE_CTR_EVENT,                                                         \
+	  "Write-through pushes for a copy not held here: answered version 0")                     \
+	X(through_turn_timeout, NODE_CTR_EVENT,                                                    \
+	  "Writes not applied: an earlier write of the key kept its turn")                         \
+	X(unreplicate, NODE_CTR_EVENT, "UNREPLICATEs served")                                      \
+	X(store_errors, NODE_CTR_EVENT, "RocksDB errors: answered INTERNAL")                       \
+	X(send_errors, NODE_CTR_EVENT, "sendto() failures")                                        \
+	X(ttl_expired, NODE_CTR_EVENT, "Expired values removed by the sampler")                    \
+	X(tombstones_gc, NODE_CTR_EVENT, "Tombstones removed by GC")                               \
+	X(digests_sent, NODE_CTR_EVENT, "DIGEST datagrams sent")
 
 enum node_counter {
-#define X(name, help) NODE_CTR_##name,
+#define X(name, kind, help) NODE_CTR_##name,
 	NODE_COUNTERS(X)
 #undef X
 	    NODE_CTR_COUNT
@@ -194,8 +218,7 @@ struct node {
 	 * datagram and the receivers check them (server.c, repl.c). */
 	bool keyed;
 	struct wire_key key;
-	atomic_bool
-	    gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
+	atomic_bool gso_off; /* the kernel refused UDP GSO once: chunks go one datagram each (send.c) */
 	pthread_t rx_thread, ttl_thread, report_thread, warmup_thread;
 	pthread_t *workers;
 	uint32_t nthreads; /* worker threads: node.workers, more with emulated capacity */

@@ -19,12 +19,12 @@
 #include "prom.h"
 
 static const char *const counter_names[] = {
-#define X(name, help) #name,
+#define X(name, kind, help) #name,
     NODE_COUNTERS(X)
 #undef X
 };
 static const char *const counter_help[] = {
-#define X(name, help) help,
+#define X(name, kind, help) help,
     NODE_COUNTERS(X)
 #undef X
 };

@@ -16,10 +16,13 @@
  *                                    ring changes (docs/operations.md, "Changing the ring")
  *
  * It speaks the line protocol of switchd/ctl.h: keys are sent hex-encoded,
- * answers are JSON; --json prints them as they are, otherwise as tables.
+ * answers are JSON; --json prints them as they are. Otherwise it prints the
+ * text the switch renders with the same formatters (ctl.h, "text"): plain
+ * fields as name=value, one line per row of a table.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +39,15 @@
 
 static int json_out;
 
-static int die(const char *fmt, const char *arg)
+/* An error: one line on stderr; main returns what this returns. */
+static int __attribute__((format(printf, 1, 2))) die(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "cdtctl: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
 }
@@ -91,7 +99,11 @@ static int connect_to(const char *path)
 static FILE *conn_in;
 static int conn_fd = -1;
 
-/* Send one command line and return its parsed JSON answer (NULL on I/O error). */
+/*
+ * Send one command line and return its parsed JSON answer (NULL on I/O
+ * error). Without --json the switch is asked for the answer as text
+ * ("text" before the command), rendered by the formatters that write the JSON.
+ */
 static json_t *request(const char *line)
 {
 	static char *buf;
@@ -99,7 +111,8 @@ static json_t *request(const char *line)
 	json_error_t jerr;
 	size_t len = strlen(line);
 
-	if (write(conn_fd, line, len) != (ssize_t)len || write(conn_fd, "\n", 1) != 1)
+	if ((!json_out && write(conn_fd, "text ", 5) != 5) ||
+	    write(conn_fd, line, len) != (ssize_t)len || write(conn_fd, "\n", 1) != 1)
 		return NULL;
 	if (getline(&buf, &cap, conn_in) < 0)
 		return NULL;
@@ -114,186 +127,6 @@ static char *hex(const char *s)
 	return h ? cfg_format_hex(s, n, h) : NULL;
 }
 
-static void print_counters(json_t *obj, const char *title)
-{
-	const char *k;
-	json_t *v;
-	int any = 0;
-
-	printf("%s:\n", title);
-	json_object_foreach (obj, k, v) {
-		if (json_integer_value(v)) {
-			printf("  %-28s %lld\n", k, (long long)json_integer_value(v));
-			any = 1;
-		}
-	}
-	if (!any)
-		printf("  (all zero)\n");
-}
-
-static void print_directory(json_t *d)
-{
-	printf("directory: %s, hot set %lld (last epoch +%lld -%lld), %lld epochs, %lld installs, "
-	       "%lld retires,\n  %lld REPLICATE / %lld UNREPLICATE sent (%lld failed), "
-	       "replication lag %.0f us mean, %lld replica reads\n",
-	       json_is_true(json_object_get(d, "enabled")) ? "on" : "off",
-	       (long long)json_integer_value(json_object_get(d, "hot_set")),
-	       (long long)json_integer_value(json_object_get(d, "epoch_installs")),
-	       (long long)json_integer_value(json_object_get(d, "epoch_retires")),
-	       (long long)json_integer_value(json_object_get(d, "epochs")),
-	       (long long)json_integer_value(json_object_get(d, "installs")),
-	       (long long)json_integer_value(json_object_get(d, "retires")),
-	       (long long)json_integer_value(json_object_get(d, "replicates_sent")),
-	       (long long)json_integer_value(json_object_get(d, "unreplicates_sent")),
-	       (long long)json_integer_value(json_object_get(d, "send_failed")),
-	       json_real_value(json_object_get(d, "replication_lag_us_mean")),
-	       (long long)json_integer_value(json_object_get(d, "replica_reads")));
-	json_t *delay = json_object_get(d, "update_delay_seconds");
-	json_int_t n = json_integer_value(json_object_get(delay, "count"));
-
-	printf("  update delay (hot to a replica serving): %lld keys, %.1f ms mean, %lld never "
-	       "served\n",
-	       (long long)n,
-	       n ? json_real_value(json_object_get(delay, "sum_seconds")) * 1e3 / (double)n : 0.0,
-	       (long long)json_integer_value(json_object_get(d, "update_never_served")));
-}
-
-static void print_stats(json_t *r)
-{
-	json_t *p, *w;
-	size_t i;
-
-	printf("switch %s (id %lld, %s), directory %lld/%lld entries\n",
-	       json_string_value(json_object_get(r, "switch")),
-	       (long long)json_integer_value(json_object_get(r, "id")),
-	       json_string_value(json_object_get(r, "role")),
-	       (long long)json_integer_value(json_object_get(r, "cdt_entries")),
-	       (long long)json_integer_value(json_object_get(r, "cdt_capacity")));
-	print_directory(json_object_get(r, "directory"));
-	print_counters(json_object_get(r, "counters"), "counters");
-	print_counters(json_object_get(r, "drops"), "drops");
-	printf("ports:\n  %-12s %-20s %-17s %5s %12s %12s %10s\n", "name", "device", "mac", "mtu",
-	       "rx", "tx", "tx_dropped");
-	json_array_foreach (json_object_get(r, "ports"), i, p) {
-		printf("  %-12s %-20s %-17s %5lld %12lld %12lld %10lld\n",
-		       json_string_value(json_object_get(p, "name")),
-		       json_string_value(json_object_get(p, "device")),
-		       json_string_value(json_object_get(p, "mac")),
-		       (long long)json_integer_value(json_object_get(p, "mtu")),
-		       (long long)json_integer_value(json_object_get(p, "rx")),
-		       (long long)json_integer_value(json_object_get(p, "tx")),
-		       (long long)json_integer_value(json_object_get(p, "tx_dropped")));
-	}
-	printf("workers:\n");
-	json_array_foreach (json_object_get(r, "workers"), i, w) {
-		printf("  lcore %lld: %lld packets, %.1f cycles/packet while busy\n",
-		       (long long)json_integer_value(json_object_get(w, "lcore")),
-		       (long long)json_integer_value(json_object_get(w, "busy_packets")),
-		       json_real_value(json_object_get(w, "cycles_per_packet")));
-	}
-}
-
-static void print_nodes(json_t *r)
-{
-	json_t *n;
-	size_t i;
-
-	printf("%4s %-10s %-15s %-9s %5s %6s %8s %6s %-17s %s\n", "id", "name", "ip", "state",
-	       "alive", "health", "inflight", "loss", "mac", "port");
-	json_array_foreach (json_object_get(r, "nodes"), i, n) {
-		const char *mac = json_string_value(json_object_get(n, "mac"));
-		const char *port = json_string_value(json_object_get(n, "port"));
-
-		printf("%4lld %-10s %-15s %-9s %5s %6lld %8lld %5.1f%% %-17s %s\n",
-		       (long long)json_integer_value(json_object_get(n, "id")),
-		       json_string_value(json_object_get(n, "name")),
-		       json_string_value(json_object_get(n, "ip")),
-		       json_string_value(json_object_get(n, "state")),
-		       json_is_true(json_object_get(n, "alive")) ? "yes" : "no",
-		       (long long)json_integer_value(json_object_get(n, "health")),
-		       (long long)json_integer_value(json_object_get(n, "inflight")),
-		       100 * json_real_value(json_object_get(n, "digest_loss_rate")),
-		       mac ? mac : "-", port ? port : "-");
-	}
-}
-
-static void print_peers(json_t *r)
-{
-	json_t *p, *k;
-	size_t i;
-
-	if (!json_is_true(json_object_get(r, "peers_configured"))) {
-		printf("no peer switches configured\n");
-		return;
-	}
-	printf("leases: %s (%lld ms left); cluster hot set: %zu keys\n",
-	       json_is_true(json_object_get(r, "leased")) ? "all held" : "MISSING (reads go home)",
-	       (long long)json_integer_value(json_object_get(r, "lease_left_ms")),
-	       json_array_size(json_object_get(r, "hot")));
-	printf("%4s %-10s %-5s %-5s %12s %8s %8s %10s %8s\n", "id", "name", "live", "lease",
-	       "last_sync_ms", "lag_ms", "window", "owned_keys", "claimed");
-	json_array_foreach (json_object_get(r, "switches"), i, p) {
-		char name[80];
-
-		snprintf(name, sizeof(name), "%s%s", json_string_value(json_object_get(p, "name")),
-			 json_is_true(json_object_get(p, "self")) ? "*" : "");
-		printf("%4lld %-10s %-5s %-5s %12lld %8lld %8lld %10lld %8lld\n",
-		       (long long)json_integer_value(json_object_get(p, "id")), name,
-		       json_is_true(json_object_get(p, "live")) ? "yes" : "no",
-		       json_is_true(json_object_get(p, "lease")) ? "yes" : "no",
-		       (long long)json_integer_value(json_object_get(p, "last_sync_ms")),
-		       (long long)json_integer_value(json_object_get(p, "lag_ms")),
-		       (long long)json_integer_value(json_object_get(p, "window")),
-		       (long long)json_integer_value(json_object_get(p, "owned_keys")),
-		       (long long)json_integer_value(json_object_get(p, "claimed")));
-	}
-	json_array_foreach (json_object_get(r, "hot"), i, k)
-		printf("  hot %-24s count %-8lld replicas %-3lld owner %s\n",
-		       json_string_value(json_object_get(k, "key")),
-		       (long long)json_integer_value(json_object_get(k, "count")),
-		       (long long)json_integer_value(json_object_get(k, "replicas")),
-		       json_string_value(json_object_get(k, "owner")));
-}
-
-static void print_entry(json_t *e)
-{
-	char reps[256] = "";
-	size_t off = 0, i;
-	json_t *r;
-
-	json_array_foreach (json_object_get(e, "replicas"), i, r) {
-		off += (size_t)snprintf(reps + off, sizeof(reps) - off, "%s%s", i ? "," : "",
-					json_string_value(r));
-		if (off >= sizeof(reps))
-			break;
-	}
-	const char *owner = json_string_value(json_object_get(e, "owner"));
-
-	printf("%-24s %-16s %-6s %10lld %-24s %6s %10lld %10lld %8lld %s\n",
-	       json_string_value(json_object_get(e, "key")),
-	       json_string_value(json_object_get(e, "keyhash")),
-	       json_string_value(json_object_get(e, "home")),
-	       (long long)json_integer_value(json_object_get(e, "completed")), reps,
-	       json_is_true(json_object_get(e, "pinned")) ? "yes" : "no",
-	       (long long)json_integer_value(json_object_get(e, "reads")),
-	       (long long)json_integer_value(json_object_get(e, "replica_reads")),
-	       (long long)json_integer_value(json_object_get(e, "writes")), owner ? owner : "");
-}
-
-static void print_cdt(json_t *r)
-{
-	json_t *e;
-	size_t i;
-
-	printf("directory: %lld/%lld entries\n",
-	       (long long)json_integer_value(json_object_get(r, "size")),
-	       (long long)json_integer_value(json_object_get(r, "capacity")));
-	printf("%-24s %-16s %-6s %10s %-24s %6s %10s %10s %8s %s\n", "key", "keyhash", "home",
-	       "completed", "replicas", "pinned", "reads", "rep_reads", "writes", "owner");
-	json_array_foreach (json_object_get(r, "entries"), i, e)
-		print_entry(e);
-}
-
 /* Print an answer; returns 0 when it says ok. */
 static int show(json_t *r, const char *what)
 {
@@ -303,7 +136,7 @@ static int show(json_t *r, const char *what)
 	if (!r)
 		return die("no answer from the switch (%s)", what);
 	if (!json_is_true(json_object_get(r, "ok"))) {
-		fprintf(stderr, "cdtctl: %s\n", json_string_value(json_object_get(r, "error")));
+		die("%s", json_string_value(json_object_get(r, "error")));
 		json_decref(r);
 		return 1;
 	}
@@ -312,40 +145,8 @@ static int show(json_t *r, const char *what)
 
 		puts(s);
 		free(s);
-	} else if (!strcmp(what, "stats"))
-		print_stats(r);
-	else if (!strcmp(what, "nodes"))
-		print_nodes(r);
-	else if (!strcmp(what, "peers"))
-		print_peers(r);
-	else if (!strcmp(what, "cdt show"))
-		print_cdt(r);
-	else if (!strcmp(what, "directory"))
-		print_directory(json_object_get(r, "directory"));
-	else if (!strcmp(what, "cdt pin")) {
-		print_entry(json_object_get(r, "entry"));
-	} else if (!strcmp(what, "debug")) {
-		json_t *l;
-		size_t i;
-
-		printf("debug %s\n", json_is_true(json_object_get(r, "debug")) ? "on" : "off");
-		json_array_foreach (json_object_get(r, "log"), i, l)
-			puts(json_string_value(l));
-	} else if (!strcmp(what, "neigh show")) {
-		json_t *n;
-		size_t i;
-
-		json_array_foreach (json_object_get(r, "neighbours"), i, n) {
-			const char *node = json_string_value(json_object_get(n, "node"));
-
-			printf("%-15s %-17s %-12s %s%s\n",
-			       json_string_value(json_object_get(n, "ip")),
-			       json_string_value(json_object_get(n, "mac")),
-			       json_string_value(json_object_get(n, "port")),
-			       json_is_true(json_object_get(n, "static")) ? "static " : "",
-			       node ? node : "");
-		}
-	}
+	} else
+		fputs(json_string_value(json_object_get(r, "text")) ?: "", stdout);
 	json_decref(r);
 	return 0;
 }
@@ -357,7 +158,7 @@ static bool key_ok(const char *key)
 
 	if (n >= 1 && n <= WIRE_MAX_KEY)
 		return true;
-	fprintf(stderr, "cdtctl: KEY must be 1..%d bytes, got %zu\n", WIRE_MAX_KEY, n);
+	die("KEY must be 1..%d bytes, got %zu", WIRE_MAX_KEY, n);
 	return false;
 }
 
@@ -468,23 +269,18 @@ int main(int argc, char **argv)
 		const struct cfg_switch *s;
 
 		if (!sw)
-			return die("give --switch ID|NAME (with --config FILE) or --socket PATH%s",
-				   "");
+			return die("give --switch ID|NAME (with --config FILE) or --socket PATH");
 		if (cfg_load(config, &cfg, err, sizeof(err)) != 0)
 			return die("%s", err);
 		s = cfg_switch_lookup(&cfg, sw);
-		if (!s) {
-			fprintf(stderr, "cdtctl: %s: no switch \"%s\"\n", config, sw);
-			return 1;
-		}
+		if (!s)
+			return die("%s: no switch \"%s\"", config, sw);
 		sock = s->control_socket;
 	}
 	conn_fd = connect_to(sock);
-	if (conn_fd < 0) {
-		fprintf(stderr, "cdtctl: cannot connect to %s: %s (is skewless-switchd running?)\n",
-			sock, strerror(errno));
-		return 1;
-	}
+	if (conn_fd < 0)
+		return die("cannot connect to %s: %s (is skewless-switchd running?)", sock,
+			   strerror(errno));
 	conn_in = fdopen(dup(conn_fd), "r");
 
 	const char *cmd = args[0];
@@ -517,10 +313,8 @@ int main(int argc, char **argv)
 			/* The switch reads the file: give it an absolute path, hex-encoded. */
 			char *abs = realpath(args[2], NULL), *h;
 
-			if (!abs) {
-				fprintf(stderr, "cdtctl: %s: %s\n", args[2], strerror(errno));
-				return 1;
-			}
+			if (!abs)
+				return die("%s: %s", args[2], strerror(errno));
 			h = hex(abs);
 			snprintf(line, sizeof(line), "ring %s %s", args[1], h);
 			free(h);

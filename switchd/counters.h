@@ -119,8 +119,10 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_DROP_DIGEST_PORT, "digest_wrong_port", SW_CNT_DROP,                               \
 	  "DIGEST on another port than its node's")                                                \
 	X(SW_CNT_DROP_SYNC, "sync_not_from_peer", SW_CNT_DROP, "SYNC from no configured peer")     \
-	X(SW_CNT_DROP_RING_REPLY, "ring_reply_dropped", SW_CNT_DROP,                               \
-	  "RING reply not from its node, or its ring full")                                        \
+	X(SW_CNT_DROP_RING_REPLY_SRC, "ring_reply_not_from_node", SW_CNT_DROP,                     \
+	  "RING reply from an address that is not its node")                                       \
+	X(SW_CNT_DROP_RING_REPLY_QUEUE, "ring_reply_queue_full", SW_CNT_DROP,                      \
+	  "RING reply: the control thread's digest ring full")                                     \
 	X(SW_CNT_DROP_SYNC_QUEUE, "sync_queue_full", SW_CNT_DROP, "SYNC ring full")                \
 	X(SW_CNT_DROP_AUTH_MISSING, "auth_missing", SW_CNT_DROP,                                   \
 	  "Control datagram without a MAC (cluster key set)")                                      \

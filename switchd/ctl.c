@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <rte_debug.h>
 #include <rte_rcu_qsbr.h>
 
 #include "clock.h"
 #include "ctl.h"
+#include "fmt.h"
 #include "httpd.h"
 #include "prom.h"
 #include "switchd.h"
@@ -62,11 +65,14 @@ struct sw *ctl_tel_switch(void)
 	return tel_sw;
 }
 
-json_t *ctl_error(const char *fmt, const char *arg)
+json_t *ctl_error(const char *fmt, ...)
 {
 	char msg[256];
+	va_list ap;
 
-	snprintf(msg, sizeof(msg), fmt, arg);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
@@ -87,22 +93,25 @@ int ctl_init(struct sw *sw, char *err, size_t errlen)
 
 /* ---- The registry. -------------------------------------------------------------------- */
 
-int ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux)
+void ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux)
 {
 	struct ctl *c = sw->ctl;
 	struct ctl_cmd *cmd;
 
+	/* A table too small or a name taken is the program's error, not the
+	 * operator's: stop at start-up rather than lose a command. */
 	if (!c || c->ncmds == CTL_MAX_CMDS || strlen(name) >= sizeof(cmd->name))
-		return -ENOSPC;
+		rte_panic("ctl_register: no room for command \"%s\" (CTL_MAX_CMDS %d, names < %zu "
+			  "bytes)\n",
+			  name, CTL_MAX_CMDS, sizeof(cmd->name));
 	for (unsigned i = 0; i < c->ncmds; i++)
 		if (!strcmp(c->cmds[i].name, name))
-			return -EEXIST;
+			rte_panic("ctl_register: command \"%s\" registered twice\n", name);
 	cmd = &c->cmds[c->ncmds++];
 	snprintf(cmd->name, sizeof(cmd->name), "%s", name);
 	cmd->nwords = strchr(name, ' ') ? 2 : 1;
 	cmd->fn = fn;
 	cmd->aux = aux;
-	return 0;
 }
 
 /* Does cmd's name match the first words of argv? */
@@ -152,7 +161,7 @@ char *ctl_command(struct sw *sw, const char *line)
 	char buf[CTL_LINE_MAX], *argv[CTL_MAX_ARGS], *save = NULL;
 	const struct ctl_cmd *cmd = NULL;
 	struct ctl *c = sw->ctl;
-	int argc = 0;
+	int argc = 0, text = 0;
 	json_t *r;
 	char *out;
 
@@ -160,24 +169,34 @@ char *ctl_command(struct sw *sw, const char *line)
 	for (char *t = strtok_r(buf, " \t\r\n", &save); t && argc < CTL_MAX_ARGS;
 	     t = strtok_r(NULL, " \t\r\n", &save))
 		argv[argc++] = t;
+	if (argc > 1 && !strcmp(argv[0], "text"))
+		text = 1;
 	for (unsigned i = 0; c && i < c->ncmds; i++)
-		if (matches(&c->cmds[i], argv, argc) && (!cmd || c->cmds[i].nwords > cmd->nwords))
+		if (matches(&c->cmds[i], argv + text, argc - text) &&
+		    (!cmd || c->cmds[i].nwords > cmd->nwords))
 			cmd = &c->cmds[i];
 	/* Commands read and change the CDT: the control thread is a QSBR reader
 	 * while it serves one (it waits for commands offline, sw_control_poll). */
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	if (argc == 0) {
-		r = ctl_error("empty command%s", "");
+		r = ctl_error("empty command");
 	} else if (cmd) {
-		r = cmd->fn(sw, argc - (int)cmd->nwords, argv + cmd->nwords, cmd->aux);
+		r = cmd->fn(sw, argc - text - (int)cmd->nwords, argv + text + cmd->nwords,
+			    cmd->aux);
 	} else {
-		char names[512], msg[600];
+		char names[512];
 
 		list_commands(c, names, sizeof(names));
-		snprintf(msg, sizeof(msg), "unknown command \"%%s\" (%s)", names);
-		r = ctl_error(msg, argv[0]);
+		r = ctl_error("unknown command \"%s\" (%s)", argv[text], names);
 	}
 	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers);
+	if (text && json_is_true(json_object_get(r, "ok"))) {
+		char *t = fmt_text_answer(r);
+
+		json_decref(r);
+		r = t ? json_pack("{s:b, s:s}", "ok", 1, "text", t) : ctl_error("out of memory");
+		free(t);
+	}
 	out = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
 	return out;
@@ -185,14 +204,13 @@ char *ctl_command(struct sw *sw, const char *line)
 
 /* ---- /metrics. ------------------------------------------------------------------------- */
 
-int ctl_register_metrics(struct sw *sw, ctl_metrics *fn)
+void ctl_register_metrics(struct sw *sw, ctl_metrics *fn)
 {
 	struct ctl *c = sw->ctl;
 
 	if (!c || c->nmetrics == CTL_MAX_METRICS)
-		return -ENOSPC;
+		rte_panic("ctl_register_metrics: no room (CTL_MAX_METRICS %d)\n", CTL_MAX_METRICS);
 	c->metrics[c->nmetrics++] = fn;
-	return 0;
 }
 
 char *ctl_metrics_render(struct sw *sw, size_t *len)

@@ -12,6 +12,8 @@
  *   stats | nodes | peers | neigh show | neigh add IP MAC PORT
  *   cdt show [HEXKEY] | cdt pin HEXKEY [replicas N] [force ID,ID...] | cdt unpin HEXKEY
  *   directory [on|off|show] | debug on | debug off | debug show
+ * "text" before a command asks for its answer as text, rendered by the
+ * formatters that write its JSON (fmt_text_answer): {"ok": true, "text": "..."}.
  * The same registry serves Prometheus /metrics (switches[].metrics_listen,
  * on libmicrohttpd driven from ctl_poll(), so on the control thread): each
  * module registers the function that adds its samples (ctl_register_metrics()),
@@ -45,16 +47,17 @@ int ctl_init(struct sw *sw, char *err, size_t errlen);
 
 /*
  * Register command `name` (one or two words: "peers", "cdt pin"); the
- * longest name that matches the line's first words runs. 0, or -ENOSPC /
- * -EEXIST.
+ * longest name that matches the line's first words runs. A full table or a
+ * name registered twice is a bug: it panics (as Open vSwitch's
+ * unixctl_command_register() asserts), so no command is lost unseen.
  */
-int ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux);
+void ctl_register(struct sw *sw, const char *name, ctl_handler *fn, void *aux);
 
 /* A module's share of /metrics: its samples into p (control thread, QSBR online). */
 typedef void ctl_metrics(struct sw *sw, struct prom *p);
 
-/* Register a module's metrics; they are rendered in the order registered. 0 or -ENOSPC. */
-int ctl_register_metrics(struct sw *sw, ctl_metrics *fn);
+/* Register a module's metrics; they are rendered in the order registered. Panics when full. */
+void ctl_register_metrics(struct sw *sw, ctl_metrics *fn);
 
 /*
  * The /metrics text (malloc'd, *len its length; caller frees), or NULL with
@@ -80,8 +83,8 @@ void ctl_close(struct sw *sw);
  */
 char *ctl_command(struct sw *sw, const char *line);
 
-/* {"ok": false, "error": fmt with arg}. */
-json_t *ctl_error(const char *fmt, const char *arg);
+/* {"ok": false, "error": the message printf formats}. */
+json_t *ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The switch DPDK telemetry answers for (one per process), or NULL. Any thread. */
 struct sw *ctl_tel_switch(void);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,55 +55,64 @@
 
 static unsigned sw_seq; /* distinguishes DPDK object names of successive switches */
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a)
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
-	snprintf(err, errlen, fmt, a);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 
+/*
+ * The worker lcores (switches[].lcores, else every EAL worker), then a worker
+ * each: sw->workers[] only ever holds workers, so that sw_fini() after a
+ * failure here frees what was made and nothing else.
+ */
 static int pick_lcores(struct sw *sw, char *err, size_t errlen)
 {
-	unsigned lc;
+	unsigned lc, lcores[SW_MAX_WORKERS], n = 0;
 
 	if (sw->self->nlcores) {
-		for (unsigned i = 0; i < sw->self->nlcores; i++) {
+		for (unsigned i = 0; i < sw->self->nlcores && n < SW_MAX_WORKERS; i++) {
 			lc = sw->self->lcores[i];
 			if (lc >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lc) ||
-			    lc == rte_get_main_lcore()) {
-				snprintf(err, errlen,
-					 "switches[%s].lcores: lcore %u is not an EAL worker lcore "
-					 "(give it to EAL with -l, main lcore excluded)",
-					 sw->self->name, lc);
-				return -1;
-			}
-			sw->workers[sw->nworkers++] = (void *)(uintptr_t)(lc + 1);
+			    lc == rte_get_main_lcore())
+				return fail(
+				    err, errlen,
+				    "switches[%s].lcores: lcore %u is not an EAL worker lcore "
+				    "(give it to EAL with -l, main lcore excluded)",
+				    sw->self->name, lc);
+			lcores[n++] = lc;
 		}
 	} else {
 		RTE_LCORE_FOREACH_WORKER(lc)
 		{
-			if (sw->nworkers < SW_MAX_WORKERS)
-				sw->workers[sw->nworkers++] = (void *)(uintptr_t)(lc + 1);
+			if (n < SW_MAX_WORKERS)
+				lcores[n++] = lc;
 		}
 	}
-	if (sw->nworkers == 0)
+	if (n == 0)
 		return fail(err, errlen,
 			    "no worker lcore: give EAL at least two lcores (-l 0,1): the main one "
-			    "runs the control thread%s",
-			    "");
-	for (uint16_t i = 0; i < sw->nworkers; i++) {
-		unsigned lcore = (unsigned)(uintptr_t)sw->workers[i] - 1;
+			    "runs the control thread");
+	for (uint16_t i = 0; i < n; i++) {
 		struct sw_worker *w = rte_zmalloc_socket("worker", sizeof(*w), RTE_CACHE_LINE_SIZE,
-							 (int)rte_lcore_to_socket_id(lcore));
+							 (int)rte_lcore_to_socket_id(lcores[i]));
 
 		if (!w)
-			return fail(err, errlen, "out of memory%s", "");
+			return fail(err, errlen, "out of memory for worker %u", i);
 		w->sw = sw;
 		w->index = i;
-		w->lcore = lcore;
+		w->lcore = lcores[i];
 		w->rng = rte_rand() | 1;
 		w->outstanding = scores_row(&sw->scores, i);
 		w->sample_countdown = 1; /* the first request is sampled */
-		sw->workers[i] = w;
+		sw->workers[sw->nworkers++] = w;
 	}
 	return 0;
 }
@@ -154,7 +164,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	qs = rte_rcu_qsbr_get_memsize(sw->nworkers + 2u);
 	sw->qsbr = rte_zmalloc("qsbr", qs, RTE_CACHE_LINE_SIZE);
 	if (!sw->qsbr || rte_rcu_qsbr_init(sw->qsbr, sw->nworkers + 2u) != 0)
-		return fail(err, errlen, "cannot create the QSBR variable%s", "");
+		return fail(err, errlen, "cannot create the QSBR variable");
 	for (unsigned t = 0; t < sw->nworkers + 2u; t++)
 		rte_rcu_qsbr_thread_register(sw->qsbr, t);
 
@@ -169,10 +179,10 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	sw->dig = calloc(1, sizeof(*sw->dig));
 	if (!sw->dig || dig_table_init(sw->dig, &cfg->digest) != 0 ||
 	    dig_table_track_all(sw->dig, cfg, clock_mono_us()) != 0)
-		return fail(err, errlen, "cannot create the health table%s", "");
+		return fail(err, errlen, "cannot create the health table");
 	sw->l2 = rte_zmalloc("l2", sizeof(*sw->l2), RTE_CACHE_LINE_SIZE);
 	if (!sw->l2)
-		return fail(err, errlen, "out of memory for the L2 tables%s", "");
+		return fail(err, errlen, "out of memory for the L2 tables");
 	l2_init(sw->l2, cfg, opts && opts->mac_age_s ? opts->mac_age_s : SW_MAC_AGE_S, SW_NB_AGE_S);
 
 	snprintf(name, sizeof(name), "dig_%s", sw->tag);

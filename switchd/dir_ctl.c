@@ -25,13 +25,6 @@
 
 /* ---- Formatters: a directory entry, the directory's figures. ------------------------------ */
 
-static const char *node_name(const struct sw *sw, uint16_t id)
-{
-	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
-
-	return n ? n->name : "?";
-}
-
 /*
  * One directory entry, for `cdt show`, `cdt pin` and /skewless/cdt; with
  * ownership, who owns the key (peer switches) and whether reads are spread.
@@ -47,11 +40,11 @@ static void format_entry(struct sw *sw, const struct cdt_entry *e, struct fmt *f
 
 	cdt_entry_counters(sw->cdt, e, &c);
 	for (unsigned i = 0; i < st->nreplicas; i++)
-		reps[i] = node_name(sw, st->replicas[i]);
+		reps[i] = cfg_node_name(sw->cfg, st->replicas[i]);
 	snprintf(kh, sizeof(kh), "%016llx", (unsigned long long)e->keyhash);
 	fmt_key(f, "key", key, klen);
 	fmt_str(f, "keyhash", kh);
-	fmt_str(f, "home", node_name(sw, e->home));
+	fmt_str(f, "home", cfg_node_name(sw->cfg, e->home));
 	fmt_int(f, "completed", (int64_t)st->completed);
 	fmt_list(f, "replicas", reps, st->nreplicas);
 	fmt_bool(f, "pinned", e->pinned);
@@ -239,7 +232,7 @@ static json_t *cmd_cdt_unpin(struct sw *sw, int argc, char **argv, void *aux)
 	struct cdt_entry *e = cdt_find(sw->cdt, keyhash(key, len));
 
 	if (!e || !cdt_entry_is(e, key, len))
-		return ctl_error("cdt unpin: key not in the directory%s", "");
+		return ctl_error("cdt unpin: key not in the directory");
 	rc = reconcile_remove(sw, e);
 	if (rc != 0)
 		return ctl_error("cdt unpin: %s", strerror(-rc));

@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_common.h>
@@ -333,4 +334,129 @@ char *fmt_mac(const uint8_t m[6], char *buf)
 {
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 	return buf;
+}
+
+/* ---- A command's answer as text (fmt_text_answer). ------------------------------------------ */
+
+#define TEXT_COLS 100
+
+/* The line being written: fields go on it one by one, broken before TEXT_COLS when wrap. */
+struct text_line {
+	FILE *out;
+	const char *indent;
+	size_t col;
+	bool wrap;
+};
+
+static void text_end_line(struct text_line *l)
+{
+	if (l->col)
+		fputc('\n', l->out);
+	l->col = 0;
+}
+
+static bool is_section(const json_t *v)
+{
+	return json_is_object(v) ||
+	       (json_is_array(v) && (!json_array_size(v) || json_is_object(json_array_get(v, 0))));
+}
+
+/* Field `name` of value v onto the line, by the plain formatters in FMT_TEXT; an
+ * object's fields as name.field, the elements of an array of non-strings as name.i. */
+static void text_put(struct text_line *l, const char *name, json_t *v)
+{
+	char sub[128], buf[1024];
+	struct fmt f;
+	const char *k;
+	size_t i, len;
+	json_t *e;
+
+	if (json_is_object(v)) {
+		json_object_foreach (v, k, e) {
+			snprintf(sub, sizeof(sub), "%s.%s", name, k);
+			text_put(l, sub, e);
+		}
+		return;
+	}
+	fmt_text(&f, buf, sizeof(buf), NULL);
+	if (json_is_array(v)) {
+		const char *strs[64];
+		unsigned n = 0;
+
+		json_array_foreach (v, i, e) {
+			if (!json_is_string(e) || n == RTE_DIM(strs))
+				break;
+			strs[n++] = json_string_value(e);
+		}
+		if (n < json_array_size(v)) {
+			json_array_foreach (v, i, e) {
+				snprintf(sub, sizeof(sub), "%s.%zu", name, i);
+				text_put(l, sub, e);
+			}
+			return;
+		}
+		fmt_list(&f, name, strs, n);
+	} else if (json_is_string(v))
+		fmt_str(&f, name, json_string_value(v));
+	else if (json_is_integer(v))
+		fmt_int(&f, name, json_integer_value(v));
+	else if (json_is_real(v))
+		fmt_double(&f, name, json_real_value(v));
+	else if (json_is_boolean(v))
+		fmt_bool(&f, name, json_is_true(v));
+	/* null: left out, as fmt_str(NULL) leaves it */
+	len = strlen(buf);
+	if (!len)
+		return;
+	if (l->col && l->wrap && l->col + 1 + len > TEXT_COLS)
+		text_end_line(l);
+	l->col += (size_t)fprintf(l->out, "%s%s", l->col ? " " : l->indent, buf);
+}
+
+char *fmt_text_answer(const json_t *answer)
+{
+	struct text_line l = {.indent = "", .wrap = true};
+	char *text = NULL;
+	size_t size, i;
+	const char *k;
+	json_t *v, *e;
+
+	l.out = open_memstream(&text, &size);
+	if (!l.out)
+		return NULL;
+	json_object_foreach ((json_t *)answer, k, v)
+		if (strcmp(k, "ok") && !is_section(v))
+			text_put(&l, k, v);
+	text_end_line(&l);
+	l.indent = "  ";
+	json_object_foreach ((json_t *)answer, k, v) {
+		if (!is_section(v))
+			continue;
+		fprintf(l.out, "%s:\n", k);
+		if (json_is_object(v)) {
+			const char *field;
+
+			l.wrap = true;
+			json_object_foreach (v, field, e)
+				text_put(&l, field, e);
+			text_end_line(&l);
+			continue;
+		}
+		if (!json_array_size(v))
+			fprintf(l.out, "  (none)\n");
+		l.wrap = false;
+		json_array_foreach (v, i, e) {
+			const char *field;
+			json_t *fv;
+
+			json_object_foreach (e, field, fv)
+				text_put(&l, field, fv);
+			text_end_line(&l);
+		}
+	}
+	if (fclose(l.out) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }

@@ -66,6 +66,15 @@ void fmt_tel(struct fmt *f, struct rte_tel_data *d);
 /* Into buf as "name=value name=value", only the fields named in `only` (NULL: all). */
 void fmt_text(struct fmt *f, char *buf, size_t cap, const char *const *only);
 
+/*
+ * A command's JSON answer as text, by fmt_text's rules (name=value, bools
+ * 0/1, lists a,b, nulls left out): the answer's plain fields on the first
+ * line; each object under a "name:" line, its fields wrapped at 100 columns
+ * (an object inside it as name.field=); each array of objects under a "name:"
+ * line, one line per element. "ok" is left out. malloc'd, NULL when out of memory.
+ */
+char *fmt_text_answer(const json_t *answer);
+
 /* Into prom: families prefix + name, every sample with labels (kept, not copied). */
 void fmt_prom(struct fmt *f, struct prom *prom, const char *prefix, const struct prom_label *labels,
 	      unsigned nlabels);

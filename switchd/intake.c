@@ -5,12 +5,14 @@
 #include "intake.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
 #include <rte_ip.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_telemetry.h>
 #include <rte_udp.h>
@@ -37,11 +39,6 @@ struct in_sample {
 	uint8_t key[HOT_MAX_KEY];
 };
 
-struct in_completion {
-	uint64_t keyhash;
-	uint64_t version;
-};
-
 struct intake {
 	struct rte_ring *samples;     /* workers -> control thread */
 	struct rte_ring *completions; /* workers -> control thread */
@@ -66,7 +63,7 @@ int intake_init(struct sw *sw, char *err, size_t errlen)
 	in->samples = rte_ring_create_elem(name, sizeof(struct in_sample), SW_SAMPLE_RING,
 					   SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "dcmp_%s", sw->tag);
-	in->completions = rte_ring_create_elem(name, sizeof(struct in_completion),
+	in->completions = rte_ring_create_elem(name, sizeof(struct reconcile_completion),
 					       SW_COMPLETION_RING, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (!in->samples || !in->completions) {
 		snprintf(err, errlen, "cannot create the hot-key detector: %s",
@@ -116,7 +113,7 @@ void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
 
 void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version)
 {
-	struct in_completion c = {.keyhash = keyhash, .version = version};
+	struct reconcile_completion c = {.keyhash = keyhash, .version = version};
 
 	/* Wake the control thread: until the copy is out, every read of the key
 	 * goes to its home. One system call per write to a directory key. */
@@ -237,7 +234,7 @@ static void take_samples(struct sw *sw)
 /* At most a ring's worth per round (what reconcile queues); the rest waits for the next. */
 static void take_completions(struct sw *sw)
 {
-	struct in_completion c;
+	struct reconcile_completion c;
 
 	for (unsigned n = 0; n < SW_COMPLETION_RING &&
 			     rte_ring_sc_dequeue_elem(sw->intake->completions, &c, sizeof(c)) == 0;
@@ -436,19 +433,28 @@ static void register_commands(struct sw *sw)
 /* /skewless/nodes (telemetry thread): scores are atomics, the rest read-only. */
 static int tel_nodes(struct sw *sw, struct rte_tel_data *d)
 {
+	int rc = 0;
+
 	rte_tel_data_start_dict(d);
+	/* A QSBR reader (nworkers + 1, under tel_lock): ring changes free replaced configs. */
+	pthread_mutex_lock(&sw->tel_lock);
+	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers + 1u);
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		const struct cfg_node *n = &sw->cfg->nodes[i];
 		struct rte_tel_data *nd = rte_tel_data_alloc();
 		struct fmt f;
 
-		if (!nd)
-			return -1;
+		if (!nd) {
+			rc = -1;
+			break;
+		}
 		fmt_tel(&f, nd);
 		format_node(sw, n, &f);
 		rte_tel_data_add_dict_container(d, n->name, nd, 0);
 	}
-	return 0;
+	rte_rcu_qsbr_thread_offline(sw->qsbr, sw->nworkers + 1u);
+	pthread_mutex_unlock(&sw->tel_lock);
+	return rc;
 }
 
 CTL_TELEMETRY("/skewless/nodes", tel_nodes,

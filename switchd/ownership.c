@@ -72,28 +72,18 @@ static void reset_owned(struct sw *sw)
 			reset_entry(sw, e);
 }
 
-/* The keys of every entry the predicate picks (collected first: no deletes while iterating). */
-static uint32_t collect(struct sw *sw, uint64_t *out,
-			bool (*pick)(struct sw *, struct cdt_entry *, uint64_t), uint64_t now_us)
-{
-	uint32_t it = 0, n = 0;
-	struct cdt_entry *e;
-
-	while ((e = cdt_next(sw->cdt, &it)) != NULL)
-		if (pick(sw, e, now_us))
-			out[n++] = e->keyhash;
-	return n;
-}
-
 /* A remote entry whose owner is no longer live or no longer claims it. */
-static bool remote_stale(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
+static bool remote_stale(struct sw *sw, struct cdt_entry *e, void *now)
 {
+	uint64_t now_us = *(const uint64_t *)now;
+
 	return e->owner != 0 && !peer_sync_claims(sw, e->owner, e->keyhash, now_us);
 }
 
 /* An entry we own (not pinned) that the cluster hot set no longer gives us. */
-static bool own_unwanted(struct sw *sw, struct cdt_entry *e, uint64_t now_us)
+static bool own_unwanted(struct sw *sw, struct cdt_entry *e, void *now)
 {
+	uint64_t now_us = *(const uint64_t *)now;
 	uint32_t nhot;
 	const struct peer_key *hot = peer_sync_hot_set(sw, &nhot);
 
@@ -236,24 +226,21 @@ static void publish_owned(struct sw *sw)
  */
 static void follow_peers(struct sw *sw, uint64_t now_us, bool tick, bool leased)
 {
-	uint64_t *victims = calloc(sw->cdt->max_entries, sizeof(*victims));
+	const uint64_t *victims;
 	uint32_t n;
 
-	if (!victims)
-		return;
-	n = collect(sw, victims, remote_stale, now_us);
+	n = reconcile_collect(sw, remote_stale, &now_us, &victims);
 	for (uint32_t i = 0; i < n; i++)
 		remove_keyhash(sw, victims[i], false);
 	peer_sync_follow_claims(sw, now_us, tick, apply_claims);
 	if (tick && __atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED)) {
-		n = collect(sw, victims, own_unwanted, now_us);
+		n = reconcile_collect(sw, own_unwanted, &now_us, &victims);
 		for (uint32_t i = 0; i < n; i++)
 			remove_keyhash(sw, victims[i], true);
 		if (leased)
 			install_owned(sw, now_us);
 	}
 	publish_owned(sw);
-	free(victims);
 }
 
 /*

@@ -467,13 +467,13 @@ static __rte_noinline uint8_t other_kind(struct sw_worker *w, struct pkt *p, uin
 		/* A node's answer to a ring change (ring_change.c), through the digests' ring. */
 		p->m->port = in_port;
 		if (!from_node(sw, p)) {
-			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY_SRC);
 			return K_DONE;
 		}
 		if (sw->keyed && !authentic(w, p)) /* counted by authentic() */
 			return K_DONE;
 		if (rte_ring_mp_enqueue(sw->digest_ring, p->m) != 0) {
-			drop(w, p->m, SW_CNT_DROP_RING_REPLY);
+			drop(w, p->m, SW_CNT_DROP_RING_REPLY_QUEUE);
 			return K_DONE;
 		}
 		return K_DONE;

@@ -270,25 +270,30 @@ void ports_fini(struct sw *sw)
 
 /* ---- Neighbours: `neigh show`, `neigh add IP MAC PORT`. ------------------------------------ */
 
-static const char *node_name(const struct sw *sw, uint16_t id)
+/* One neighbour, for `neigh show` and `neigh add`. */
+static json_t *neighbour_json(const struct sw *sw, uint32_t ip, const uint8_t mac[6], uint8_t port,
+			      bool is_static, uint16_t node)
 {
-	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+	char ips[16], macs[18];
+	struct fmt f;
+	json_t *o = fmt_json(&f);
 
-	return n ? n->name : "?";
+	fmt_str(&f, "ip", cfg_format_ipv4(ip, ips));
+	fmt_str(&f, "mac", fmt_mac(mac, macs));
+	fmt_str(&f, "port", port < sw->nports ? sw->ports[port].name : "?");
+	fmt_bool(&f, "static", is_static);
+	if (node)
+		fmt_str(&f, "node", cfg_node_name(sw->cfg, node));
+	return o;
 }
 
 static void nb_visit(void *arg, uint32_t ip, const uint8_t mac[6], uint8_t port, bool is_static,
 		     uint16_t node)
 {
 	json_t **ctx = arg;
-	struct sw *sw = (struct sw *)ctx[1];
-	char ips[16], macs[18];
 
-	fmt_mac(mac, macs);
-	json_array_append_new(
-	    ctx[0], json_pack("{s:s, s:s, s:s, s:b, s:s?}", "ip", cfg_format_ipv4(ip, ips), "mac",
-			      macs, "port", port < sw->nports ? sw->ports[port].name : "?",
-			      "static", is_static, "node", node ? node_name(sw, node) : NULL));
+	json_array_append_new(ctx[0],
+			      neighbour_json((struct sw *)ctx[1], ip, mac, port, is_static, node));
 }
 
 static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux)
@@ -312,8 +317,7 @@ static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux)
 					 argv[2]);
 		if (!l2_nb_learnable(ip, mac))
 			return ctl_error("neigh add: address 0.0.0.0 and multicast MACs are never "
-					 "neighbours%s",
-					 "");
+					 "neighbours");
 		for (uint16_t p = 0; p < sw->nports; p++)
 			if (!strcmp(sw->ports[p].name, argv[3]))
 				port = p;
@@ -321,7 +325,8 @@ static json_t *cmd_neigh(struct sw *sw, int argc, char **argv, void *aux)
 			return ctl_error("neigh add: no port named \"%s\"", argv[3]);
 		l2_nb_learn(sw->l2, ip, mac, (uint8_t)port, (uint32_t)(rte_rdtsc() / sw->tsc_hz),
 			    true);
-		return json_pack("{s:b}", "ok", 1);
+		return json_pack("{s:b, s:o}", "ok", 1, "neighbour",
+				 neighbour_json(sw, ip, mac, (uint8_t)port, true, 0));
 	}
-	return ctl_error("neigh: expected \"show\" or \"add IP MAC PORT\"%s", "");
+	return ctl_error("neigh: expected \"show\" or \"add IP MAC PORT\"");
 }

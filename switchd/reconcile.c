@@ -23,11 +23,6 @@ _Static_assert(CFG_MAX_REPLICAS <= CDT_MAX_REPLICAS, "a set can hold directory.m
 /* Write completions one round takes: what the workers' ring holds (intake takes no more). */
 #define RECONCILE_COMPLETIONS SW_COMPLETION_RING
 
-struct reconcile_completion {
-	uint64_t keyhash;
-	uint64_t version;
-};
-
 /*
  * Installed keys waiting for their first replica: the CDT update delay runs
  * from the install (the round decide.c found the key hot, or, with peers, the
@@ -52,6 +47,7 @@ struct reconcile {
 	uint32_t npending;
 	struct reconcile_pending pending[RECONCILE_PENDING];
 	struct prom_hist update_delay; /* control thread writes, relaxed */
+	uint64_t *victims;	       /* [cdt max_entries]: reconcile_collect()'s list */
 	/* A ring step: keys whose home moves in it are not installed (NULL: none). */
 	bool (*moving)(void *arg, uint64_t keyhash);
 	void *moving_arg;
@@ -66,11 +62,13 @@ int reconcile_init(struct sw *sw, char *err, size_t errlen)
 {
 	struct reconcile *r = calloc(1, sizeof(*r));
 
-	if (!r) {
+	sw->reconcile = r;
+	if (r)
+		r->victims = calloc(RTE_MAX(sw->cdt->max_entries, 1u), sizeof(*r->victims));
+	if (!r || !r->victims) {
 		snprintf(err, errlen, "out of memory for the directory manager");
 		return -1;
 	}
-	sw->reconcile = r;
 	prom_hist_init(&r->update_delay, update_delay_bounds, RTE_DIM(update_delay_bounds));
 	r->stats.enabled = sw->cfg->directory.enabled;
 	__atomic_store_n(&sw->dir_on, r->stats.enabled, __ATOMIC_RELAXED);
@@ -79,6 +77,8 @@ int reconcile_init(struct sw *sw, char *err, size_t errlen)
 
 void reconcile_fini(struct sw *sw)
 {
+	if (sw->reconcile)
+		free(sw->reconcile->victims);
 	free(sw->reconcile);
 	sw->reconcile = NULL;
 }
@@ -95,6 +95,20 @@ void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version)
 }
 
 /* ---- Installs and removals. --------------------------------------------------------------- */
+
+uint32_t reconcile_collect(struct sw *sw, bool (*pick)(struct sw *, struct cdt_entry *, void *),
+			   void *arg, const uint64_t **list)
+{
+	uint64_t *victims = sw->reconcile->victims;
+	uint32_t it = 0, n = 0;
+	struct cdt_entry *e;
+
+	while ((e = cdt_next(sw->cdt, &it)) != NULL && n < sw->cdt->max_entries)
+		if (pick(sw, e, arg))
+			victims[n++] = e->keyhash;
+	*list = victims;
+	return n;
+}
 
 int reconcile_remove(struct sw *sw, struct cdt_entry *e)
 {
@@ -244,6 +258,14 @@ static void follow_epoch(struct sw *sw, const struct hot_report *r)
 	st->epochs++;
 }
 
+/* A key the directory took itself: not pinned, not a peer's (that is not ours to switch off). */
+static bool own_unpinned(struct sw *sw, struct cdt_entry *e, void *arg)
+{
+	(void)sw;
+	(void)arg;
+	return !e->pinned && e->owner == 0;
+}
+
 void reconcile_set_enabled(struct sw *sw, bool on)
 {
 	struct reconcile_stats *st = &sw->reconcile->stats;
@@ -252,22 +274,14 @@ void reconcile_set_enabled(struct sw *sw, bool on)
 	st->enabled = on;
 	if (on)
 		return;
-	/* Off: back to ring-only routing for everything but manual pins. Collect
-	 * first: the hash is not iterated while keys are deleted from it. */
-	uint64_t *victims = calloc(sw->cdt->max_entries, sizeof(*victims));
-	uint32_t it = 0, n = 0;
+	/* Off: back to ring-only routing for everything but manual pins. */
+	const uint64_t *victims;
+	uint32_t n = reconcile_collect(sw, own_unpinned, NULL, &victims);
 	struct cdt_entry *e;
 
-	if (!victims)
-		return;
-	/* A peer's keys stay routed to it: that is not ours to switch off. */
-	while ((e = cdt_next(sw->cdt, &it)) != NULL)
-		if (!e->pinned && e->owner == 0)
-			victims[n++] = e->keyhash;
 	for (uint32_t i = 0; i < n; i++)
 		if ((e = cdt_find(sw->cdt, victims[i])) != NULL && reconcile_remove(sw, e) == 0)
 			st->retires++;
-	free(victims);
 	st->hot_set = 0;
 }
 

@@ -62,6 +62,12 @@ struct reconcile_stats {
 int reconcile_init(struct sw *sw, char *err, size_t errlen);
 void reconcile_fini(struct sw *sw);
 
+/* A write to a directory key completed at version: what the workers queue to intake. */
+struct reconcile_completion {
+	uint64_t keyhash;
+	uint64_t version;
+};
+
 /* Intake: a write to a directory key completed at version (queued for this round's run). */
 void reconcile_completed(struct sw *sw, uint64_t keyhash, uint64_t version);
 
@@ -75,6 +81,16 @@ void reconcile_run(struct sw *sw, const struct reconcile_want *want);
  */
 struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8_t *key,
 				    uint16_t key_len, uint8_t want, double share);
+/*
+ * The keyhashes of the entries pick() chooses, in *list, and how many. The
+ * caller removes them afterwards: the CDT is not iterated while keys are
+ * deleted from it. The list, made at reconcile_init() with room for every
+ * entry, is the next call's too, so a removal never stops half-way for want
+ * of memory.
+ */
+uint32_t reconcile_collect(struct sw *sw,
+			   bool (*pick)(struct sw *sw, struct cdt_entry *e, void *arg), void *arg,
+			   const uint64_t **list);
 /* Remove one entry: CDT removal, then UNREPLICATE (none for a peer's key). 0 or -errno. */
 int reconcile_remove(struct sw *sw, struct cdt_entry *e);
 /*

@@ -24,6 +24,21 @@ struct rehome {
 	struct rehome_moved *moved; /* rehome_remove() -> rehome_install() */
 };
 
+/* rehome_remove()'s predicate, for reconcile_collect(). */
+struct rehome_moves {
+	bool (*moves)(void *arg, uint64_t keyhash);
+	void *arg;
+};
+
+/* A key of ours whose home moves in the step. */
+static bool own_moving(struct sw *sw, struct cdt_entry *e, void *arg)
+{
+	const struct rehome_moves *m = arg;
+
+	(void)sw;
+	return e->owner == 0 && m->moves(m->arg, e->keyhash);
+}
+
 int rehome_init(struct sw *sw, char *err, size_t errlen)
 {
 	sw->rehome = calloc(1, sizeof(*sw->rehome));
@@ -45,25 +60,18 @@ void rehome_fini(struct sw *sw)
 uint32_t rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash), void *arg)
 {
 	struct rehome *r = sw->rehome;
-	uint64_t *gone;
-	uint32_t it = 0, n = 0, removed = 0;
+	struct rehome_moves pick = {.moves = moves, .arg = arg};
+	const uint64_t *gone;
+	uint32_t n, removed = 0;
 	struct cdt_entry *e;
 
 	reconcile_hold(sw, moves, arg);
-	gone = calloc(sw->cdt->max_entries ? sw->cdt->max_entries : 1, sizeof(*gone));
-	if (!gone)
-		return 0;
-	/* First the list, then the removals: removing frees slots the iteration walks. */
-	while ((e = cdt_next(sw->cdt, &it)) != NULL && n < sw->cdt->max_entries)
-		if (e->owner == 0 && moves(arg, e->keyhash))
-			gone[n++] = e->keyhash;
+	n = reconcile_collect(sw, own_moving, &pick, &gone);
 	if (r->moved_cap < r->nmoved + n) {
 		struct rehome_moved *m = realloc(r->moved, (r->nmoved + n) * sizeof(*m));
 
-		if (!m) {
-			free(gone);
+		if (!m)
 			return 0;
-		}
 		r->moved = m;
 		r->moved_cap = r->nmoved + n;
 	}
@@ -84,7 +92,6 @@ uint32_t rehome_remove(struct sw *sw, bool (*moves)(void *arg, uint64_t keyhash)
 			removed++;
 		}
 	}
-	free(gone);
 	return removed;
 }
 

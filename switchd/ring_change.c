@@ -37,8 +37,6 @@
 #include "ringmsg.h"
 #include "switchd.h"
 
-#define RING_CHANGE_MAX_CFGS 64
-
 /* The keys whose home moves in a ring step: between `from` and `to` active arcs, or (follower)
  * between the workers' ring and `target`. */
 struct step_arg {
@@ -49,8 +47,7 @@ struct step_arg {
 };
 
 struct ring_change {
-	struct cfg *cfgs[RING_CHANGE_MAX_CFGS]; /* configs applied (sw->cfg is the last) */
-	uint32_t ncfgs;
+	struct cfg *applied; /* the config a change made, sw->cfg (NULL: still sw_init()'s) */
 	bool changing;
 	bool driving;	      /* this switch applied (or resumed) the change; else it follows */
 	uint64_t ready;	      /* the epoch this switch is ready for (peer.h) */
@@ -104,10 +101,27 @@ void ring_change_fini(struct sw *sw)
 	ring_free(&m->prev);
 	ring_free(&m->next);
 	ring_free(&m->target);
-	for (uint32_t i = 0; i < m->ncfgs; i++)
-		free(m->cfgs[i]);
+	free(m->applied);
 	free(m);
 	sw->ring_change = NULL;
+}
+
+/*
+ * The config of a change for every thread. The one it replaces, if a change
+ * made it, is freed after every worker and the telemetry reader let go of
+ * it, as a replaced ring is.
+ */
+static void publish_cfg(struct sw *sw, struct cfg *next)
+{
+	struct ring_change *m = sw->ring_change;
+	struct cfg *old = m->applied;
+
+	m->applied = next;
+	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	if (old) {
+		rte_rcu_qsbr_synchronize(sw->qsbr, sw->nworkers);
+		free(old);
+	}
 }
 
 /* The step's ring for the workers; the old one is freed after every worker let go of it. */
@@ -344,7 +358,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 	char err[CFG_ERR_LEN];
 	bool stepwise = !m->changing && prev == m->next.version;
 
-	if (now_us < m->next_try_us || m->ncfgs == RING_CHANGE_MAX_CFGS)
+	if (now_us < m->next_try_us)
 		return -1;
 	m->next_try_us = now_us + RING_CHANGE_FOLLOW_RETRY_MS * 1000ull;
 	next = malloc(sizeof(*next));
@@ -375,8 +389,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 		free(next);
 		return -1;
 	}
-	m->cfgs[m->ncfgs++] = next;
-	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	publish_cfg(sw, next);
 	ring_free(&m->prev);
 	m->prev = m->next;
 	m->next = ring;
@@ -695,9 +708,6 @@ static json_t *apply(struct sw *sw, const char *path)
 		return ctl_error("%s: a ring change is in progress; wait until `cdtctl ring show` "
 				 "says it is stable",
 				 path);
-	if (m->ncfgs == RING_CHANGE_MAX_CFGS)
-		return ctl_error("%s: too many ring changes for one switch process; restart it",
-				 path);
 	next = malloc(sizeof(*next));
 	if (!next)
 		return ctl_error("%s: out of memory", path);
@@ -718,8 +728,7 @@ static json_t *apply(struct sw *sw, const char *path)
 		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables",
 				 path);
 	}
-	m->cfgs[m->ncfgs++] = next;
-	__atomic_store_n(&sw->cfg, next, __ATOMIC_RELEASE);
+	publish_cfg(sw, next);
 	/* The running ring becomes the previous one. */
 	ring_free(&m->prev);
 	m->prev = m->next;

@@ -11,7 +11,8 @@ testbed an operator has up, runs real processes (skewless-switchd,
 skewless-node, the skewless CLI) and tears everything down on every exit path
 (failure, exception, SIGTERM from meson's timeout). Every wait is bounded.
 
-  ops          put, get, del, get through the switch for 250 keys (inline)
+  ops          every cdtctl command in text mode; then put, get, del, get
+               through the switch for 250 keys (inline)
   values       values of 1 B to 256 KB (chunked past one datagram) through the
                switch and direct, put from stdin and read back byte-exact by the
                CLI; 256 KB + 1 is TOO_LARGE; the switch counts each op once;
@@ -304,6 +305,7 @@ def scenario_ops(tb):
         if rc == 0 and r:
             homes.add(r.get("node"))
     check(len(homes) == len(tb.cfg["nodes"]), f"every node took a first write ({len(homes)})")
+    cdtctl_text(tb)
     before = tb.counters()
     driver = os.path.join(tb.dir, "ops.py")
     with open(driver, "w") as f:
@@ -326,6 +328,51 @@ def scenario_ops(tb):
     rep = after["replies_forwarded"] - before["replies_forwarded"]
     check(fwd == 4 * n and rep == 4 * n,
           f"every one went through the switch: {fwd} requests and {rep} replies forwarded")
+
+
+def cdtctl_text(tb):
+    """Every cdtctl command without --json: it prints the fields of its
+    answer as name=value, tables one row per line; refused commands say why on
+    stderr and exit 1."""
+    def run(*args):
+        return subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket",
+                               tb.socket, *args], capture_output=True, text=True, timeout=10)
+
+    node = tb.cfg["nodes"][0]
+    port = next(p["name"] for p in tb.cfg["switches"][0]["ports"] if p.get("host") == "a1")
+    want = [
+        (["stats"], ["switch=s1 id=1 role=inline", "\ndirectory:\n  enabled=1 ",
+                     "requests_forwarded=", "\nports:\n  name=to-a1 ", "\nworkers:\n  lcore=1 "]),
+        (["nodes"], [f"nodes:\n  id={node['id']} name={node['name']} ip={node['ip']} ",
+                     "alive=1", f"port=to-{node['name']}"]),
+        (["peers"], ["peers_configured=0"]),
+        (["cdt", "pin", "e2e:text", "--replicas", "2"], ["entry:\n  key=e2e:text ", "pinned=1"]),
+        (["cdt", "show"], ["entries:\n", "  key=e2e:text "]),
+        (["cdt", "show", "e2e:text"], ["entries:\n  key=e2e:text ", "replicas="]),
+        (["cdt", "unpin", "e2e:text"], ["size="]),
+        (["directory", "off"], ["directory:\n  enabled=0 "]),
+        (["directory", "on"], ["directory:\n  enabled=1 "]),
+        (["directory", "show"], ["update_delay_seconds.count="]),
+        (["debug", "on"], ["debug=1"]),
+        (["debug", "off"], ["debug=0"]),
+        (["debug", "show"], ["debug=0", "log:"]),
+        (["neigh", "add", "10.77.0.250", "02:00:00:00:00:fa", port],
+         [f"neighbour:\n  ip=10.77.0.250 mac=02:00:00:00:00:fa port={port} static=1"]),
+        (["neigh", "show"], ["neighbours:\n", f"ip={node['ip']} ", f"node={node['name']}"]),
+        (["ring", "show"], ["state=stable version=1 "]),
+    ]
+    for args, fields in want:
+        r = run(*args)
+        missing = [f for f in fields if f not in r.stdout]
+        check(r.returncode == 0 and not missing,
+              f"cdtctl {' '.join(args)}: {len(r.stdout.splitlines())} lines, fields "
+              f"{'present' if not missing else 'missing: ' + repr(missing)}"
+              + (f" (exit {r.returncode}: {r.stderr.strip()})" if r.returncode else ""))
+    for args, why in [(["ring", "apply", tb.config], "ring.version: expected more than 1"),
+                      (["ring", "resume", tb.config], "ring.version: expected less than 1")]:
+        r = run(*args)
+        check(r.returncode == 1 and not r.stdout and r.stderr.startswith("cdtctl: ")
+              and why in r.stderr, f"cdtctl {' '.join(args[:2])} refused: {r.stderr.strip()}")
 
 
 OPS_PY = r'''

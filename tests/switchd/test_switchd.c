@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -45,6 +48,7 @@
 #include "payload.h"
 #include "peer.h"
 #include "rchange.h"
+#include "ring_change.h"
 #include "switchd.h"
 #include "wire.h"
 
@@ -1593,8 +1597,8 @@ START_TEST(keyed_control_needs_mac)
 	/* The switch's own REPLICATE leaves sealed. */
 	struct wire_replicate req = {.owner = 1, .ntargets = 1, .targets = {other}};
 
-	ck_assert_int_eq(egress_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req),
-			 0);
+	ck_assert_int_eq(
+	    egress_replicate(&sw, home, keyhash("w", 1), (const uint8_t *)"w", 1, 0, &req), 0);
 	for (int i = 0; i < 200 && n == 0; i++) {
 		usleep(200); /* worker 0 sends the control thread's frames every SW_DRAIN_US */
 		run();
@@ -2087,8 +2091,7 @@ START_TEST(commands_come_from_the_registry)
 {
 	char *out;
 
-	ck_assert_int_eq(ctl_register(&sw, "stats", frob, NULL), -EEXIST);
-	ck_assert_int_eq(ctl_register(&sw, "cdt frob", frob, (void *)frob), 0);
+	ctl_register(&sw, "cdt frob", frob, (void *)frob);
 	out = ctl_command(&sw, "cdt frob a b");
 	ck_assert_str_eq(out, "{\"ok\":true,\"argc\":2,\"first\":\"a\"}");
 	free(out);
@@ -2630,6 +2633,233 @@ START_TEST(ring_apply_validates)
 }
 END_TEST
 
+/* Whether fn, run in a child process, ends in abort() (no core file). */
+static bool aborts(void (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit none = {0, 0};
+
+		setrlimit(RLIMIT_CORE, &none);
+		fn();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+static void register_past_the_table(void)
+{
+	static struct sw fresh;
+	char err[64], name[16];
+
+	ck_assert_int_eq(ctl_init(&fresh, err, sizeof(err)), 0);
+	for (int i = 0; i <= 32; i++) {
+		snprintf(name, sizeof(name), "cmd%d", i);
+		ctl_register(&fresh, name, frob, NULL);
+	}
+}
+
+static void register_stats_again(void)
+{
+	ctl_register(&sw, "stats", frob, NULL);
+}
+
+/* A command the registry cannot keep stops the program instead of vanishing. */
+START_TEST(registry_refuses_loudly)
+{
+	ck_assert_msg(aborts(register_past_the_table), "a 33rd command was dropped unseen");
+	ck_assert_msg(aborts(register_stats_again), "a second \"stats\" was dropped unseen");
+}
+END_TEST
+
+/* A bad second entry in switches[].lcores: an error message, and sw_fini() frees what was made. */
+START_TEST(bad_second_lcore_is_an_error)
+{
+	static struct cfg bad; /* large: not on the stack */
+	static char text[4096];
+	struct sw_opts opts = {.idle_sleep_us = -1, .socket_path = "", .no_telemetry = true};
+	char err[CFG_ERR_LEN];
+
+	snprintf(text, sizeof(text), "%s", conf_json);
+	substitute(text, sizeof(text), "\"lcores\": [1]", "\"lcores\": [1, 7]");
+	ck_assert_msg(cfg_load_string(text, "lcores.json", &bad, err, sizeof(err)) == 0, "%s", err);
+	sw_fini(&sw);
+	drain_all();
+	ck_assert_int_eq(sw_init(&sw, &bad, cfg_switch_lookup(&bad, "s1"), &opts, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "switches[s1].lcores: lcore 7 is not an EAL worker lcore"), "%s",
+		      err);
+	sw_fini(&sw);
+	start_switch("s1"); /* for teardown */
+}
+END_TEST
+
+/* `text LINE`: ok, and every string of want (NULL-ended) in its text. */
+static void text_has(const char *line, const char *const *want)
+{
+	char cmd[1200];
+	json_t *r;
+	char *out;
+	const char *text;
+
+	snprintf(cmd, sizeof(cmd), "text %s", line);
+	out = ctl_command(&sw, cmd);
+	r = json_loads(out, 0, NULL);
+	text = json_string_value(json_object_get(r, "text"));
+	ck_assert_msg(json_is_true(json_object_get(r, "ok")) && text && *text, "%s -> %s", cmd,
+		      out);
+	for (; *want; want++)
+		ck_assert_msg(strstr(text, *want), "%s: no \"%s\" in\n%s", line, *want, text);
+	json_decref(r);
+	free(out);
+}
+
+/*
+ * Every command answers in text (cdtctl without --json): the fields its
+ * formatter writes into the JSON, as name=value, tables one row per line.
+ */
+START_TEST(every_command_answers_in_text)
+{
+	char dir[] = "/tmp/skl-sw-text-XXXXXX", path[64], line[600], hex[512];
+	static char conf[4096];
+
+	command_ok("cdt pin %s force n1,n2,n3%s", "hot", "");
+	text_has("stats", (const char *[]){"switch=s1 id=1 role=inline", "\ndirectory:\n  enabled=",
+					   "\ncounters:\n  ", "\ndrops:\n  ",
+					   "\nports:\n  name=a1 ", "\nworkers:\n  lcore=1 ", NULL});
+	text_has("nodes", (const char *[]){"nodes:\n  id=1 name=n1 ip=10.77.0.1 ",
+					   "\n  id=3 name=n3 ip=10.77.0.3 ", " port=n3", NULL});
+	text_has("peers", (const char *[]){"peers_configured=0", NULL});
+	text_has("cdt show", (const char *[]){"size=1 capacity=", "entries:\n  key=hot ",
+					      " replicas=n1,n2,n3 pinned=1", NULL});
+	snprintf(line, sizeof(line), "cdt show %s", hexkey("hot", hex));
+	text_has(line, (const char *[]){"entries:\n  key=hot ", NULL});
+	snprintf(line, sizeof(line), "cdt pin %s replicas 2", hexkey("warm", hex));
+	text_has(line, (const char *[]){"entry:\n  key=warm ", "pinned=1", NULL});
+	snprintf(line, sizeof(line), "cdt unpin %s", hexkey("warm", hex));
+	text_has(line, (const char *[]){"size=1", NULL});
+	text_has("directory off", (const char *[]){"directory:\n  enabled=0 entries=1 ", NULL});
+	text_has("directory on", (const char *[]){"directory:\n  enabled=1 ", NULL});
+	text_has("directory show", (const char *[]){"update_delay_seconds.count=", NULL});
+	text_has("debug on", (const char *[]){"debug=1", "log:\n", NULL});
+	text_has("debug off", (const char *[]){"debug=0", NULL});
+	text_has("debug show", (const char *[]){"debug=0", NULL});
+	text_has("neigh add 10.77.0.9 02:00:00:00:00:09 n4",
+		 (const char *[]){
+		     "neighbour:\n  ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4 static=1", NULL});
+	text_has("neigh show",
+		 (const char *[]){"neighbours:\n  ", "ip=10.77.0.9 mac=02:00:00:00:00:09 port=n4",
+				  "ip=10.77.0.3 mac=02:00:00:00:00:03 port=n3 static=0 node=n3",
+				  NULL});
+	text_has("ring show", (const char *[]){"state=stable version=1 ", NULL});
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/next.json", dir);
+	conf_at(conf, sizeof(conf), 2);
+	substitute(conf, sizeof(conf), "\"ip\": \"10.77.0.4\"}",
+		   "\"ip\": \"10.77.0.4\", \"weight\": 0}");
+	write_file(path, conf);
+	snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+	text_has(line, (const char *[]){"state=ramp version=2 ", NULL});
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * A switch takes any number of ring changes: each `ring apply` replaces the
+ * config, and the one it replaced is freed (after a grace period), not kept.
+ * A change that moves nothing completes in a few control rounds once every
+ * node has acknowledged its last epoch (their RING replies, given here).
+ */
+START_TEST(ring_applies_without_end)
+{
+	char dir[] = "/tmp/skl-sw-applies-XXXXXX", path[64], line[600], hex[512], want[64];
+	static char text[4096];
+	char *out;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/next.json", dir);
+	for (int v = 2; v <= 80; v++) {
+		conf_at(text, sizeof(text), v);
+		write_file(path, text);
+		snprintf(line, sizeof(line), "ring apply %s", hexkey(path, hex));
+		out = ctl_command(&sw, line);
+		ck_assert_msg(strstr(out, "\"ok\":true"), "apply %d: %s", v, out);
+		free(out);
+		snprintf(want, sizeof(want), "\"state\":\"stable\",\"version\":%d,", v);
+		for (uint16_t id = 1; id <= 4; id++) {
+			struct wire_msg ack = {.node = id,
+					       .status = WIRE_ST_OK,
+					       .version = rch_epoch((uint64_t)v, RCH_COMPLETE)};
+
+			ring_change_take_reply(&sw, &ack);
+		}
+		for (int i = 0; i < 200 && !command_has("ring show", want); i++)
+			sw_control_poll(&sw, 1);
+		ck_assert_msg(command_has("ring show", want), "version %d never stable", v);
+	}
+	ck_assert_uint_eq(sw.ring->version, 80);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* A RING reply from an address that is not its node's is dropped and counted for that reason. */
+START_TEST(ring_reply_drops_by_reason)
+{
+	uint8_t buf[2048], mac[6];
+	size_t n = encode(WIRE_OP_RING | WIRE_REPLY, "r", NULL, 1, 3, CLIENT_IP, CLIENT_PORT, buf);
+
+	node_mac(2, mac);
+	inject(2, 0,
+	       frame(mac, vip_mac, 0x0a4d0002u, VIP, SVC, SVC, buf, n)); /* n2 says it is n3 */
+	run();
+	ck_assert(command_has("stats", "\"ring_reply_not_from_node\":1"));
+	ck_assert(command_has("stats", "\"ring_reply_queue_full\":0"));
+}
+END_TEST
+
+#ifndef __SANITIZE_ADDRESS__ /* ASan has its own calloc */
+/* While set, calloc() fails: what the control path does without memory. */
+static bool calloc_fails;
+extern void *__libc_calloc(size_t n, size_t size);
+
+void *calloc(size_t n, size_t size)
+{
+	if (__atomic_load_n(&calloc_fails, __ATOMIC_RELAXED)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, size);
+}
+
+/* `directory off` removes every key the directory took, with memory short or not. */
+START_TEST(directory_off_needs_no_memory)
+{
+	static const char *const keys[] = {"k1", "k2", "k3"};
+	const uint16_t reps[] = {1, 2};
+	char *out;
+
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_ptr_nonnull(
+		    cdt_install(sw.cdt, keyhash(keys[i], 2), keys[i], 2, 1, reps, 2, 0));
+	command_ok("cdt pin %s force n3%s", "pinned", "");
+	ck_assert_uint_eq(sw.cdt->nentries, 4);
+	__atomic_store_n(&calloc_fails, true, __ATOMIC_RELAXED);
+	out = ctl_command(&sw, "directory off");
+	__atomic_store_n(&calloc_fails, false, __ATOMIC_RELAXED);
+	ck_assert_msg(strstr(out, "\"enabled\":false"), "%s", out);
+	ck_assert_msg(sw.cdt->nentries == 1, "directory off, yet %u entries installed",
+		      sw.cdt->nentries);
+	free(out);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("switchd");
@@ -2672,6 +2902,14 @@ static Suite *suite(void)
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
 	tcase_add_test(tc, ring_apply_validates);
+	tcase_add_test(tc, registry_refuses_loudly);
+	tcase_add_test(tc, bad_second_lcore_is_an_error);
+	tcase_add_test(tc, every_command_answers_in_text);
+	tcase_add_test(tc, ring_applies_without_end);
+	tcase_add_test(tc, ring_reply_drops_by_reason);
+#ifndef __SANITIZE_ADDRESS__
+	tcase_add_test(tc, directory_off_needs_no_memory);
+#endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peers");
 	tcase_set_timeout(tc, 60);
