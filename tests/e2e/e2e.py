@@ -479,9 +479,13 @@ def scenario_values(tb):
     # size list through the switch, put then get.
     check(fwd > 2 * len(VALUE_SIZES) and rep > 2 * len(VALUE_SIZES),
           f"the chunks went through the switch: {fwd} requests and {rep} replies forwarded")
+    # Counted per op, not per chunk, every node is back at 0; or at 1 where an
+    # attempt was resent and the node, still gathering the first, answered
+    # once (the switch writes that count off after 1 s). Counted per chunk,
+    # an op of 47 or 186 chunks would leave tens.
     inflight = {n["name"]: n["inflight"] for n in tb.cdtctl("nodes")["nodes"]}
-    check(all(v == 0 for v in inflight.values()),
-          f"each chunked op counted once in flight: every node back at 0 ({inflight})")
+    check(all(0 <= v <= 1 for v in inflight.values()),
+          f"each chunked op counted once in flight: every node back at 0 or 1 ({inflight})")
     big = bytes(262145)
     rc, out, err = cli_bytes(tb, "put", "big:over", "-", stdin=big)
     check(rc == 3 and "TOO_LARGE" in err and "262144" in err,
