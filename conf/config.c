@@ -557,6 +557,21 @@ static int parse_hosts(struct ctx *c, const json_t *root, const char *key, const
 	return 0;
 }
 
+/* A group of R distinct nodes needs R nodes on the ring. */
+static int check_replicas(struct ctx *c, const struct cfg *cfg)
+{
+	unsigned weighted = 0;
+
+	for (int i = 0; i < cfg->nnodes; i++)
+		weighted += cfg->nodes[i].weight > 0;
+	if (weighted && cfg->service.replicas > weighted)
+		return failf(c, "service.replicas",
+			     "%u is more than the %u nodes of weight > 0: a key's group needs that "
+			     "many distinct nodes",
+			     cfg->service.replicas, weighted);
+	return 0;
+}
+
 static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 {
 	json_t *arr, *v;
@@ -588,7 +603,9 @@ static int parse_root(struct ctx *c, const json_t *root, struct cfg *cfg)
 	    get_section(c, root, "", "", "node", &cfg->node) ||
 	    get_section(c, root, "", "", "auth", &cfg->auth))
 		return -1;
-	return check_unique(c, cfg);
+	if (check_unique(c, cfg))
+		return -1;
+	return check_replicas(c, cfg);
 }
 
 int cfg_load_string(const char *json, const char *name, struct cfg *cfg, char *err,

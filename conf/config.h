@@ -47,6 +47,7 @@ struct cfg_service {
 	uint8_t mac[6];
 	uint16_t mtu;
 	uint32_t max_value; /* bytes; larger values get TOO_LARGE */
+	uint32_t replicas;  /* R: a key's group, its home and the next R - 1 nodes */
 };
 
 /* One switchd port: a DPDK vdev string or a PCI address, and the host behind it. */

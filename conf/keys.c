@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "group.h"
 
 static const char *const role_names[] = {"inline", "one-arm", NULL};
 static const char *const mode_names[] = {"inpath", "hint", "direct", NULL};
@@ -174,6 +175,11 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(SERVICE, "max_value", max_value, 1, CFG_MAX_VALUE, CFG_MAX_VALUE,
 	     "largest value in bytes; larger values get TOO_LARGE. A value whose datagram "
 	     "would not fit the MTU travels in chunks (docs/protocol.md, \"Chunked operations\")"),
+
+    KEY_UINT(SERVICE, "replicas", replicas, 1, GROUP_MAX, 1,
+	     "R: every key is held by its home and the next R - 1 nodes clockwise, and a "
+	     "write is acknowledged once each live one holds it (docs/design.md section 13). "
+	     "1 keeps each key on its home alone; bare metal should use 3"),
 
     KEY_UINT(SWITCH, "id", id, 1, CFG_MAX_SWITCHES * 1000, 0, "unique", .flags = CFG_REQUIRED),
     KEY_STRING(SWITCH, "name", name, NULL, "unique, not a number (tools take NAME or ID)",

@@ -447,9 +447,10 @@ static __rte_noinline uint8_t other_kind(struct sw_worker *w, struct pkt *p, uin
 		       "the control thread takes DIGEST and SYNC");
 	_Static_assert(WIRE_OPS_SW_REPLIES ==
 			   (WIRE_OPS_SW_ROUTE | WIRE_OPS_ONE(WIRE_OP_REPLICATE) |
-			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING)),
+			    WIRE_OPS_ONE(WIRE_OP_UNREPLICATE) | WIRE_OPS_ONE(WIRE_OP_RING) |
+			    WIRE_OPS_ONE(WIRE_OP_VIEW)),
 		       "replies: of data ops (forwarded), of REPLICATE, UNREPLICATE (consumed) and "
-		       "of RING (the control thread's)");
+		       "of RING and VIEW (the control thread's)");
 	wire_decode_rest(p->hdr, &p->msg);
 	switch (op) {
 	case WIRE_OP_HINT:
@@ -464,7 +465,9 @@ static __rte_noinline uint8_t other_kind(struct sw_worker *w, struct pkt *p, uin
 	case WIRE_OP_UNREPLICATE | WIRE_REPLY:
 		return K_CTL_REPLY;
 	case WIRE_OP_RING | WIRE_REPLY:
-		/* A node's answer to a ring change (ring_change.c), through the digests' ring. */
+	case WIRE_OP_VIEW | WIRE_REPLY:
+		/* A node's answer to a ring change (ring_change.c) or to a view (view.c),
+		 * through the digests' ring. */
 		p->m->port = in_port;
 		if (!from_node(sw, p)) {
 			drop(w, p->m, SW_CNT_DROP_RING_REPLY_SRC);

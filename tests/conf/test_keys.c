@@ -15,6 +15,13 @@
 #define NODES2                                                                                     \
 	"\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"                               \
 	"{\"id\":2,\"name\":\"n2\",\"ip\":\"10.0.0.2\"}]"
+/* Service keys are set with enough nodes for the largest replica group. */
+#define NODES8                                                                                     \
+	"\"nodes\":[{\"id\":1,\"name\":\"n1\",\"ip\":\"10.0.0.1\"},"                               \
+	"{\"id\":2,\"name\":\"n2\",\"ip\":\"10.0.0.2\"},{\"id\":3,\"name\":\"n3\",\"ip\":\"10.0.0.3\"}," \
+	"{\"id\":4,\"name\":\"n4\",\"ip\":\"10.0.0.4\"},{\"id\":5,\"name\":\"n5\",\"ip\":\"10.0.0.5\"}," \
+	"{\"id\":6,\"name\":\"n6\",\"ip\":\"10.0.0.6\"},{\"id\":7,\"name\":\"n7\",\"ip\":\"10.0.0.7\"}," \
+	"{\"id\":8,\"name\":\"n8\",\"ip\":\"10.0.0.8\"}]"
 
 static const char *root(void)
 {
@@ -158,7 +165,7 @@ static void config_with(char *out, size_t cap, const char *section, const char *
 	const char *dot = strchr(section, '.');
 
 	if (!strcmp(section, "service")) {
-		snprintf(out, cap, "{" SERVICE ",\"%s\":%s}," NODES2 "}", key, value);
+		snprintf(out, cap, "{" SERVICE ",\"%s\":%s}," NODES8 "}", key, value);
 		return;
 	}
 	snprintf(inner, sizeof(inner), "{\"%s\":%s}", key, value);

@@ -1,0 +1,86 @@
+/*
+ * group.c - replica group placement and the VIEW codec (see group.h).
+ */
+#include "group.h"
+
+#include <errno.h>
+#include <string.h>
+
+unsigned ring_group(const struct ring *ring, uint32_t point, unsigned r, uint16_t *ids)
+{
+	uint32_t lo = 0, hi = ring->npoints;
+	unsigned n = 0;
+
+	if (ring->npoints == 0 || r == 0)
+		return 0;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ring->points[mid].value < point)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Clockwise from the key's point, each node once, until r or every point seen. */
+	for (uint32_t k = 0; k < ring->npoints && n < r; k++) {
+		uint16_t id = ring->points[(lo + k) % ring->npoints].node_id;
+		bool seen = false;
+
+		for (unsigned i = 0; i < n && !seen; i++)
+			seen = ids[i] == id;
+		if (!seen)
+			ids[n++] = id;
+	}
+	return n;
+}
+
+uint16_t group_primary(const struct wire_view *view, const uint16_t *ids, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!group_bit(view->down, ids[i]) && !group_bit(view->catching, ids[i]))
+			return ids[i];
+	return 0;
+}
+
+int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap)
+{
+	if (cap < WIRE_VIEW_LEN)
+		return -EMSGSIZE;
+	memcpy(buf, v->down, GROUP_BITMAP);
+	memcpy(buf + GROUP_BITMAP, v->catching, GROUP_BITMAP);
+	return WIRE_VIEW_LEN;
+}
+
+int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
+{
+	if (msg->op != WIRE_OP_VIEW || msg->val_len != WIRE_VIEW_LEN || msg->version == 0)
+		return -EBADMSG;
+	v->number = msg->version;
+	memcpy(v->down, msg->value, GROUP_BITMAP);
+	memcpy(v->catching, msg->value + GROUP_BITMAP, GROUP_BITMAP);
+	return 0;
+}
+
+int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t cap)
+{
+	if (cap < WIRE_VIEW_REPLY_LEN)
+		return -EMSGSIZE;
+	memset(buf, 0, WIRE_VIEW_REPLY_LEN);
+	buf[0] = r->state;
+	wire_put16(buf + 2, r->sources_left);
+	wire_put64(buf + 8, r->records);
+	return WIRE_VIEW_REPLY_LEN;
+}
+
+int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r)
+{
+	const uint8_t *p = msg->value;
+
+	if (msg->op != (WIRE_OP_VIEW | WIRE_REPLY) || msg->val_len != WIRE_VIEW_REPLY_LEN ||
+	    p[0] > WIRE_VIEW_CAUGHT_UP || p[1] != 0 || wire_get32(p + 4) != 0)
+		return -EBADMSG;
+	r->state = p[0];
+	r->sources_left = wire_get16(p + 2);
+	r->records = wire_get64(p + 8);
+	return 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * group.h - replica groups (docs/design.md section 13): which nodes hold a
+ * key, and the payloads of the ops that keep them (docs/protocol.md,
+ * "Replica groups"):
+ *
+ *   VIEW     switch -> node: header version = the view number; value = 32
+ *            bytes, the bitmap of nodes the view marks down, then 32 bytes,
+ *            those it marks catching up (bit id % 8 of byte id / 8). Reply:
+ *            version = the view the node holds; value = WIRE_VIEW_REPLY_LEN
+ *            bytes {u8 state, u8 0, be16 sources left, be32 0, be64
+ *            records taken}: where its catch-up is.
+ *   MEMBER   primary -> member: key; header version = the record's
+ *            version; value = be64 the pusher's view, then a record prefix
+ *            (ringmsg.h: kind, at-most-once outcomes, ttl; its ring-version
+ *            field is 0) and the value bytes. Reply: OK with version = the
+ *            version the member holds after it; UNAVAILABLE when the push
+ *            comes from an older view than the member's.
+ *   CATCHUP  catching-up node -> any node: no key in the request but the
+ *            cursor (0..WIRE_MAX_KEY bytes: the scan goes on strictly after
+ *            it; from the first key when empty); value = be16 the asking
+ *            node's id. Reply: OK with key = the next key of a group the
+ *            asker is a member of, version = its record's and value = a
+ *            record prefix and the value bytes; OK with a key and no value
+ *            when the scan's step visited only other groups' keys (go on
+ *            after it); NOT_FOUND at the end, version = the answering node's
+ *            version floor.
+ *
+ * Pure functions, no allocation; decoders return 0 or -EBADMSG, encoders the
+ * bytes written or -EMSGSIZE.
+ */
+#ifndef SKL_GROUP_H
+#define SKL_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "wire.h"
+
+#define GROUP_MAX	     8 /* service.replicas' bound */
+#define GROUP_BITMAP	     32 /* bytes: node ids 0..255 */
+#define WIRE_VIEW_LEN	     (2 * GROUP_BITMAP)
+#define WIRE_VIEW_REPLY_LEN  16
+#define WIRE_MEMBER_VIEW_LEN 8
+
+/*
+ * The group of the key at point: its home and the next r - 1 distinct nodes
+ * clockwise (Dynamo's preference list), into ids[0..). Returns how many (r,
+ * or fewer when the ring has fewer nodes); ids[0] is ring_lookup(point).
+ */
+unsigned ring_group(const struct ring *ring, uint32_t point, unsigned r, uint16_t *ids);
+
+static inline bool group_bit(const uint8_t *map, unsigned id)
+{
+	return id < 8 * GROUP_BITMAP && (map[id / 8] >> (id % 8)) & 1;
+}
+
+static inline void group_set_bit(uint8_t *map, unsigned id)
+{
+	if (id < 8 * GROUP_BITMAP)
+		map[id / 8] |= (uint8_t)(1u << (id % 8));
+}
+
+/* A view: the nodes it marks down, and those it marks catching up. */
+struct wire_view {
+	uint64_t number;
+	uint8_t down[GROUP_BITMAP];
+	uint8_t catching[GROUP_BITMAP];
+};
+
+/*
+ * The first member of ids[0..n) that view marks neither down nor catching
+ * up (the key's primary), or 0 when there is none.
+ */
+uint16_t group_primary(const struct wire_view *view, const uint16_t *ids, unsigned n);
+
+/* VIEW's value into buf[0..WIRE_VIEW_LEN). */
+int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap);
+/* A VIEW request (number from the header); -EBADMSG for another length or number 0. */
+int wire_view_decode(const struct wire_msg *msg, struct wire_view *v);
+
+enum wire_view_state {
+	WIRE_VIEW_SERVING = 0,	/* caught up, and the view it holds says so */
+	WIRE_VIEW_CATCHING = 1, /* taking its groups' records from the others */
+	WIRE_VIEW_CAUGHT_UP = 2 /* done: waits for a view that marks it up */
+};
+
+struct wire_view_reply {
+	uint8_t state;	       /* enum wire_view_state */
+	uint16_t sources_left; /* nodes its catch-up has still to read */
+	uint64_t records;      /* records its catch-up took */
+};
+
+int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t cap);
+int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r);
+
+#endif
