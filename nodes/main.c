@@ -263,11 +263,13 @@ int main(int argc, char **argv)
 			die("%s: cannot restore the ring state: %s", dbdir, strerror(-rc));
 	}
 
+	if (members_init(&n) != 0)
+		die("cannot set up replica groups: out of memory");
 	signal(SIGPIPE, SIG_IGN);
 	if (node_metrics_start(&n, err, sizeof(err)) != 0)
 		die("%s", err);
 	if (server_start(&n, cfg.node.workers) != 0 || ttl_start(&n) != 0 ||
-	    report_start(&n) != 0 || mignet_start(&n) != 0)
+	    report_start(&n) != 0 || mignet_start(&n) != 0 || members_start(&n) != 0)
 		die("cannot start threads: %s", strerror(errno));
 	log_info("node %u (%s) listening on %s:%u, data %s, %u workers, queue %u, durability %s, "
 		 "service time %u us, control messages %s",
@@ -289,9 +291,11 @@ int main(int argc, char **argv)
 	ttl_stop(&n);
 	report_stop(&n);
 	mignet_stop(&n);
+	members_stop(&n);
 	node_metrics_stop();
 	node_socket_close(&n); /* every sender has stopped */
 	mig_fini(&n.mig);
+	members_fini(&n);
 	store_close(n.store);
 	node_dump_counters(&n);
 	dedup_fini(n.dedup);

@@ -27,21 +27,14 @@ static uint16_t version_low(const struct node *n)
 	return (uint16_t)rch_epoch_version(mig_epoch(&n->mig));
 }
 
-/*
- * Send req to node `to` and wait for its answer, from a socket of this
- * thread's own (answers to it never reach the receive thread). 0 with *rep
- * pointing into in, or -ETIMEDOUT.
- */
-static int request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *in, size_t incap,
+int mignet_request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *in, size_t incap,
 		   struct wire_msg *rep)
 {
 	static __thread int fd = -1;
 	static __thread uint64_t seq;
-	static __thread uint8_t out[NODE_MAX_DGRAM];
 	const struct cfg *cfg = __atomic_load_n(&n->cfg, __ATOMIC_ACQUIRE);
 	const struct cfg_node *cn = cfg_node_by_id(cfg, to);
 	struct sockaddr_in addr = {.sin_family = AF_INET};
-	int len;
 
 	if (!cn)
 		return -ETIMEDOUT;
@@ -49,16 +42,13 @@ static int request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *i
 		return -ETIMEDOUT;
 	req->req_id = ((uint64_t)0xfffe0000u | n->self->id) << 32 | (uint32_t)++seq;
 	req->node = to;
-	len = wire_encode(req, out, sizeof(out));
-	if (len < 0)
-		return -ETIMEDOUT;
 	addr.sin_addr.s_addr = htonl(cn->ip);
 	addr.sin_port = htons(cn->port);
 	for (int attempt = 0; attempt < MIGNET_TRIES; attempt++) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 
-		/* node_send_on() seals it under a cluster key (proto/auth.h). */
-		if (node_send_on(n, fd, &addr, out, (size_t)len) != 0)
+		/* Whole or in chunks, sealed under a cluster key (proto/auth.h). */
+		if (node_send_msg_fd(n, fd, &addr, req) != 0)
 			continue;
 		while (poll(&p, 1, MIGNET_WAIT_MS) > 0) {
 			ssize_t got = recv(fd, in, incap, 0);
@@ -78,7 +68,7 @@ static int request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *i
 }
 
 /* The at-most-once outcomes a record carries, between the wire and migrate.h's form. */
-static void writes_to_wire(const struct mig_record *rec, struct wire_mig_prefix *pre)
+void mignet_writes_to_wire(const struct mig_record *rec, struct wire_mig_prefix *pre)
 {
 	pre->nwrites = rec->nwrites;
 	for (uint8_t i = 0; i < rec->nwrites; i++)
@@ -87,7 +77,7 @@ static void writes_to_wire(const struct mig_record *rec, struct wire_mig_prefix 
 							 .status = rec->writes[i].status};
 }
 
-static void writes_from_wire(const struct wire_mig_prefix *pre, struct mig_record *rec)
+void mignet_writes_from_wire(const struct wire_mig_prefix *pre, struct mig_record *rec)
 {
 	rec->nwrites = pre->nwrites;
 	for (uint8_t i = 0; i < pre->nwrites; i++)
@@ -111,7 +101,7 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 	const uint8_t *val;
 	uint32_t vlen;
 
-	if (request(n, from, &req, in, sizeof(in), &rep) != 0)
+	if (mignet_request(n, from, &req, in, sizeof(in), &rep) != 0)
 		return -ETIMEDOUT;
 	if (rep.status == WIRE_ST_NOT_FOUND) {
 		*rec = (struct mig_record){.version = rep.version}; /* its version floor */
@@ -126,7 +116,7 @@ static int net_fetch(void *arg, uint16_t from, uint64_t epoch, uint64_t hash, co
 				   .ttl_ms = pre.ttl_ms,
 				   .value = buf,
 				   .value_len = vlen};
-	writes_from_wire(&pre, rec);
+	mignet_writes_from_wire(&pre, rec);
 	return 1;
 }
 
@@ -147,13 +137,13 @@ static int net_push(void *arg, uint16_t to, uint64_t epoch, uint64_t hash, const
 				    .value = value};
 	int plen;
 
-	writes_to_wire(rec, &pre);
+	mignet_writes_to_wire(rec, &pre);
 	plen = wire_mig_prefix_encode(&pre, value, sizeof(value));
 	if (plen < 0 || rec->value_len > sizeof(value) - (size_t)plen)
 		return -EINVAL;
 	memcpy(value + plen, rec->value, rec->value_len);
 	req.val_len = (uint32_t)plen + rec->value_len;
-	if (request(n, to, &req, in, sizeof(in), &rep) != 0)
+	if (mignet_request(n, to, &req, in, sizeof(in), &rep) != 0)
 		return -ETIMEDOUT;
 	return rep.status == WIRE_ST_OK ? 0 : -EAGAIN;
 }
@@ -291,7 +281,7 @@ void mignet_fetch(struct node *n, const struct wire_msg *m, struct wire_msg *rep
 	struct wire_mig_prefix pre = {
 	    .kind = rec.kind, .version_low = version_low(n), .ttl_ms = rec.ttl_ms};
 
-	writes_to_wire(&rec, &pre);
+	mignet_writes_to_wire(&rec, &pre);
 	plen = wire_mig_prefix_encode(&pre, val, WIRE_MIG_PREFIX_MAX);
 	if (plen < 0) {
 		rep->status = WIRE_ST_INTERNAL;
@@ -327,7 +317,7 @@ void mignet_migrate(struct node *n, const struct wire_msg *m, struct wire_msg *r
 				  .ttl_ms = pre.ttl_ms,
 				  .value = val,
 				  .value_len = vlen};
-	writes_from_wire(&pre, &rec);
+	mignet_writes_from_wire(&pre, &rec);
 	rc = mig_serve_push(&n->mig, mig_epoch(&n->mig), m->keyhash, m->key, m->key_len, &rec,
 			    store_now_ms());
 	rep->status = rc == 0 ? WIRE_ST_OK : rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;

@@ -10,10 +10,22 @@
 #define SKL_NODE_MIGNET_H
 
 #include "node.h"
+#include "ringmsg.h"
 
 #define MIGNET_TRIES   3  /* a FETCH or MIGRATE is sent this many times */
 #define MIGNET_WAIT_MS 20 /* for an answer each time */
 #define MIGNET_TICK_MS 10 /* between warm-up steps (migrate.h: struct mig_pace) */
+
+/*
+ * Send req to node `to` and wait for its answer, from a socket of this
+ * thread's own (answers to it never reach the receive thread): MIGNET_TRIES
+ * of MIGNET_WAIT_MS. 0 with *rep pointing into in, or -ETIMEDOUT.
+ */
+int mignet_request(struct node *n, uint16_t to, struct wire_msg *req, uint8_t *in, size_t incap,
+		   struct wire_msg *rep);
+/* A record's at-most-once outcomes, between migrate.h's form and the wire's. */
+void mignet_writes_to_wire(const struct mig_record *rec, struct wire_mig_prefix *pre);
+void mignet_writes_from_wire(const struct wire_mig_prefix *pre, struct mig_record *rec);
 
 /* migrate.c's transport over the node's network; arg is the struct node. */
 extern const struct mig_transport mignet_transport;

@@ -478,14 +478,12 @@ static int take_epoch(struct mig *m, uint64_t epoch)
 	return 0;
 }
 
-int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
-		    struct mig_record *out, void *buf, size_t cap, uint64_t now_ms)
+int mig_read(struct mig *m, uint64_t hash, const void *key, size_t klen, struct mig_record *out,
+	     void *buf, size_t cap, uint64_t now_ms)
 {
 	struct store_record rec;
-	int rc = take_epoch(m, epoch);
+	int rc;
 
-	if (rc)
-		return rc;
 	/* Under the lock: every write applied here to the key is in rec and in its outcomes. */
 	mig_lock(m, hash);
 	rc = store_get(m->st, STORE_OWNED, key, klen, &rec, buf, cap);
@@ -497,25 +495,44 @@ int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *ke
 		*out = (struct mig_record){.version = store_floor(m->st)};
 	}
 	mig_unlock(m, hash);
-	if (rc <= 0)
-		return rc;
-	count(m, MIG_CTR_fetch_served);
-	return 1;
+	return rc > 0 ? 1 : rc;
 }
 
-int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
-		   const struct mig_record *in, uint64_t now_ms)
+int mig_serve_fetch(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
+		    struct mig_record *out, void *buf, size_t cap, uint64_t now_ms)
 {
-	struct store_record rec = stored_form(in, now_ms);
 	int rc = take_epoch(m, epoch);
 
 	if (rc)
 		return rc;
+	rc = mig_read(m, hash, key, klen, out, buf, cap, now_ms);
+	if (rc > 0)
+		count(m, MIG_CTR_fetch_served);
+	return rc;
+}
+
+int mig_adopt(struct mig *m, uint64_t hash, const void *key, size_t klen,
+	      const struct mig_record *in, uint64_t now_ms)
+{
+	struct store_record rec = stored_form(in, now_ms);
+	int rc;
+
 	mig_lock(m, hash);
 	rc = store_adopt(m->st, hash, key, klen, &rec, now_ms);
 	if (rc >= 0)
 		writes_in(m, hash, in);
 	mig_unlock(m, hash);
+	return rc;
+}
+
+int mig_serve_push(struct mig *m, uint64_t epoch, uint64_t hash, const void *key, size_t klen,
+		   const struct mig_record *in, uint64_t now_ms)
+{
+	int rc = take_epoch(m, epoch);
+
+	if (rc)
+		return rc;
+	rc = mig_adopt(m, hash, key, klen, in, now_ms);
 	if (rc < 0)
 		return rc;
 	count(m, rc ? MIG_CTR_push_stored : MIG_CTR_push_kept);

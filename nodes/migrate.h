@@ -202,6 +202,21 @@ void mig_unlock(struct mig *m, uint64_t hash);
 int mig_ensure(struct mig *m, uint64_t hash, const void *key, size_t klen, uint64_t now_ms);
 
 /*
+ * The owned record of a key with its at-most-once outcomes, in the form it
+ * travels in (an expired value as a tombstone of its version), read under
+ * the key's lock: 1 (*rec, value in buf), 0 none (rec->version: this node's
+ * version floor), -EMSGSIZE, -EIO. mig_adopt: store rec and take its
+ * outcomes under the key's lock, unless that version or a newer one is
+ * held: 1 stored, 0 kept the newer, -EIO. A ring change's FETCH and MIGRATE
+ * are these with an epoch check; replica groups' MEMBER and CATCHUP
+ * (nodes/group.c) use them as they are.
+ */
+int mig_read(struct mig *m, uint64_t hash, const void *key, size_t klen, struct mig_record *rec,
+	     void *buf, size_t cap, uint64_t now_ms);
+int mig_adopt(struct mig *m, uint64_t hash, const void *key, size_t klen,
+	      const struct mig_record *rec, uint64_t now_ms);
+
+/*
  * FETCH at this node (as a previous home), epoch the asker's: adopt it when
  * newer, then read the owned record under the key's lock. 1 (*rec, value in
  * buf), 0 none (rec->version: this node's version floor), -EAGAIN (the epoch

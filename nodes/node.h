@@ -21,6 +21,7 @@
 #include "auth.h"
 #include "config.h"
 #include "dedup.h"
+#include "members.h"
 #include "reasm.h"
 #include "migrate.h"
 #include "ring.h"
@@ -132,7 +133,14 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(send_errors, NODE_CTR_EVENT, "sendto() failures")                                        \
 	X(ttl_expired, NODE_CTR_EVENT, "Expired values removed by the sampler")                    \
 	X(tombstones_gc, NODE_CTR_EVENT, "Tombstones removed by GC")                               \
-	X(digests_sent, NODE_CTR_EVENT, "DIGEST datagrams sent")
+	X(digests_sent, NODE_CTR_EVENT, "DIGEST datagrams sent")                                  \
+	X(member_pushes, NODE_CTR_EVENT, "Records pushed to a member of their group (MEMBER)")   \
+	X(member_push_failed, NODE_CTR_EVENT,                                                      \
+	  "Of those, not confirmed: the write was answered UNAVAILABLE")                           \
+	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
+	X(member_refused, NODE_CTR_EVENT, "MEMBER pushes from an older view: UNAVAILABLE")        \
+	X(catchup_served, NODE_CTR_EVENT, "Records sent to a node catching up")                  \
+	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")
 
 enum node_counter {
 #define X(name, kind, help) NODE_CTR_##name,
@@ -205,6 +213,7 @@ struct node {
 	struct reasm reasm;	  /* chunked ops being gathered (by receivers, under reasm_lock) */
 	pthread_mutex_t reasm_lock;
 	struct through *through; /* write-through: holders and previous versions (through.h) */
+	struct members members;	 /* replica groups: the view, catch-up (members.h) */
 	struct node_queue queue;
 	_Atomic uint32_t queued;   /* mirror of queue.count, read without the lock */
 	_Atomic uint32_t inflight; /* requests a worker is serving */
@@ -267,13 +276,18 @@ static inline uint16_t node_load(struct node *n)
 
 /*
  * The key's home when it is not this node, 0 when this node owns it: a
- * request that needs the owner is answered MOVED to that home. During a ring
+ * request that needs the owner is answered MOVED to that home. With
+ * replica groups, the key's primary (members.h), under the view lock. During a ring
  * change the home is the effective one (migrate.h); RING_NO_NODE while this
  * node has joined and not yet been told the change (nobody's home is known).
  */
-static inline uint16_t node_other_home(const struct node *n, uint64_t keyhash)
+static inline uint16_t node_other_home(struct node *n, uint64_t keyhash)
 {
-	uint16_t home = mig_home(&n->mig, keyhash);
+	uint16_t home;
+
+	if (members_on(&n->members))
+		return members_other(n, keyhash);
+	home = mig_home(&n->mig, keyhash);
 
 	if (!home)
 		return RING_NO_NODE;

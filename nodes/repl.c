@@ -199,13 +199,13 @@ static int through_wait_ms(const struct node *n)
  * (agent.timeout_ms), at least as long as one push takes: the writes of a hot
  * key queue for their turns, and one refused is one its client must send again.
  */
-int repl_through_turn(struct node *n, uint64_t keyhash)
+int repl_through_turn(struct node *n, uint64_t keyhash, bool claim)
 {
 	int wait_ms = through_wait_ms(n);
 
 	if ((int)n->cfg->agent.timeout_ms > wait_ms)
 		wait_ms = (int)n->cfg->agent.timeout_ms;
-	return through_turn_take(n->through, keyhash, (unsigned)wait_ms, false);
+	return through_turn_take(n->through, keyhash, (unsigned)wait_ms, claim);
 }
 
 void repl_through_turn_end(struct node *n, uint64_t keyhash)
@@ -217,6 +217,14 @@ bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holde
 {
 	/* The version readers see until the switch has seen this write's reply. */
 	if (!through_holders(n->through, m->keyhash, holders) || keep_stored(n, STORE_OWNED, m) <= 0)
+		return false;
+	through_push_begin(n->through, m->keyhash);
+	return true;
+}
+
+bool repl_members_begin(struct node *n, const struct wire_msg *m)
+{
+	if (keep_stored(n, STORE_OWNED, m) <= 0)
 		return false;
 	through_push_begin(n->through, m->keyhash);
 	return true;

@@ -60,7 +60,8 @@ int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sock
  * section 5). The writes of a key with holders take turns: repl_through_turn()
  * waits for the previous write's turn to end (up to REPL_THROUGH_WAIT_MS plus
  * three service times) and takes it, before the write takes any lock a read
- * takes: 1; 0 when the key has no holders; -1 when the wait ran out, and the
+ * takes: 1; 0 when the key has no holders (and claim is not set: with
+ * replica groups every write takes a turn); -1 when the wait ran out, and the
  * write must not be applied (through_turn_take()). Within the
  * turn, before applying: repl_through_begin() tells whether there are holders
  * to push to (into holders, a bitmap of THROUGH_HOLDERS bytes), and if so
@@ -73,11 +74,21 @@ int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sock
  * reply, then ends the turn with repl_through_turn_end().
  */
 #define REPL_THROUGH_WAIT_MS 50
-int repl_through_turn(struct node *n, uint64_t keyhash);
+int repl_through_turn(struct node *n, uint64_t keyhash, bool claim);
 void repl_through_turn_end(struct node *n, uint64_t keyhash);
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
 void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
 		       const uint8_t *holders, struct wire_msg *rep);
+
+/*
+ * Replica groups (members.h): within the key's turn (taken with claim),
+ * before a write the primary pushes to the key's members, keep the current
+ * version as the previous one, which the primary's readers see until the
+ * push ends (through_push_end(), or repl_through_push() when the key has
+ * holders too). false when it cannot be kept (readers then see the write
+ * before its members hold it).
+ */
+bool repl_members_begin(struct node *n, const struct wire_msg *m);
 
 /* Replica: drop the copy; from a home, keep its version as a floor (store_replica_drop()). */
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

@@ -903,9 +903,10 @@ static bool cas_reads_only(const struct wire_msg *m)
 	return m->op == WIRE_OP_CAS && wire_cas_decode(m, &c) == 0 && c.action == WIRE_CAS_READ;
 }
 
-/* A write's push to the key's holders, done after the hand-over lock (on_write()). */
+/* A write's pushes, done after the hand-over lock (on_write()). */
 struct write_push {
-	bool through;
+	bool through; /* to the key's holders (write-through) */
+	bool members; /* to its group's members: the previous version kept for readers */
 	uint16_t owner;
 	uint8_t holders[THROUGH_HOLDERS];
 };
@@ -941,6 +942,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		return;
 	}
 	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
+	push->members = turn && !push->through && members_on(&n->members) &&
+			repl_members_begin(n, m);
 	if (m->op == WIRE_OP_PUT)
 		serve_put(n, m, rep);
 	else if (m->op == WIRE_OP_CAS)
@@ -1000,10 +1003,16 @@ typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
 static bool on_get(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		   struct wire_msg *rep, uint8_t *out, size_t cap)
 {
+	bool grouped = members_on(&n->members);
+
 	(void)from;
+	if (grouped)
+		members_read_lock(n);
 	mig_lock(&n->mig, m->keyhash);
 	serve_get(n, m, rep, out, cap);
 	mig_unlock(&n->mig, m->keyhash);
+	if (grouped)
+		members_read_unlock(n);
 	return true;
 }
 
@@ -1018,11 +1027,16 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	int turn = repl_through_turn(n, m->keyhash);
+	bool grouped = members_on(&n->members), served = false;
 	struct write_push push = {0};
 	bool sent = false;
 	uint16_t home;
-	int rc;
+	int turn, rc;
+
+	/* With replica groups: under one view from the primary check to the reply. */
+	if (grouped)
+		members_read_lock(n);
+	turn = repl_through_turn(n, m->keyhash, grouped);
 
 	/*
 	 * Another write of the key kept its turn past the wait: its push is still
@@ -1033,6 +1047,8 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	if (turn < 0) {
 		node_count(n, NODE_CTR_through_turn_timeout);
 		rep->status = WIRE_ST_UNAVAILABLE;
+		if (grouped)
+			members_read_unlock(n);
 		return true;
 	}
 	mig_lock(&n->mig, m->keyhash);
@@ -1047,15 +1063,28 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		rep->status = rc == -EAGAIN ? WIRE_ST_UNAVAILABLE : WIRE_ST_INTERNAL;
 	} else {
 		serve_write(n, m, from, turn > 0, rep, &push, out, cap);
+		served = true;
 	}
 	mig_unlock(&n->mig, m->keyhash);
+	/* Acknowledged only once every live member of the group holds it (members.h). */
+	if (grouped && served &&
+	    (rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND) &&
+	    members_push(n, m, rep) != 0) {
+		rep->status = WIRE_ST_UNAVAILABLE;
+		rep->value = NULL;
+		rep->val_len = 0;
+	}
 	if (push.through) {
 		repl_through_push(n, m, push.owner, push.holders, rep);
 		sent = node_send_reply(n, from, rep) == 0;
+	} else if (push.members) {
+		through_push_end(n->through, m->keyhash);
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn > 0)
 		repl_through_turn_end(n, m->keyhash);
+	if (grouped)
+		members_read_unlock(n);
 	return !sent;
 }
 
@@ -1115,6 +1144,31 @@ static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struc
 	return true;
 }
 
+/* Replica groups (members.h). */
+static bool on_view(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		    struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from;
+	members_on_view(n, m, rep, out, cap);
+	return true;
+}
+
+static bool on_member(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)out, (void)cap;
+	members_on_member(n, m, rep);
+	return true;
+}
+
+static bool on_catchup(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		       struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from;
+	members_on_catchup(n, m, rep, out, cap);
+	return true;
+}
+
 /* Indexed by op (requests only: ops are below 64). */
 static const node_handler handlers[64] = {
     [WIRE_OP_GET] = on_get,	    [WIRE_OP_PUT] = on_write,
@@ -1122,7 +1176,8 @@ static const node_handler handlers[64] = {
     [WIRE_OP_PROBE] = on_probe,	    [WIRE_OP_REPLICATE] = on_replicate,
     [WIRE_OP_RC_REQ] = on_rc_req,   [WIRE_OP_UNREPLICATE] = on_unreplicate,
     [WIRE_OP_RING] = on_ring,	    [WIRE_OP_FETCH] = on_fetch,
-    [WIRE_OP_MIGRATE] = on_migrate,
+    [WIRE_OP_MIGRATE] = on_migrate, [WIRE_OP_VIEW] = on_view,
+    [WIRE_OP_MEMBER] = on_member,   [WIRE_OP_CATCHUP] = on_catchup,
 };
 
 bool server_serves(uint8_t op)

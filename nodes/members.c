@@ -1,0 +1,507 @@
+/*
+ * members.c - replica groups at a node: views, member pushes, catch-up
+ * (members.h; docs/design.md section 13).
+ */
+#include "members.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "keyhash.h"
+#include "log.h"
+#include "mignet.h"
+#include "node.h"
+#include "auth.h"
+#include "chunk.h"
+#include "ringmsg.h"
+#include "send.h"
+
+int members_init(struct node *n)
+{
+	struct members *g = &n->members;
+	pthread_rwlockattr_t attr;
+
+	g->r = n->cfg->service.replicas;
+	atomic_store(&g->state, members_on(g) ? WIRE_VIEW_CATCHING : WIRE_VIEW_SERVING);
+	if (!members_on(g))
+		return 0;
+	if (cfg_build_ring(n->cfg, &g->ring) != 0)
+		return -1;
+	/* A new view must not wait behind a stream of reads. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&g->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	return 0;
+}
+
+void members_fini(struct node *n)
+{
+	struct members *g = &n->members;
+
+	if (!members_on(g))
+		return;
+	ring_free(&g->ring);
+	pthread_rwlock_destroy(&g->lock);
+}
+
+void members_read_lock(struct node *n)
+{
+	pthread_rwlock_rdlock(&n->members.lock);
+}
+
+void members_read_unlock(struct node *n)
+{
+	pthread_rwlock_unlock(&n->members.lock);
+}
+
+static unsigned group_of(const struct members *g, uint64_t keyhash, uint16_t *ids)
+{
+	return ring_group(&g->ring, keyhash_point(keyhash), g->r, ids);
+}
+
+uint16_t members_other(struct node *n, uint64_t keyhash)
+{
+	struct members *g = &n->members;
+	uint16_t ids[GROUP_MAX];
+	uint16_t primary = group_primary(&g->view, ids, group_of(g, keyhash, ids));
+
+	if (!primary || (primary == n->self->id && atomic_load(&g->state) != WIRE_VIEW_SERVING))
+		return RING_NO_NODE;
+	return primary == n->self->id ? 0 : primary;
+}
+
+/* ---- Pushing a record to a member. ---- */
+
+/* Room for a pushed record: the view, the longest prefix and the largest value. */
+#define PUSH_ROOM (WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_MAX + CFG_MAX_VALUE)
+
+/*
+ * MEMBER(rec, view) to node `to`: 0 once it holds that version or a newer
+ * one, -1 otherwise. rec's value is in buf past WIRE_MEMBER_VIEW_LEN +
+ * WIRE_MIG_PREFIX_MAX, where mig_read() put it, or right after the prefix
+ * (where a first push moved it: rec->value follows); the view and the
+ * prefix go before it.
+ */
+static int push_record(struct node *n, uint16_t to, uint64_t view, uint64_t keyhash,
+		       const void *key, uint16_t klen, struct mig_record *rec, uint8_t *buf)
+{
+	static __thread uint8_t in[WIRE_HDR_LEN + WIRE_MAX_KEY + 64];
+	struct wire_mig_prefix pre = {.kind = rec->kind, .ttl_ms = rec->ttl_ms};
+	uint32_t vlen = rec->kind == STORE_VALUE ? rec->value_len : 0;
+	struct wire_msg rep, req = {.op = WIRE_OP_MEMBER,
+				    .keyhash = keyhash,
+				    .version = rec->version,
+				    .key = key,
+				    .key_len = klen,
+				    .value = buf};
+	int plen;
+
+	mignet_writes_to_wire(rec, &pre);
+	wire_put64(buf, view);
+	plen = wire_mig_prefix_encode(&pre, buf + WIRE_MEMBER_VIEW_LEN, WIRE_MIG_PREFIX_MAX);
+	if (plen < 0)
+		return -1;
+	if (vlen && rec->value != buf + WIRE_MEMBER_VIEW_LEN + plen) {
+		memmove(buf + WIRE_MEMBER_VIEW_LEN + plen, rec->value, vlen);
+		rec->value = buf + WIRE_MEMBER_VIEW_LEN + plen;
+	}
+	req.val_len = WIRE_MEMBER_VIEW_LEN + (uint32_t)plen + vlen;
+	node_count(n, NODE_CTR_member_pushes);
+	if (mignet_request(n, to, &req, in, sizeof(in), &rep) != 0 || rep.status != WIRE_ST_OK ||
+	    rep.version < rec->version) {
+		node_count(n, NODE_CTR_member_push_failed);
+		return -1;
+	}
+	return 0;
+}
+
+int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep)
+{
+	static __thread uint8_t buf[PUSH_ROOM];
+	struct members *g = &n->members;
+	uint16_t ids[GROUP_MAX];
+	unsigned k = group_of(g, m->keyhash, ids);
+	struct mig_record rec;
+	int rc, failed = 0;
+
+	(void)rep;
+	rc = mig_read(&n->mig, m->keyhash, m->key, m->key_len, &rec,
+		      buf + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_MAX, CFG_MAX_VALUE,
+		      store_now_ms());
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		return 0; /* nothing stored (a DEL of nothing): nothing to hold */
+	for (unsigned i = 0; i < k; i++) {
+		if (ids[i] == n->self->id || group_bit(g->view.down, ids[i]))
+			continue;
+		if (push_record(n, ids[i], g->view.number, m->keyhash, m->key, m->key_len, &rec,
+				buf) != 0)
+			failed = -1;
+	}
+	return failed;
+}
+
+void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+{
+	struct members *g = &n->members;
+	struct wire_msg body = *m;
+	struct wire_mig_prefix pre;
+	struct store_record held;
+	struct mig_record rec;
+	const uint8_t *val;
+	uint64_t view;
+	uint32_t vlen;
+
+	if (!members_on(g) || m->val_len < WIRE_MEMBER_VIEW_LEN || m->version == 0) {
+		node_count(n, NODE_CTR_bad_payload);
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	body.value += WIRE_MEMBER_VIEW_LEN;
+	body.val_len -= WIRE_MEMBER_VIEW_LEN;
+	if (wire_mig_prefix_decode(&body, &pre, &val, &vlen) != 0) {
+		node_count(n, NODE_CTR_bad_payload);
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	/* View 0: a catch-up copy (members_on_catchup()), which fences nothing. */
+	view = wire_get64(m->value);
+	if (view && view < atomic_load(&g->number)) {
+		node_count(n, NODE_CTR_member_refused);
+		rep->status = WIRE_ST_UNAVAILABLE;
+		rep->version = atomic_load(&g->number);
+		return;
+	}
+	rec = (struct mig_record){
+	    .kind = pre.kind, .version = m->version, .ttl_ms = pre.ttl_ms, .value = val, .value_len = vlen};
+	mignet_writes_from_wire(&pre, &rec);
+	if (mig_adopt(&n->mig, m->keyhash, m->key, m->key_len, &rec, store_now_ms()) < 0 ||
+	    store_get(n->store, STORE_OWNED, m->key, m->key_len, &held, NULL, 0) < 0) {
+		rep->status = WIRE_ST_INTERNAL;
+		return;
+	}
+	node_count(n, NODE_CTR_member_stored);
+	rep->status = WIRE_ST_OK;
+	rep->version = held.version;
+}
+
+/* ---- Views. ---- */
+
+static bool marked(const uint8_t *map, const struct node *n)
+{
+	return group_bit(map, n->self->id);
+}
+
+void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
+		     uint8_t *out, size_t cap)
+{
+	struct members *g = &n->members;
+	struct wire_view v;
+	struct wire_view_reply r;
+	uint8_t *val = out + WIRE_HDR_LEN;
+	int len;
+
+	if (!members_on(g) || wire_view_decode(m, &v) != 0) {
+		node_count(n, NODE_CTR_bad_payload);
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	pthread_rwlock_wrlock(&g->lock);
+	if (v.number > g->view.number) {
+		int state = atomic_load(&g->state);
+
+		g->view = v;
+		atomic_store(&g->number, v.number);
+		/*
+		 * Marked down: pushes to this node were skipped, so whatever it
+		 * took is incomplete. Marked catching up while serving: the switch
+		 * saw it restart. Either way it catches up again, from the start.
+		 */
+		if (marked(v.down, n) || (marked(v.catching, n) && state == WIRE_VIEW_SERVING)) {
+			if (state != WIRE_VIEW_CATCHING)
+				log_info("view %llu marks this node %s: catching up",
+					 (unsigned long long)v.number,
+					 marked(v.down, n) ? "down" : "catching up");
+			atomic_store(&g->state, WIRE_VIEW_CATCHING);
+			atomic_fetch_add(&g->restarts, 1);
+		} else if (!marked(v.catching, n) && !marked(v.down, n) &&
+			   state == WIRE_VIEW_CAUGHT_UP && v.number > g->caught_up_at) {
+			atomic_store(&g->state, WIRE_VIEW_SERVING);
+			log_info("view %llu marks this node up: serving", (unsigned long long)v.number);
+		}
+	}
+	r = (struct wire_view_reply){.state = (uint8_t)atomic_load(&g->state),
+				     .sources_left = (uint16_t)atomic_load(&g->sources_left),
+				     .records = atomic_load(&g->records)};
+	rep->version = g->view.number;
+	pthread_rwlock_unlock(&g->lock);
+	len = wire_view_reply_encode(&r, val, cap - WIRE_HDR_LEN);
+	rep->status = WIRE_ST_OK;
+	rep->value = len > 0 ? val : NULL;
+	rep->val_len = len > 0 ? (uint32_t)len : 0;
+}
+
+/* ---- Catch-up: serving it. ---- */
+
+#define CATCHUP_REQ_LEN 12 /* be16 asker, be16 0, be64 the view that marks it catching up */
+
+struct scan_ctx {
+	const struct members *g;
+	uint16_t asker;
+	bool found;
+	uint64_t hash;
+	uint16_t klen;
+	uint8_t key[WIRE_MAX_KEY];
+};
+
+static int scan_one(void *arg, const void *key, size_t klen, const struct store_record *rec)
+{
+	struct scan_ctx *c = arg;
+	uint16_t ids[GROUP_MAX];
+	uint64_t hash = keyhash(key, klen);
+	unsigned k = group_of(c->g, hash, ids);
+
+	(void)rec;
+	memcpy(c->key, key, klen);
+	c->klen = (uint16_t)klen;
+	c->hash = hash;
+	for (unsigned i = 0; i < k; i++)
+		if (ids[i] == c->asker) {
+			c->found = true;
+			return 1;
+		}
+	return 0;
+}
+
+void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
+			uint8_t *out, size_t cap)
+{
+	static __thread uint8_t buf[PUSH_ROOM];
+	static __thread struct scan_ctx c;
+	struct members *g = &n->members;
+	uint8_t *val = out + WIRE_HDR_LEN + WIRE_MAX_KEY;
+	struct wire_mig_prefix pre;
+	struct mig_record rec;
+	bool end = false;
+	uint16_t chunks;
+	int rc, plen;
+
+	if (!members_on(g) || m->val_len != CATCHUP_REQ_LEN || cap < WIRE_HDR_LEN + WIRE_MAX_KEY) {
+		node_count(n, NODE_CTR_bad_payload);
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	/* Not yet at the view that marks the asker catching up: this node may not push to it yet. */
+	if (atomic_load(&g->number) < wire_get64(m->value + 4)) {
+		rep->status = WIRE_ST_UNAVAILABLE;
+		return;
+	}
+	c = (struct scan_ctx){.g = g, .asker = wire_get16(m->value)};
+	rc = store_scan_owned(n->store, m->key, m->key_len, MEMBERS_SCAN_STEP, scan_one, &c, &end);
+	if (rc < 0 && !c.found) {
+		rep->status = WIRE_ST_INTERNAL;
+		return;
+	}
+	if (!c.klen) { /* nothing after the cursor */
+		rep->status = WIRE_ST_NOT_FOUND;
+		rep->version = mig_floor(&n->mig);
+		rep->key = NULL;
+		rep->key_len = 0;
+		return;
+	}
+	rep->status = WIRE_ST_OK;
+	rep->keyhash = c.hash;
+	rep->key = c.key;
+	rep->key_len = c.klen;
+	rep->version = 0;
+	rep->val_len = 0;
+	if (!c.found)
+		return; /* this step saw only other groups' keys: go on after the last */
+	rc = mig_read(&n->mig, c.hash, c.key, c.klen, &rec,
+		      buf + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_MAX, CFG_MAX_VALUE, store_now_ms());
+	if (rc <= 0) {
+		rep->status = rc < 0 ? WIRE_ST_INTERNAL : WIRE_ST_OK; /* gone since: go on */
+		return;
+	}
+	node_count(n, NODE_CTR_catchup_served);
+	pre = (struct wire_mig_prefix){.kind = rec.kind, .ttl_ms = rec.ttl_ms};
+	mignet_writes_to_wire(&rec, &pre);
+	plen = wire_mig_prefix_encode(&pre, val, WIRE_MIG_PREFIX_MAX);
+	if (plen < 0) {
+		rep->status = WIRE_ST_INTERNAL;
+		return;
+	}
+	if (rec.kind == STORE_VALUE)
+		memcpy(val + plen, rec.value, rec.value_len);
+	rep->version = rec.version;
+	rep->value = val;
+	rep->val_len = (uint32_t)plen + (rec.kind == STORE_VALUE ? rec.value_len : 0);
+	/* A record too large for one datagram goes as a push, in chunks; the reply says go on. */
+	if (wire_chunk_needed(rep, n->cfg->service.mtu - (n->keyed ? WIRE_MAC_LEN : 0), &chunks)) {
+		rep->version = 0;
+		rep->value = NULL;
+		rep->val_len = 0;
+		if (push_record(n, c.asker, 0, c.hash, c.key, c.klen, &rec, buf) != 0)
+			rep->status = WIRE_ST_UNAVAILABLE;
+	}
+}
+
+/* ---- Catch-up: taking it. ---- */
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Stop a catch-up that a newer view restarted, or the node's stop. */
+static bool interrupted(struct node *n, uint32_t restarts)
+{
+	return atomic_load(&n->stop_bg) || atomic_load(&n->members.restarts) != restarts;
+}
+
+/*
+ * Take every record of this node's groups that node `from` holds, newer than
+ * the one here, at ring.warmup_keys_per_s. 0 when done, -1 when `from` did
+ * not answer (or is not at view yet) or the catch-up was interrupted.
+ */
+static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint32_t restarts)
+{
+	static uint8_t in[NODE_MAX_DGRAM + WIRE_MAX_KEY];
+	uint8_t cursor[WIRE_MAX_KEY], body[CATCHUP_REQ_LEN] = {0};
+	uint16_t clen = 0;
+	uint32_t rate = n->cfg->warmup_keys_per_s, taken = 0;
+	uint64_t second = clock_mono_ns();
+
+	wire_put16(body, n->self->id);
+	wire_put64(body + 4, view);
+	for (;;) {
+		struct wire_msg rep, req = {.op = WIRE_OP_CATCHUP,
+					    .keyhash = clen ? keyhash(cursor, clen) : 0,
+					    .key = clen ? cursor : NULL,
+					    .key_len = clen,
+					    .value = body,
+					    .val_len = CATCHUP_REQ_LEN};
+		struct wire_mig_prefix pre;
+		struct mig_record rec;
+		const uint8_t *val;
+		uint32_t vlen;
+
+		if (interrupted(n, restarts) ||
+		    mignet_request(n, from, &req, in, sizeof(in), &rep) != 0)
+			return -1;
+		if (rep.status == WIRE_ST_NOT_FOUND)
+			return store_raise_floor(n->store, rep.version) == 0 ? 0 : -1;
+		if (rep.status != WIRE_ST_OK || rep.key_len == 0 || rep.key_len > WIRE_MAX_KEY)
+			return -1;
+		memcpy(cursor, rep.key, rep.key_len);
+		clen = rep.key_len;
+		if (!rep.val_len)
+			continue;
+		if (wire_mig_prefix_decode(&rep, &pre, &val, &vlen) != 0 || rep.version == 0)
+			return -1;
+		rec = (struct mig_record){.kind = pre.kind,
+					  .version = rep.version,
+					  .ttl_ms = pre.ttl_ms,
+					  .value = val,
+					  .value_len = vlen};
+		mignet_writes_from_wire(&pre, &rec);
+		if (mig_adopt(&n->mig, keyhash(cursor, clen), cursor, clen, &rec, store_now_ms()) < 0)
+			return -1;
+		atomic_fetch_add(&n->members.records, 1);
+		node_count(n, NODE_CTR_catchup_records);
+		/* At the warm-up's rate: a returning node must not swamp its sources. */
+		if (++taken >= rate) {
+			uint64_t spent = clock_mono_ns() - second;
+
+			if (spent < 1000000000ull)
+				sleep_ms((uint32_t)((1000000000ull - spent) / 1000000));
+			taken = 0;
+			second = clock_mono_ns();
+		}
+	}
+}
+
+/* One catch-up, from every other node, under the view that marks this node catching up. */
+static void catch_up(struct node *n)
+{
+	struct members *g = &n->members;
+	uint32_t restarts = atomic_load(&g->restarts);
+	uint8_t left[GROUP_BITMAP] = {0};
+	unsigned nleft = 0;
+	uint64_t view;
+
+	pthread_rwlock_rdlock(&g->lock);
+	view = g->view.number;
+	bool ready = view && marked(g->view.catching, n) && !marked(g->view.down, n);
+	pthread_rwlock_unlock(&g->lock);
+	if (!ready)
+		return;
+	for (int i = 0; i < n->cfg->nnodes; i++)
+		if (n->cfg->nodes[i].id != n->self->id) {
+			group_set_bit(left, n->cfg->nodes[i].id);
+			nleft++;
+		}
+	log_info("catching up from %u nodes under view %llu", nleft, (unsigned long long)view);
+	while (nleft && !interrupted(n, restarts)) {
+		for (unsigned id = 1; id < 8 * GROUP_BITMAP; id++) {
+			bool down;
+
+			if (!group_bit(left, id))
+				continue;
+			pthread_rwlock_rdlock(&g->lock);
+			down = group_bit(g->view.down, id);
+			pthread_rwlock_unlock(&g->lock);
+			/* A node marked down is read by nobody: its records are on its groups' others. */
+			if (down || catch_up_from(n, (uint16_t)id, view, restarts) == 0) {
+				left[id / 8] &= (uint8_t)~(1u << (id % 8));
+				nleft--;
+			}
+			atomic_store(&g->sources_left, nleft);
+		}
+		if (nleft)
+			sleep_ms(MEMBERS_RETRY_MS);
+	}
+	pthread_rwlock_wrlock(&g->lock);
+	if (!interrupted(n, restarts)) {
+		g->caught_up_at = g->view.number;
+		atomic_store(&g->state, WIRE_VIEW_CAUGHT_UP);
+		log_info("caught up (%llu records): waiting for a view that marks this node up",
+			 (unsigned long long)atomic_load(&g->records));
+	}
+	pthread_rwlock_unlock(&g->lock);
+}
+
+static void *catch_up_main(void *arg)
+{
+	struct node *n = arg;
+
+	while (!atomic_load(&n->stop_bg)) {
+		if (atomic_load(&n->members.state) == WIRE_VIEW_CATCHING)
+			catch_up(n);
+		sleep_ms(10);
+	}
+	return NULL;
+}
+
+int members_start(struct node *n)
+{
+	if (!members_on(&n->members))
+		return 0;
+	if (pthread_create(&n->members.thread, NULL, catch_up_main, n) != 0)
+		return -1;
+	n->members.started = true;
+	return 0;
+}
+
+void members_stop(struct node *n)
+{
+	if (n->members.started)
+		pthread_join(n->members.thread, NULL);
+	n->members.started = false;
+}

@@ -1,0 +1,89 @@
+/*
+ * members.h - this node's side of replica groups (docs/design.md section 13,
+ * docs/protocol.md "Replica groups"), with service.replicas R above 1.
+ *
+ * A key's group is its ring home and the next R - 1 nodes (proto/group.h).
+ * The switch publishes views (VIEW): which nodes are down, which are
+ * catching up. A key's primary is the first member of its group the view
+ * marks neither; only the primary serves the key's reads and writes, and it
+ * answers a write once every member the view does not mark down holds it
+ * (MEMBER). A node starts catching up: it serves nothing, takes pushes, and
+ * reads every record of its groups from the other nodes (CATCHUP) before it
+ * says it is caught up; the switch then publishes a view that marks it up.
+ * A view that marks a serving node down or catching up sends it back to
+ * catching up. Views only grow: a push from an older view than the node's
+ * is refused, so a member the switch has skipped cannot have a write
+ * acknowledged in its old role.
+ *
+ * Data ops hold the view lock for reading from the primary check to the
+ * reply (members_read_lock()); a new view takes it for writing, so it waits
+ * for every write in flight under the old one.
+ */
+#ifndef SKL_NODE_MEMBERS_H
+#define SKL_NODE_MEMBERS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "group.h"
+#include "ring.h"
+#include "wire.h"
+
+struct node;
+
+#define MEMBERS_SCAN_STEP 256 /* owned records a CATCHUP request visits at most */
+#define MEMBERS_RETRY_MS  100 /* between catch-up passes over sources that did not answer */
+
+struct members {
+	unsigned r; /* service.replicas; 1: every key on its home alone, nothing here runs */
+	struct ring ring;
+	pthread_rwlock_t lock; /* readers: data ops; writer: a new view */
+	struct wire_view view; /* number 0: none yet */
+	_Atomic uint64_t number;
+	_Atomic int state;	     /* enum wire_view_state */
+	uint64_t caught_up_at;	     /* the view held when the catch-up ended */
+	_Atomic uint32_t restarts;   /* views that sent this node back to catching up */
+	_Atomic uint32_t sources_left;
+	_Atomic uint64_t records;
+	pthread_t thread;
+	bool started;
+};
+
+/* From the config: R and the ring. 0, or -1 (no memory). */
+int members_init(struct node *n);
+void members_fini(struct node *n);
+/* The catch-up thread (stops with stop_bg); nothing with R = 1. */
+int members_start(struct node *n);
+void members_stop(struct node *n);
+
+static inline bool members_on(const struct members *g)
+{
+	return g->r > 1;
+}
+
+/*
+ * Under the read lock: 0 when this node serves keyhash now; else the node
+ * that does (its primary), or RING_NO_NODE when none does (answer
+ * UNAVAILABLE).
+ */
+uint16_t members_other(struct node *n, uint64_t keyhash);
+void members_read_lock(struct node *n);
+void members_read_unlock(struct node *n);
+
+/*
+ * After a write at the primary (rep its reply, under the read lock): push
+ * the key's record to every member the view does not mark down. 0 when each
+ * holds it, -1 when one did not confirm (the write is not acknowledged).
+ */
+int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep);
+
+/* Handlers (server.c's table): VIEW, MEMBER, CATCHUP. */
+void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
+		     uint8_t *out, size_t cap);
+void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
+void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
+			uint8_t *out, size_t cap);
+
+#endif
