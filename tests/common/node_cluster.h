@@ -60,13 +60,16 @@ static void kill_all(void)
  * data in dir/n<id>, the "node" section's members node_params and, when
  * agent_params is not NULL, an "agent" section with those members.
  */
+static const char *cluster_service_params = ""; /* more "service" members: ",\"replicas\":2" */
+
 static void write_cluster_config(const char *path, int n, const int *weights,
 				 const char *node_params, const char *agent_params)
 {
 	FILE *f = fopen(path, "w");
 
 	ck_assert_ptr_nonnull(f);
-	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u},\n", base_port);
+	fprintf(f, "{\"service\":{\"vip\":\"127.0.0.1\",\"port\":%u%s},\n", base_port,
+		cluster_service_params);
 	fprintf(f, "\"switches\":[{\"id\":1,\"name\":\"s1\",\"role\":\"one-arm\","
 		   "\"ports\":[{\"name\":\"p\",\"vdev\":\"net_tap0,iface=t0\"}]}],\n\"nodes\":[");
 	for (int i = 1; i <= n; i++)

@@ -26,6 +26,8 @@
 #include "chunk.h"
 #include "config.h"
 #include "digest.h"
+#include "group.h"
+#include "ringmsg.h"
 #include "keyhash.h"
 #include "node.h"
 #include "ring.h"
@@ -1942,6 +1944,203 @@ START_TEST(keyed_chunked_replication)
 }
 END_TEST
 
+/* ---- Replica groups (nodes/members.h): the test is the switch that publishes views. ---- */
+
+/* VIEW(number, down, catching) to node id from the switch's socket: the state it answers, or -1. */
+static int send_view(int id, uint64_t number, const uint8_t *down, const uint8_t *catching)
+{
+	struct wire_view v = {.number = number};
+	uint8_t val[WIRE_VIEW_LEN], out[256], in[2048];
+	struct wire_msg m = {.op = WIRE_OP_VIEW,
+			     .req_id = ((uint64_t)9 << 32) | ++seq,
+			     .version = number,
+			     .value = val,
+			     .val_len = WIRE_VIEW_LEN};
+	struct sockaddr_in to = node_addr(id);
+	uint64_t deadline = clock_mono_ms() + 500;
+	int len;
+
+	memcpy(v.down, down, GROUP_BITMAP);
+	memcpy(v.catching, catching, GROUP_BITMAP);
+	ck_assert_int_eq(wire_view_encode(&v, val, sizeof(val)), WIRE_VIEW_LEN);
+	len = wire_encode(&m, out, sizeof(out));
+	ck_assert_int_gt(len, 0);
+	sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
+	while (clock_mono_ms() < deadline) {
+		struct pollfd p = {.fd = sw_fd, .events = POLLIN};
+		struct wire_view_reply r;
+		struct wire_msg rep;
+		ssize_t got;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		got = recv(sw_fd, in, sizeof(in), 0);
+		if (got > 0 && wire_decode(in, (size_t)got, &rep) == WIRE_OK &&
+		    rep.req_id == m.req_id && wire_view_reply_decode(&rep, &r) == 0)
+			return r.state;
+	}
+	return -1;
+}
+
+/* Resend a view to node id until it answers state want (10 s at most). */
+static void view_until(int id, uint64_t number, const uint8_t *down, const uint8_t *catching,
+		       int want)
+{
+	int got = -1;
+
+	for (int i = 0; i < 100 && got != want; i++) {
+		got = send_view(id, number, down, catching);
+		if (got != want)
+			sleep_ms(100);
+	}
+	ck_assert_msg(got == want, "n%d answered view %llu with state %d, not %d", id,
+		      (unsigned long long)number, got, want);
+}
+
+/* A key's primary when the nodes in down are down: the first of its group that is not. */
+static uint16_t primary_of(const char *key, const uint8_t *down)
+{
+	uint16_t ids[GROUP_MAX];
+	struct wire_view v = {.number = 1};
+	unsigned k = ring_group(&ring, keyhash_point(keyhash(key, strlen(key))), 2, ids);
+
+	memcpy(v.down, down, GROUP_BITMAP);
+	return group_primary(&v, ids, k);
+}
+
+/*
+ * R = 2 over 3 nodes. Writes are acknowledged once both members hold them;
+ * a write whose other member died is not acknowledged until a view marks
+ * that member down; with a node killed, its keys are served by their next
+ * member, with every acknowledged write; wiped and restarted, it catches up
+ * from the others before it serves, and its versions go on from theirs. A
+ * push from an older view is refused.
+ */
+START_TEST(replica_group_failover_and_refill)
+{
+	enum { NK = 48 };
+	static char keys[NK][24], vals[NK][24];
+	static uint64_t ver[NK];
+	uint8_t none[GROUP_BITMAP] = {0}, all[GROUP_BITMAP] = {0}, down[GROUP_BITMAP] = {0};
+	uint64_t view = 100;
+	char path[400];
+
+	cluster_service_params = ",\"replicas\":2";
+	write_config(3, "\"durability\":\"sync\"");
+	cluster_service_params = "";
+	for (int id = 1; id <= 3; id++) {
+		start_node(id, NULL);
+		group_set_bit(all, (unsigned)id);
+	}
+	/* A node starts catching up: it serves nothing until a view marks it up after. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_CATCHING);
+	ck_assert_uint_eq(req(1, WIRE_OP_GET, "any", NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		send_view(id, view, none, all);
+	for (int id = 1; id <= 3; id++)
+		view_until(id, view, none, all, WIRE_VIEW_CAUGHT_UP);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+
+	for (int i = 0; i < NK; i++) {
+		struct wire_msg r;
+		uint16_t home;
+
+		snprintf(keys[i], sizeof(keys[i]), "rg-%d", i);
+		snprintf(vals[i], sizeof(vals[i]), "v1-%d", i);
+		home = primary_of(keys[i], none);
+		r = req(home, WIRE_OP_PUT, keys[i], vals[i], (uint32_t)strlen(vals[i]), 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ver[i] = r.version;
+		/* Any other node sends the reader to the primary. */
+		r = req(home % 3 + 1, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+		ck_assert_uint_eq(r.node, home);
+	}
+
+	/* Node 1 dies: a write whose other member it is waits for the view that skips it. */
+	kill(pids[1], SIGKILL);
+	waitpid(pids[1], NULL, 0);
+	pids[1] = 0;
+	group_set_bit(down, 1);
+	for (int i = 0; i < NK; i++) {
+		uint16_t ids[GROUP_MAX];
+
+		ring_group(&ring, keyhash_point(keyhash(keys[i], strlen(keys[i]))), 2, ids);
+		if (ids[0] != 1 && ids[1] == 1) {
+			struct wire_msg r = req(ids[0], WIRE_OP_PUT, keys[i], "x", 1, 0, 0);
+
+			ck_assert_uint_eq(r.status, WIRE_ST_UNAVAILABLE);
+			break;
+		}
+	}
+	view++;
+	for (int id = 2; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, down, none), WIRE_VIEW_SERVING);
+	for (int i = 0; i < NK; i++) {
+		uint16_t at = primary_of(keys[i], down);
+		struct wire_msg r = req(at, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
+
+		/* Every acknowledged write is there; one refused above may be too (not acknowledged). */
+		ck_assert_msg(r.status == WIRE_ST_OK && r.version >= ver[i], "%s at n%u: %s v%llu",
+			      keys[i], at, wire_status_name(r.status), (unsigned long long)r.version);
+		snprintf(vals[i], sizeof(vals[i]), "v2-%d", i);
+		r = req(at, WIRE_OP_PUT, keys[i], vals[i], (uint32_t)strlen(vals[i]), 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_gt(r.version, ver[i]);
+		ver[i] = r.version;
+	}
+
+	/* Its disk is lost; restarted, it catches up from the others, then serves. */
+	snprintf(path, sizeof(path), "%s/n1", dir);
+	rm_tree(path);
+	start_node(1, NULL);
+	memset(down, 0, sizeof(down));
+	uint8_t one[GROUP_BITMAP] = {0};
+
+	group_set_bit(one, 1);
+	view++;
+	for (int id = 2; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, one), WIRE_VIEW_SERVING);
+	view_until(1, view, none, one, WIRE_VIEW_CAUGHT_UP);
+	ck_assert_uint_ge(counter(1, "catchup_records"), 1);
+	view++;
+	for (int id = 2; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_view(1, view, none, none), WIRE_VIEW_SERVING);
+	for (int i = 0; i < NK; i++) {
+		uint16_t at = primary_of(keys[i], none);
+		struct wire_msg r = req(at, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
+
+		ck_assert_msg(r.status == WIRE_ST_OK && r.version == ver[i] &&
+				  r.val_len == strlen(vals[i]) &&
+				  memcmp(r.value, vals[i], r.val_len) == 0,
+			      "%s at n%u after the refill: %s v%llu, want v%llu", keys[i], at,
+			      wire_status_name(r.status), (unsigned long long)r.version,
+			      (unsigned long long)ver[i]);
+		r = req(at, WIRE_OP_PUT, keys[i], "v3", 2, 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_gt(r.version, ver[i]);
+	}
+
+	/* A push from a view older than the member's is refused. */
+	uint8_t pushed[WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN] = {0};
+	struct wire_msg r;
+
+	wire_put64(pushed, view - 1);
+	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = 1u << 30, .key = (const void *)"rg-0",
+			      .key_len = 4, .value = pushed, .val_len = sizeof(pushed)};
+	pushed[WIRE_MEMBER_VIEW_LEN] = 1; /* a tombstone */
+	ck_assert_int_eq(rpc_to(2, &r, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_UNAVAILABLE);
+	for (int id = 1; id <= 3; id++)
+		stop_node(id);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -1972,6 +2171,7 @@ int main(void)
 	tcase_add_test(tc, chunk_flood);
 	tcase_add_test(tc, write_through_chunked);
 	tcase_add_test(tc, keyed_chunked_replication);
+	tcase_add_test(tc, replica_group_failover_and_refill);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
