@@ -1123,8 +1123,14 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	 * the home, or whose copies' holders did not confirm their drop; a key
 	 * being handed over. It may try again: the attempt's timer resends it,
 	 * within the deadline, and it ends UNAVAILABLE only when that is out.
+	 * With replica groups an UNAVAILABLE through the switch is tried again
+	 * too: a write whose member just died, or a key whose primary the switch
+	 * holds down, is served by the next member once the switch's next view
+	 * skips it (docs/design.md section 13).
 	 */
-	if (st == WIRE_ST_UNAVAILABLE && !from_switch && r->phase == PH_NODE &&
+	if (st == WIRE_ST_UNAVAILABLE &&
+	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH
+			 : r->phase == PH_NODE) &&
 	    r->timeouts < a->retries && a->now < r->end_ns) {
 		if (!r->refused)
 			a->st.refusals++;

@@ -22,6 +22,7 @@
 
 #include "chunk.h"
 #include "clock.h"
+#include "config.h"
 #include "keyhash.h"
 #include "skewless.h"
 #include "wire.h"
@@ -811,6 +812,63 @@ START_TEST(refused_write_resent)
 END_TEST
 
 /*
+ * With replica groups, an UNAVAILABLE through the switch (a write whose
+ * member just died, a key whose primary the switch holds down) is tried
+ * again within the deadline: the switch's next view routes it to the next
+ * member. With R = 1 it stays final.
+ */
+START_TEST(group_unavailable_via_switch_retried)
+{
+	struct fake *sw = fake_new(1, FAKE_SWITCH), *n1 = fake_new(1, FAKE_ANSWER),
+		    *n2 = fake_new(2, FAKE_ANSWER), *fakes[3] = {sw, n1, n2};
+	struct skl_options opt = {.timeout_ms = 20, .deadline_ms = 200};
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	struct skl_agent *a;
+	struct outcome o;
+
+	cfg->service.vip = LOCALHOST;
+	cfg->service.port = sw->port;
+	cfg->service.mtu = CFG_DEFAULT_MTU;
+	cfg->service.max_value = CFG_MAX_VALUE;
+	cfg->service.replicas = 2;
+	cfg->ring_version = 1;
+	cfg_agent_defaults(&cfg->agent);
+	cfg->nswitches = 1;
+	cfg->switches[0] = (struct cfg_switch){.id = 1, .vip = LOCALHOST};
+	snprintf(cfg->switches[0].name, sizeof(cfg->switches[0].name), "s1");
+	for (int i = 0; i < 2; i++) {
+		cfg->nodes[i] = (struct cfg_node){.id = (uint16_t)(i + 1), .ip = LOCALHOST,
+						  .port = fakes[i + 1]->port, .weight = 1};
+		snprintf(cfg->nodes[i].name, sizeof(cfg->nodes[i].name), "n%d", i + 1);
+	}
+	cfg->nnodes = 2;
+	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
+	sw->refuse = 2;
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, fakes, 3, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	ck_assert_uint_eq(o.res.sends, 3);
+	ck_assert_uint_eq(sw->rx_op[WIRE_OP_PUT], 3);
+	skl_close(a);
+
+	/* R = 1: the switch's UNAVAILABLE is the answer. */
+	cfg->service.replicas = 1;
+	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
+	sw->refuse = 1;
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, fakes, 3, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_eq(o.res.sends, 1);
+	skl_close(a);
+	free(cfg);
+	for (int i = 0; i < 3; i++)
+		fake_free(fakes[i]);
+}
+END_TEST
+
+/*
  * Hint mode: the node a HINT named no longer has the version (MOVED to the
  * home): the read asks the switch again, then reads through it, and never
  * ends MOVED.
@@ -1096,6 +1154,7 @@ int main(void)
 	tcase_add_test(tc, lossy_switch_bypassed_and_back);
 	tcase_add_test(tc, hint_moved_followed);
 	tcase_add_test(tc, refused_write_resent);
+	tcase_add_test(tc, group_unavailable_via_switch_retried);
 	tcase_add_test(tc, argument_checks);
 	tcase_add_test(tc, chunk_loss_retried);
 	tcase_add_test(tc, sync_wrappers);
