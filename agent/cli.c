@@ -19,6 +19,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "config.h"
+#include "group.h"
 #include "keyhash.h"
 #include "wire.h"
 #include "ring.h"
@@ -43,7 +44,8 @@ static void usage(FILE *out)
 		"  put KEY VALUE [--ttl MS] write KEY (expiring after MS milliseconds)\n"
 		"  put KEY - [--ttl MS]     the same, the value read from stdin (to EOF)\n"
 		"  del KEY                  delete KEY\n"
-		"  where KEY...             print each key's keyhash, ring point and home node\n"
+		"  where KEY...             print each key's keyhash, ring point, home node and\n"
+		"                           replica group (service.replicas nodes)\n"
 		"  bench [flags]            load generator (skewless bench --help)\n"
 		"\n"
 		"options (before or after the command):\n"
@@ -165,21 +167,29 @@ static int cmd_where(struct cli *cli, int argc, char **argv)
 		uint64_t hash = keyhash(argv[i], strlen(argv[i]));
 		uint32_t point = keyhash_point(hash);
 		const struct cfg_node *home = cfg_node_by_id(&cli->cfg, ring_home(&ring, hash));
-		char hex[24];
+		uint16_t ids[GROUP_MAX];
+		unsigned nids = ring_group(&ring, point, cli->cfg.service.replicas, ids);
+		char hex[24], group[GROUP_MAX * (CFG_MAX_NAME + 1)] = "";
+
+		/* The key's replica group: its home and the next R - 1 nodes. */
+		for (unsigned g = 0; g < nids; g++)
+			snprintf(group + strlen(group), sizeof(group) - strlen(group), "%s%s",
+				 g ? "," : "", cfg_node_name(&cli->cfg, ids[g]));
 
 		snprintf(hex, sizeof(hex), "0x%016llx", (unsigned long long)hash);
 		if (out) {
 			char pt[16];
 
 			snprintf(pt, sizeof(pt), "0x%08x", point);
-			json_t *o = json_pack("{s:s, s:s, s:s, s:i}", "keyhash", hex, "point", pt,
-					      "home", home->name, "home_id", (int)home->id);
+			json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s}", "keyhash", hex, "point", pt,
+					      "home", home->name, "home_id", (int)home->id, "group",
+					      group);
 
 			set_bytes(o, "key", argv[i], strlen(argv[i]));
 			json_array_append_new(out, o);
 		} else {
-			printf("%s keyhash=%s point=0x%08x home=%s\n", argv[i], hex, point,
-			       home->name);
+			printf("%s keyhash=%s point=0x%08x home=%s group=%s\n", argv[i], hex, point,
+			       home->name, group);
 		}
 	}
 	if (out) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|switch-kill|hint-kill|
+usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|switch-kill|hint-kill|
        switch-loss|switch-pause|overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
@@ -24,6 +24,10 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
   node-kill    kill -9 a node: marked down within 3 digest intervals, reads of
                its keys answered UNAVAILABLE quickly, back with its data after
                a restart (inline)
+  node-loss    replica groups (R = 2): kill -9 n3 under load, wipe its data and
+               start it again: not one request fails, nothing acknowledged is
+               lost, linearizable; then two members of one group down at once:
+               UNAVAILABLE within the deadline, nothing lost once one is back
   switch-kill  kill -9 switchd under load (one-arm), restarted 2 s later: attempts
                that time out at the switch are resent to the ring home, not one
                request fails, the history is linearizable, and agents are
@@ -282,7 +286,7 @@ class Testbed:
         out = {}
         for line in r.stdout.splitlines():
             parts = line.split()
-            out[parts[0]] = parts[-1].split("=", 1)[1]
+            out[parts[0]] = dict(p.split("=", 1) for p in parts[1:])["home"]
         return out
 
 
@@ -720,6 +724,115 @@ def scenario_node_kill(tb):
     check(not bad, f"{victim} is back with its data: {len(mine)} keys read back ({bad[:3]})")
 
 
+
+def with_replicas(tb, r):
+    """Set service.replicas in the testbed's private config before it is up."""
+    with open(tb.config) as f:
+        cfg = json.load(f)
+    cfg["service"]["replicas"] = r
+    with open(tb.config, "w") as f:
+        json.dump(cfg, f, indent=1)
+    tb.cfg = cfg
+
+
+def view_states(tb):
+    """Each node's view state as the switch shows it (cdtctl nodes)."""
+    return {n["name"]: n.get("view", "?") for n in tb.cdtctl("nodes")["nodes"]}
+
+
+def wait_view(tb, name, state, timeout):
+    """Wait until the switch shows node name in view state; seconds taken or None."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if view_states(tb).get(name) == state:
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return None
+
+
+def scenario_node_loss(tb):
+    """Replica groups (R = 2): n3 killed -9 under load at 6 s, its data directory
+    wiped and n3 started again at 14 s. Not one request fails, no acknowledged
+    write is lost, the history is linearizable, and n3 serves again only after
+    it caught up. Then two members of one group killed at once: their keys
+    answer UNAVAILABLE within the deadline, and nothing is lost once one of
+    them returns with its disk."""
+    with_replicas(tb, 2)
+    tb.up()
+    for name in (n["name"] for n in tb.cfg["nodes"]):
+        check(wait_view(tb, name, "up", 20) is not None, f"{name} caught up and marked up")
+    victim = "n3"
+    data = next(n["data_dir"] for n in tb.cfg["nodes"] if n["name"] == victim)
+    keys, conc, duration = 2000, 16, 20
+    marks = {}
+
+    def lose_n3(t0):
+        time.sleep(max(0, t0 + 6 - time.monotonic()))
+        os.kill(tb.pid(victim), signal.SIGKILL)
+        marks["kill"] = time.monotonic() - t0
+        down = wait_view(tb, victim, "down", 5)
+        log(f"kill -9 {victim} at {marks['kill']:.1f} s; marked down"
+            f" {down and round(down * 1000)} ms later")
+        time.sleep(max(0, t0 + 14 - time.monotonic()))
+        shutil.rmtree(data, ignore_errors=True)
+        tb.testbed("start", victim)
+        marks["start"] = time.monotonic() - t0
+        up = wait_view(tb, victim, "up", 15)
+        marks["up"] = up
+        log(f"{victim} started empty at {marks['start']:.1f} s; caught up and marked up"
+            f" {up and round(up, 2)} s later")
+
+    s, history = run_bench(tb, "node-loss", [
+        "--keys", str(keys), "--dist", "zipf:0.99", "--read-ratio", "0.7",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "11"], lose_n3)
+    check(marks.get("up") is not None, f"{victim} caught up and was marked up again")
+    c = tb.node_counters(victim)
+    check(c.get("catchup_records", 0) > 0,
+          f"{victim} refilled {c.get('catchup_records', 0)} records from its groups")
+    f, final = run_bench(tb, "node-loss-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "5", "--seed", "12"])
+    lost, unread = lost_acked([(history, False), (final, True)])
+    log(f"main run: {s['ops']} ops, {s['status']}; final read pass: {f['status']}")
+    check(s["errors"] == 0, f"not one request failed while {victim} was lost ({s['status']})")
+    check(f["errors"] == 0, f"every key read after the run ({f['status']})")
+    check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
+          f" {unread} written keys not read by the final pass)")
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history, final], capture_output=True, text=True, timeout=300)
+    print(r.stdout.strip())
+    check(r.returncode == 0, "the recorded history is linearizable (tests/lincheck)")
+
+    # Two members of one group at once: n3 and the next member of one of its keys.
+    probe = [f"pair:{i}" for i in range(400)]
+    homes = tb.homes(probe)
+    mine = [k for k in probe if homes[k] == victim]
+    for k in mine[:40]:
+        rc, rep, _ = tb.cli("put", k, f"kept-{k}")
+        check(rc == 0, f"put {k}: exit {rc} {rep}")
+    partner = group_of(tb, mine[0])[1]
+    os.kill(tb.pid(victim), signal.SIGKILL)
+    os.kill(tb.pid(partner), signal.SIGKILL)
+    check(wait_view(tb, victim, "down", 5) is not None and
+          wait_view(tb, partner, "down", 5) is not None, f"{victim} and {partner} marked down")
+    rc, rep, dt = tb.cli("get", mine[0])
+    check(rc == 5 and rep and rep["status"] == "UNAVAILABLE" and dt < deadline_ms(tb) / 1000 + 1,
+          f"a key whose group is down answers UNAVAILABLE within the deadline: exit {rc}"
+          f" {rep} in {dt:.2f} s")
+    tb.testbed("start", partner)
+    check(wait_view(tb, partner, "up", 15) is not None, f"{partner} back with its disk, caught up")
+    rc, rep, _ = tb.cli("get", mine[0])
+    check(rc == 0 and rep.get("value") == f"kept-{mine[0]}",
+          f"nothing lost once one member is back: {rep}")
+
+
+def group_of(tb, key):
+    """The key's replica group, as `skewless where` prints it (home first)."""
+    r = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", tb.config,
+                        "where", key], capture_output=True, text=True, timeout=30, check=True)
+    return dict(p.split("=", 1) for p in r.stdout.split()[1:])["group"].split(",")
+
+
 def run_bench(tb, name, args, during=None):
     """A bench run from the agent's namespace with --json (and --history):
     during(t0) runs meanwhile (t0: time.monotonic() at the launch). Prints the
@@ -1146,8 +1259,8 @@ def membership_report(tb, s, final, history, events, keys):
                          "where", *names], capture_output=True, text=True, timeout=60)
     r2 = subprocess.run([os.path.join(tb.build, "agent", "skewless"), "--config", tb.config,
                          "where", *names], capture_output=True, text=True, timeout=60)
-    h1 = [line.split()[-1] for line in r1.stdout.splitlines()]
-    h2 = [line.split()[-1] for line in r2.stdout.splitlines()]
+    h1 = [line.split()[3] for line in r1.stdout.splitlines()]
+    h2 = [line.split()[3] for line in r2.stdout.splitlines()]
     moved = sum(1 for a, b in zip(h1, h2) if a != b)
     migrated = 0
     for n in new_cfg["nodes"]:
@@ -1562,6 +1675,7 @@ SCENARIOS = {
     "values-onearm": ("testbed-onearm.json", scenario_values),
     "malformed": ("testbed.json", scenario_malformed, "tap"),
     "node-kill": ("testbed.json", scenario_node_kill),
+    "node-loss": ("testbed.json", scenario_node_loss),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
     "hint-kill": ("testbed-onearm.json", scenario_hint_kill),
     "switch-loss": ("testbed-onearm.json", scenario_switch_loss),
