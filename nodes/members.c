@@ -5,6 +5,7 @@
 #include "members.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,8 +28,13 @@ int members_init(struct node *n)
 	atomic_store(&g->state, members_on(g) ? WIRE_VIEW_CATCHING : WIRE_VIEW_SERVING);
 	if (!members_on(g))
 		return 0;
-	if (cfg_build_ring(n->cfg, &g->ring) != 0)
+	g->dirty = calloc(MEMBERS_DIRTY_SETS, sizeof(*g->dirty));
+	if (!g->dirty || cfg_build_ring(n->cfg, &g->ring) != 0) {
+		free(g->dirty);
 		return -1;
+	}
+	for (unsigned i = 0; i < MEMBERS_DIRTY_SETS; i++)
+		pthread_mutex_init(&g->dirty[i].lock, NULL);
 	/* A new view must not wait behind a stream of reads. */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -45,6 +51,9 @@ void members_fini(struct node *n)
 		return;
 	ring_free(&g->ring);
 	pthread_rwlock_destroy(&g->lock);
+	for (unsigned i = 0; i < MEMBERS_DIRTY_SETS; i++)
+		pthread_mutex_destroy(&g->dirty[i].lock);
+	free(g->dirty);
 }
 
 void members_read_lock(struct node *n)
@@ -71,6 +80,103 @@ uint16_t members_other(struct node *n, uint64_t keyhash)
 	if (!primary || (primary == n->self->id && atomic_load(&g->state) != WIRE_VIEW_SERVING))
 		return RING_NO_NODE;
 	return primary == n->self->id ? 0 : primary;
+}
+
+/* ---- Dirty keys: pushed here, their COMMIT not yet received. ---- */
+
+static struct members_dirty *dirty_set(struct members *g, uint64_t keyhash)
+{
+	return &g->dirty[keyhash & (MEMBERS_DIRTY_SETS - 1)];
+}
+
+/* Mark keyhash dirty at version; false when its set is full of fresh marks. */
+static bool dirty_mark(struct members *g, uint64_t keyhash, uint64_t version, uint64_t now)
+{
+	struct members_dirty *d = dirty_set(g, keyhash);
+	int free_way = -1;
+	bool ok = true;
+
+	pthread_mutex_lock(&d->lock);
+	for (int w = 0; w < MEMBERS_DIRTY_WAYS; w++) {
+		if (d->way[w].since_ms && d->way[w].keyhash == keyhash) {
+			free_way = w;
+			break;
+		}
+		if (free_way < 0 && (!d->way[w].since_ms || now - d->way[w].since_ms > MEMBERS_DIRTY_MS))
+			free_way = w;
+	}
+	if (free_way >= 0) {
+		if (d->way[free_way].keyhash != keyhash || d->way[free_way].version < version)
+			d->way[free_way].version = version;
+		d->way[free_way].keyhash = keyhash;
+		d->way[free_way].since_ms = now;
+	} else {
+		ok = false;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ok;
+}
+
+static bool dirty(struct members *g, uint64_t keyhash, uint64_t now)
+{
+	struct members_dirty *d = dirty_set(g, keyhash);
+	bool found = false;
+
+	pthread_mutex_lock(&d->lock);
+	for (int w = 0; w < MEMBERS_DIRTY_WAYS && !found; w++)
+		found = d->way[w].since_ms && d->way[w].keyhash == keyhash &&
+			now - d->way[w].since_ms <= MEMBERS_DIRTY_MS;
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+void members_on_commit(struct node *n, const struct wire_msg *m)
+{
+	struct members_dirty *d;
+
+	if (!members_on(&n->members))
+		return;
+	d = dirty_set(&n->members, m->keyhash);
+	pthread_mutex_lock(&d->lock);
+	for (int w = 0; w < MEMBERS_DIRTY_WAYS; w++)
+		if (d->way[w].since_ms && d->way[w].keyhash == m->keyhash &&
+		    d->way[w].version <= m->version)
+			d->way[w].since_ms = 0;
+	pthread_mutex_unlock(&d->lock);
+	node_count(n, NODE_CTR_member_commits);
+}
+
+bool members_clean(struct node *n, uint64_t keyhash)
+{
+	struct members *g = &n->members;
+	uint16_t ids[GROUP_MAX];
+	unsigned k = group_of(g, keyhash, ids);
+	bool member = false;
+
+	if (atomic_load(&g->state) != WIRE_VIEW_SERVING || group_primary(&g->view, ids, k) == 0)
+		return false;
+	for (unsigned i = 0; i < k; i++)
+		member |= ids[i] == n->self->id;
+	return member && !dirty(g, keyhash, store_now_ms());
+}
+
+/* COMMIT(version) of a key to node `to`: its members may serve it clean from now. */
+static void send_commit(struct node *n, uint16_t to, const struct wire_msg *m, uint64_t version)
+{
+	const struct cfg_node *cn = cfg_node_by_id(n->cfg, to);
+	struct wire_msg c = {.op = WIRE_OP_COMMIT,
+			     .keyhash = m->keyhash,
+			     .version = version,
+			     .node = n->self->id,
+			     .key = m->key,
+			     .key_len = m->key_len};
+	struct sockaddr_in addr = {.sin_family = AF_INET};
+
+	if (!cn)
+		return;
+	addr.sin_addr.s_addr = htonl(cn->ip);
+	addr.sin_port = htons(cn->port);
+	node_send_msg(n, &addr, &c);
 }
 
 /* ---- Pushing a record to a member. ---- */
@@ -142,6 +248,10 @@ int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg
 				buf) != 0)
 			failed = -1;
 	}
+	/* Every member holds it: they may serve it. */
+	for (unsigned i = 0; i < k && !failed; i++)
+		if (ids[i] != n->self->id && !group_bit(g->view.down, ids[i]))
+			send_commit(n, ids[i], m, rec.version);
 	return failed;
 }
 
@@ -179,6 +289,12 @@ void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg
 	rec = (struct mig_record){
 	    .kind = pre.kind, .version = m->version, .ttl_ms = pre.ttl_ms, .value = val, .value_len = vlen};
 	mignet_writes_from_wire(&pre, &rec);
+	/* Dirty until the primary's COMMIT (a catch-up copy is not a write in flight). */
+	if (view && !dirty_mark(g, m->keyhash, m->version, store_now_ms())) {
+		node_count(n, NODE_CTR_member_refused);
+		rep->status = WIRE_ST_UNAVAILABLE;
+		return;
+	}
 	if (mig_adopt(&n->mig, m->keyhash, m->key, m->key_len, &rec, store_now_ms()) < 0 ||
 	    store_get(n->store, STORE_OWNED, m->key, m->key_len, &held, NULL, 0) < 0) {
 		rep->status = WIRE_ST_INTERNAL;

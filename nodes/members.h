@@ -35,6 +35,10 @@ struct node;
 
 #define MEMBERS_SCAN_STEP 256 /* owned records a CATCHUP request visits at most */
 #define MEMBERS_RETRY_MS  100 /* between catch-up passes over sources that did not answer */
+#define MEMBERS_DIRTY_SETS 16384 /* 4-way sets of dirty keys (members_clean()) */
+#define MEMBERS_DIRTY_WAYS 4
+/* A mark older than this is a write that never completed; the primary serves it too. */
+#define MEMBERS_DIRTY_MS 2000
 
 struct members {
 	unsigned r; /* service.replicas; 1: every key on its home alone, nothing here runs */
@@ -49,6 +53,12 @@ struct members {
 	_Atomic uint64_t records;
 	pthread_t thread;
 	bool started;
+	struct members_dirty {
+		pthread_mutex_t lock;
+		struct {
+			uint64_t keyhash, version, since_ms;
+		} way[MEMBERS_DIRTY_WAYS];
+	} *dirty; /* [MEMBERS_DIRTY_SETS] */
 };
 
 /* From the config: R and the ring. 0, or -1 (no memory). */
@@ -79,7 +89,18 @@ void members_read_unlock(struct node *n);
  */
 int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep);
 
-/* Handlers (server.c's table): VIEW, MEMBER, CATCHUP. */
+/*
+ * Reads from the whole group (CRAQ): a member holds a key *dirty* from
+ * applying a pushed version until the primary's COMMIT of it, sent once
+ * every member holds it. A clean key may be read at any serving member:
+ * every acknowledged write of it is there. members_clean(): whether this
+ * node may serve a read of keyhash as a member now (serving, in its group,
+ * not its primary, not dirty).
+ */
+bool members_clean(struct node *n, uint64_t keyhash);
+
+/* Handlers (server.c's table): VIEW, MEMBER, CATCHUP, COMMIT. */
+void members_on_commit(struct node *n, const struct wire_msg *m);
 void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 		     uint8_t *out, size_t cap);
 void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg *rep);

@@ -138,7 +138,10 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(member_push_failed, NODE_CTR_EVENT,                                                      \
 	  "Of those, not confirmed: the write was answered UNAVAILABLE")                           \
 	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
-	X(member_refused, NODE_CTR_EVENT, "MEMBER pushes from an older view: UNAVAILABLE")        \
+	X(member_refused, NODE_CTR_EVENT,                                                          \
+	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")      \
+	X(member_commits, NODE_CTR_EVENT, "COMMITs taken: keys clean again at this member")       \
+	X(member_reads, NODE_CTR_EVENT, "Reads of a clean key served as a member of its group")  \
 	X(catchup_served, NODE_CTR_EVENT, "Records sent to a node catching up")                  \
 	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")
 

@@ -744,7 +744,15 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		      size_t cap)
 {
 	uint16_t other_home = node_other_home(n, m->keyhash);
-	enum store_cf cf = other_home ? STORE_REPLICA : STORE_OWNED;
+	enum store_cf cf;
+
+	/* A read the switch sent to a member of the key's group, clean there (members.h). */
+	if (other_home && other_home != RING_NO_NODE && (m->flags & WIRE_F_REPLICA_READ) &&
+	    !m->version && members_on(&n->members) && members_clean(n, m->keyhash)) {
+		node_count(n, NODE_CTR_member_reads);
+		other_home = 0;
+	}
+	cf = other_home ? STORE_REPLICA : STORE_OWNED;
 	uint8_t *val = out + WIRE_HDR_LEN + m->key_len;
 	size_t val_cap = cap - WIRE_HDR_LEN - m->key_len;
 	struct store_record rec;
@@ -1161,6 +1169,15 @@ static bool on_member(struct node *n, const struct wire_msg *m, const struct soc
 	return true;
 }
 
+/* COMMIT is served by the receive thread: it only marks a key clean. */
+static bool on_commit(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      struct wire_msg *rep, uint8_t *out, size_t cap)
+{
+	(void)from, (void)rep, (void)out, (void)cap;
+	members_on_commit(n, m);
+	return false;
+}
+
 static bool on_catchup(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		       struct wire_msg *rep, uint8_t *out, size_t cap)
 {
@@ -1178,6 +1195,7 @@ static const node_handler handlers[64] = {
     [WIRE_OP_RING] = on_ring,	    [WIRE_OP_FETCH] = on_fetch,
     [WIRE_OP_MIGRATE] = on_migrate, [WIRE_OP_VIEW] = on_view,
     [WIRE_OP_MEMBER] = on_member,   [WIRE_OP_CATCHUP] = on_catchup,
+    [WIRE_OP_COMMIT] = on_commit,
 };
 
 bool server_serves(uint8_t op)

@@ -18,12 +18,14 @@
  *   CATCHUP  catching-up node -> any node: no key in the request but the
  *            cursor (0..WIRE_MAX_KEY bytes: the scan goes on strictly after
  *            it; from the first key when empty); value = be16 the asking
- *            node's id. Reply: OK with key = the next key of a group the
+ *            node's id, be16 0, be64 the view that marks it catching up. Reply: OK with key = the next key of a group the
  *            asker is a member of, version = its record's and value = a
  *            record prefix and the value bytes; OK with a key and no value
  *            when the scan's step visited only other groups' keys (go on
  *            after it); NOT_FOUND at the end, version = the answering node's
  *            version floor.
+ *   COMMIT   primary -> member: key; header version = a version every
+ *            member holds; not answered (the member's key is clean again).
  *
  * Pure functions, no allocation; decoders return 0 or -EBADMSG, encoders the
  * bytes written or -EMSGSIZE.

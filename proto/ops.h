@@ -82,6 +82,7 @@ enum wire_lane {
 	  WIRE_SW_NONE, WIRE_LANE_CONTROL)                                                         \
 	X(WIRE_OP_CATCHUP, 0x19, "CATCHUP", WIRE_BY_NODE, WIRE_A_VALUE | WIRE_A_ANSWERED,          \
 	  WIRE_SW_NONE, WIRE_LANE_CONTROL)                                                         \
+	X(WIRE_OP_COMMIT, 0x1a, "COMMIT", WIRE_BY_NODE, WIRE_A_KEY, WIRE_SW_NONE, WIRE_LANE_RX)    \
 	X(WIRE_OP_DIGEST, 0x20, "DIGEST", WIRE_BY_NODE, WIRE_A_VALUE, WIRE_SW_CONTROL,             \
 	  WIRE_LANE_NONE)                                                                          \
 	X(WIRE_OP_PROBE, 0x21, "PROBE", WIRE_BY_AGENT, WIRE_A_KEY | WIRE_A_ANSWERED, WIRE_SW_NONE, \

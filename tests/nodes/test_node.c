@@ -2060,6 +2060,32 @@ START_TEST(replica_group_failover_and_refill)
 		ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
 		ck_assert_uint_eq(r.node, home);
 	}
+	/*
+	 * Reads from the whole group: the switch's member read (REPLICA_READ,
+	 * no stamp) of a key its COMMIT made clean is served by the other
+	 * member; a node outside the group sends it to the primary.
+	 */
+	for (int i = 0; i < NK; i++) {
+		uint16_t ids[GROUP_MAX], outside;
+		struct wire_msg r = {0};
+
+		ring_group(&ring, keyhash_point(keyhash(keys[i], strlen(keys[i]))), 2, ids);
+		for (int t = 0; t < 20; t++) {
+			r = req(ids[1], WIRE_OP_GET, keys[i], NULL, 0, 0, WIRE_F_REPLICA_READ);
+			if (r.status == WIRE_ST_OK)
+				break;
+			sleep_ms(10); /* the COMMIT may follow the write's reply */
+		}
+		ck_assert_msg(r.status == WIRE_ST_OK && r.version == ver[i] &&
+				  r.val_len == strlen(vals[i]) && memcmp(r.value, vals[i], r.val_len) == 0,
+			      "%s read at member n%u: %s", keys[i], ids[1], wire_status_name(r.status));
+		outside = (uint16_t)(6 - ids[0] - ids[1]);
+		r = req(outside, WIRE_OP_GET, keys[i], NULL, 0, 0, WIRE_F_REPLICA_READ);
+		ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	}
+	ck_assert_uint_ge(counter(2, "member_reads") + counter(3, "member_reads") +
+			      counter(1, "member_reads"),
+			  NK);
 
 	/* Node 1 dies: a write whose other member it is waits for the view that skips it. */
 	kill(pids[1], SIGKILL);
