@@ -550,6 +550,14 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 			 path, (unsigned long)m->next.version, (unsigned long)next->ring_version);
 		return -1;
 	}
+	/* A ring change moves homes; moving replica groups is not built (docs/design.md 13). */
+	if (cur->service.replicas > 1 || next->service.replicas > 1) {
+		snprintf(err, errlen,
+			 "%s: service.replicas: a ring change with replica groups (replicas above "
+			 "1) is not supported",
+			 path);
+		return -1;
+	}
 	if (next->nswitches != cur->nswitches || next->service.vip != cur->service.vip ||
 	    next->service.port != cur->service.port) {
 		snprintf(err, errlen,
