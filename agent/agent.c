@@ -1084,6 +1084,20 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 		dispatch(a, r);
 		return;
 	}
+	/*
+	 * Replica groups: through the switch, a MOVED that names no newer ring
+	 * names the key's primary in a view the switch routes by a moment
+	 * later (docs/design.md section 13). The request is tried through it
+	 * again when the attempt's timer fires, within its deadline, as a
+	 * refused one is.
+	 */
+	if (from_switch && a->cfg->service.replicas > 1 && !newer_ring &&
+	    r->timeouts < a->retries && a->now < r->end_ns) {
+		if (!r->refused)
+			a->st.refusals++;
+		r->refused = true;
+		return;
+	}
 	if (r->moved_once) {
 		complete(a, r, SKL_MOVED, m, from_switch);
 		return;
@@ -1123,13 +1137,15 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	 * the home, or whose copies' holders did not confirm their drop; a key
 	 * being handed over. It may try again: the attempt's timer resends it,
 	 * within the deadline, and it ends UNAVAILABLE only when that is out.
-	 * With replica groups an UNAVAILABLE through the switch is tried again
-	 * too: a write whose member just died, or a key whose primary the switch
-	 * holds down, is served by the next member once the switch's next view
-	 * skips it (docs/design.md section 13).
+	 * With replica groups an UNAVAILABLE through the switch that names a
+	 * node is tried again too: a write whose member just died, or a key
+	 * whose primary the switch holds down, is served by the next member
+	 * once the switch's next view skips it (docs/design.md section 13).
+	 * The switch's own answer for a group with no member up names none: it
+	 * ends the request at once.
 	 */
 	if (st == WIRE_ST_UNAVAILABLE &&
-	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH
+	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH && m->node != 0
 			 : r->phase == PH_NODE) &&
 	    r->timeouts < a->retries && a->now < r->end_ns) {
 		if (!r->refused)

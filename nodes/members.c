@@ -352,7 +352,8 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 	}
 	r = (struct wire_view_reply){.state = (uint8_t)atomic_load(&g->state),
 				     .sources_left = (uint16_t)atomic_load(&g->sources_left),
-				     .records = atomic_load(&g->records)};
+				     .records = atomic_load(&g->records),
+				     .view = g->view};
 	rep->version = g->view.number;
 	pthread_rwlock_unlock(&g->lock);
 	len = wire_view_reply_encode(&r, val, cap - WIRE_HDR_LEN);

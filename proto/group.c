@@ -53,7 +53,7 @@ int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap)
 
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
 {
-	if (msg->op != WIRE_OP_VIEW || msg->val_len != WIRE_VIEW_LEN || msg->version == 0)
+	if (msg->op != WIRE_OP_VIEW || msg->val_len != WIRE_VIEW_LEN)
 		return -EBADMSG;
 	v->number = msg->version;
 	memcpy(v->down, msg->value, GROUP_BITMAP);
@@ -69,6 +69,7 @@ int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t
 	buf[0] = r->state;
 	wire_put16(buf + 2, r->sources_left);
 	wire_put64(buf + 8, r->records);
+	wire_view_encode(&r->view, buf + 16, WIRE_VIEW_LEN);
 	return WIRE_VIEW_REPLY_LEN;
 }
 
@@ -82,5 +83,8 @@ int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r
 	r->state = p[0];
 	r->sources_left = wire_get16(p + 2);
 	r->records = wire_get64(p + 8);
+	r->view.number = msg->version;
+	memcpy(r->view.down, p + 16, GROUP_BITMAP);
+	memcpy(r->view.catching, p + 16 + GROUP_BITMAP, GROUP_BITMAP);
 	return 0;
 }

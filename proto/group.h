@@ -43,7 +43,7 @@
 #define GROUP_MAX	     8 /* service.replicas' bound */
 #define GROUP_BITMAP	     32 /* bytes: node ids 0..255 */
 #define WIRE_VIEW_LEN	     (2 * GROUP_BITMAP)
-#define WIRE_VIEW_REPLY_LEN  16
+#define WIRE_VIEW_REPLY_LEN  (16 + WIRE_VIEW_LEN)
 #define WIRE_MEMBER_VIEW_LEN 8
 
 /*
@@ -79,7 +79,7 @@ uint16_t group_primary(const struct wire_view *view, const uint16_t *ids, unsign
 
 /* VIEW's value into buf[0..WIRE_VIEW_LEN). */
 int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap);
-/* A VIEW request (number from the header); -EBADMSG for another length or number 0. */
+/* A VIEW request (number from the header, 0: a query); -EBADMSG for another length. */
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v);
 
 enum wire_view_state {
@@ -92,6 +92,7 @@ struct wire_view_reply {
 	uint8_t state;	       /* enum wire_view_state */
 	uint16_t sources_left; /* nodes its catch-up has still to read */
 	uint64_t records;      /* records its catch-up took */
+	struct wire_view view; /* the view it holds (number: the header's version) */
 };
 
 int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t cap);

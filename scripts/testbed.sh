@@ -147,8 +147,12 @@ wait_for() { # seconds description command...
 # it also holds every lease (they are in touch and share the hot set). Bringing
 # a testbed up waits for both; a lease lost for a moment later does not make a
 # running testbed unhealthy.
+# switch_ready SOCKET [leases] [NODE...]: the switch answers and sees the
+# named nodes (default: every node) up, and with "leases" holds its peers'.
 switch_ready() {
-	{ "$cdtctl" --socket "$1" --json nodes && "$cdtctl" --socket "$1" --json peers; } 2>/dev/null |
+	local sock=$1 mode=${2:-}
+	shift 2 2>/dev/null || shift $#
+	{ "$cdtctl" --socket "$sock" --json nodes && "$cdtctl" --socket "$sock" --json peers; } 2>/dev/null |
 		python3 -c '
 import json, sys
 text, dec = sys.stdin.read(), json.JSONDecoder()
@@ -157,10 +161,11 @@ try:
     peers = dec.raw_decode(text[end:].lstrip())[0]
 except ValueError:  # the switch is not answering (yet)
     sys.exit(1)
+named = set(sys.argv[2:])
 sys.exit(0 if nodes["nodes"] and all(n["alive"] and n["state"] == "up" and n.get("mac")
-                                     for n in nodes["nodes"])
+                                     for n in nodes["nodes"] if not named or n["name"] in named)
          and (sys.argv[1] != "leases" or not peers["peers_configured"] or peers["leased"])
-         else 1)' "${2:-}"
+         else 1)' "$mode" "$@"
 }
 
 healthy() {
@@ -367,14 +372,16 @@ join_host() {
 }
 
 # start [NAME...]: start the named (default: all) processes not running, in
-# order switches then nodes, and wait until every switch sees every node up.
+# order switches then nodes, and wait until every switch sees the named nodes
+# (default: every node) up.
 declare -A ip_of
 mtu=1500
 start() {
-	local kind a b c d e want=" $* "
+	local kind a b c d e want=" $* " named=()
 	while read -r kind a b c d e; do
 		case $kind in
-		host) ip_of[$a]=$b ;;
+		host) ip_of[$a]=$b
+			[ "$c" = node ] && [[ "$want" == *" $a "* ]] && named+=("$a") ;;
 		mtu) mtu=$a ;;
 		esac
 	done < <(plan)
@@ -404,13 +411,14 @@ start() {
 		while read -r kind a b c d e; do
 			[ "$kind" = switch ] || continue
 			wait_for "$timeout_s" "switch $b to report every node up and its peers' leases ($cdtctl --socket $d nodes|peers; logs in $run/logs)" \
-				switch_ready "$d" leases || return 1
+				switch_ready "$d" leases "${named[@]}" || return 1
 		done < <(plan)
 	else
 		sleep 0.5
 	fi
 	local f
 	for f in "$run"/pids/*.pid; do
+		[ "$want" = "  " ] || [[ "$want" == *" $(basename "$f" .pid) "* ]] || continue
 		running "$(basename "$f" .pid)" || { echo "testbed: $(basename "$f" .pid) exited (log: $run/logs/$(basename "$f" .pid).log)" >&2; return 1; }
 	done
 }

@@ -6,6 +6,8 @@
  *
  *   intake.c     the rings the workers fill: digests, SYNCs, samples,
  *                completions, decision logs, addresses to resolve;
+ *   views.c      with replica groups: the view (who is down, who catches
+ *                up), to the nodes and to the fast path;
  *   decide.c     the local policy (hot-key epochs) and the peer policy
  *                (leases, cluster hot set): what the directory should hold;
  *   ownership.c  with peers: the directory among them (leases, claims,
@@ -49,6 +51,7 @@
 #include "ring_change.h"
 #include "stats.h"
 #include "switchd.h"
+#include "views.h"
 
 #define SW_MAC_AGE_S 300
 #define SW_NB_AGE_S  300
@@ -134,6 +137,7 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	memcpy(&sw->mac_word, self->mac, 6);
 	sw->svc_port = cfg->service.port;
 	sw->spare_home_from = cfg->directory.spare_home_from;
+	sw->group_r = (uint8_t)cfg->service.replicas;
 	sw->vip_be = rte_cpu_to_be_32(sw->vip);
 	sw->svc_port_be = rte_cpu_to_be_16(sw->svc_port);
 	sw->inline_mode = self->role == CFG_ROLE_INLINE;
@@ -213,7 +217,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	dir_ctl_init(sw);
 	if (decide_init(sw, err, errlen) != 0 || peer_sync_init(sw, err, errlen) != 0 ||
 	    ownership_init(sw, err, errlen) != 0 || rehome_init(sw, err, errlen) != 0 ||
-	    ring_change_init(sw, err, errlen) != 0 || intake_init(sw, err, errlen) != 0)
+	    ring_change_init(sw, err, errlen) != 0 || views_init(sw, err, errlen) != 0 ||
+	    intake_init(sw, err, errlen) != 0)
 		return -1;
 	if (ports_init(sw, err, errlen) != 0)
 		return -1;
@@ -318,6 +323,7 @@ void sw_fini(struct sw *sw)
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		rte_free(sw->workers[i]);
 	ring_change_fini(sw);
+	views_fini(sw);
 	if (sw->ring)
 		ring_free(sw->ring);
 	free(sw->ring);
@@ -335,6 +341,7 @@ void sw_control_poll(struct sw *sw, int timeout_ms)
 
 	rte_rcu_qsbr_thread_online(sw->qsbr, sw->nworkers);
 	intake_run(sw, now, now_u);
+	views_run(sw, now_u);
 	ring_change_follow(sw, now_u);
 	decide_run(sw, now_u, &want);
 	replicas_charge(sw); /* the sets' load on the nodes, for this round's placements */

@@ -97,7 +97,7 @@ void dir_ctl_format_stats(struct sw *sw, struct fmt *f)
 	fmt_counter(f, "send_failed", "Directory datagrams that could not be sent", eg.send_failed);
 	fmt_counter(f, "full", "Hot keys not installed: directory full", d->full);
 	fmt_counter(f, "collisions", "Hot keys not installed: keyhash collision", d->collisions);
-	fmt_counter(f, "held_moving", "Hot keys not installed: their home moves in a ring step",
+	fmt_counter(f, "held_moving", "Hot keys not installed: their home moves in a ring step, or the replica groups' view skips it",
 		    d->held_moving);
 	fmt_counter(f, "trims", "Copies dropped from sets grown past the replicas their key wants",
 		    replicas_trims(sw));

@@ -27,6 +27,7 @@
 #include "reconcile.h"
 #include "ring_change.h"
 #include "switchd.h"
+#include "views.h"
 
 #define IN_LOST_REPLY_MS 1000 /* in-flight with no reply for 1 s: the replies were lost */
 
@@ -157,12 +158,17 @@ static void take_digests(struct sw *sw, uint64_t now)
 	while (rte_ring_sc_dequeue(sw->digest_ring, (void **)&m) == 0) {
 		size_t len;
 		const uint8_t *p = udp_payload(sw, m, &len);
-		struct wire_msg ring_reply;
+		struct wire_msg ring_reply; /* or a view's */
 
-		if (len > WIRE_OFF_OP && p[WIRE_OFF_OP] == (WIRE_OP_RING | WIRE_REPLY)) {
-			/* A node's answer to a ring change (pipeline.c checked its source). */
-			if (wire_decode(p, len, &ring_reply) == WIRE_OK)
-				ring_change_take_reply(sw, &ring_reply);
+		if (len > WIRE_OFF_OP && (p[WIRE_OFF_OP] == (WIRE_OP_RING | WIRE_REPLY) ||
+					  p[WIRE_OFF_OP] == (WIRE_OP_VIEW | WIRE_REPLY))) {
+			/* A node's answer to a ring change or a view (pipeline.c checked its source). */
+			if (wire_decode(p, len, &ring_reply) == WIRE_OK) {
+				if (ring_reply.op == (WIRE_OP_RING | WIRE_REPLY))
+					ring_change_take_reply(sw, &ring_reply);
+				else
+					views_take_reply(sw, &ring_reply);
+			}
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -355,6 +361,7 @@ static void format_node(const struct sw *sw, const struct cfg_node *n, struct fm
 			 "Share of the node's DIGESTs lost since it (re)started: lost / (received "
 			 "+ lost)",
 			 dv.loss_rate);
+	views_format_node(sw, n->id, f);
 }
 
 static json_t *cmd_nodes(struct sw *sw, int argc, char **argv, void *aux)

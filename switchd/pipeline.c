@@ -37,6 +37,7 @@
 
 #include "auth.h"
 #include "chunk.h"
+#include "group.h"
 #include "intake.h"
 #include "keyhash.h"
 #include "switchd.h"
@@ -844,6 +845,36 @@ static __rte_always_inline bool later_chunk(const struct wire_msg *msg)
 }
 
 /*
+ * Replica groups (docs/design.md section 13): where a request for a key
+ * outside the directory goes. A write goes to the key's primary, the first
+ * member of its group the view does not skip; a read to the least-loaded
+ * of those members, which serves it as a member if its copy is clean
+ * (*member_read; otherwise it answers MOVED to the primary). 0: no member
+ * is up.
+ */
+static __rte_noinline uint16_t group_target(struct sw_worker *w, const struct wire_msg *msg,
+					    bool is_read, bool *member_read)
+{
+	struct sw *sw = w->sw;
+	uint16_t ids[GROUP_MAX], up[GROUP_MAX], t;
+	unsigned n = ring_group(sw_ring(sw), keyhash_point(msg->keyhash), sw->group_r, ids);
+	unsigned nup = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (!sw_group_skips(sw, ids[i]))
+			up[nup++] = ids[i];
+	if (!nup)
+		return 0;
+	if (!is_read)
+		return up[0];
+	t = sel_pick(&sw->scores, up, nup, &w->rng);
+	if (t == SEL_NONE)
+		return up[0];
+	*member_read = t != up[0];
+	return t;
+}
+
+/*
  * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
  * key's owner): choose the node, stamp the return address, forward.
  */
@@ -862,7 +893,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	rte_be16_t ret_port = p->udp->src_port;
 	uint8_t out;
 	uint16_t target, owner;
-	int64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
+	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
+	int64_t acc = 0;	   /* the changes to the datagram, for the UDP checksum */
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
@@ -894,11 +926,16 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
 	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
-	if (!is_read)
+	if (unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home))) {
+		/* An entry whose home the view skips is passed by (views.c removes it). */
+		e = NULL;
+		target = group_target(w, msg, is_read, &replica_read);
+	} else if (!is_read)
 		target = home;
 	else if (may_spread(sw, e, now_tsc)) {
 		st = cdt_entry_state(e);
 		target = read_target(w, st, home);
+		replica_read = target != home;
 	} else {
 		target = home;
 		if (e && !owner)
@@ -926,7 +963,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	stamp_request(&acc, p->hdr, target != home, target, ret_ip, ret_port);
+	stamp_request(&acc, p->hdr, replica_read, target, ret_ip, ret_port);
 	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
@@ -935,12 +972,12 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 
 		if (!is_read)
 			ec->writes++;
-		else if (target != home)
+		else if (replica_read)
 			ec->replica_reads++;
 		else
 			ec->reads++;
 	}
-	if (target != home)
+	if (replica_read)
 		CNT(w, SW_CNT_REPLICA_READS);
 	CNT(w, SW_CNT_REQ_FORWARDED);
 	tx(w, out, p->m);
@@ -1138,12 +1175,19 @@ static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cd
 
 	e = entry_for(w, e, &p->msg);
 	home = e ? e->home : ring_home(sw_ring(sw), p->msg.keyhash);
-	/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
-	if (may_spread(sw, e, now_tsc)) {
-		st = cdt_entry_state(e);
-		version = st->completed;
+	if (unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home))) {
+		bool member_read = false;
+
+		e = NULL;
+		target = group_target(w, &p->msg, true, &member_read);
+	} else {
+		/* A key this switch may not spread (a peer's, or no lease) is read at its home. */
+		if (may_spread(sw, e, now_tsc)) {
+			st = cdt_entry_state(e);
+			version = st->completed;
+		}
+		target = read_target(w, st, home);
 	}
-	target = read_target(w, st, home);
 	CNT(w, SW_CNT_HINTS);
 	answer(w, p, in_port, scores_alive(&sw->scores, target) ? WIRE_ST_OK : WIRE_ST_UNAVAILABLE,
 	       target, version, (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));

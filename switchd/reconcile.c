@@ -159,6 +159,11 @@ struct cdt_entry *reconcile_install(struct sw *sw, uint64_t keyhash, const uint8
 		r->stats.held_moving++;
 		return NULL;
 	}
+	/* Replica groups: a home the view skips is not the key's primary (views.h). */
+	if (sw_group_skips(sw, home)) {
+		r->stats.held_moving++;
+		return NULL;
+	}
 	e = cdt_install(sw->cdt, keyhash, key, key_len, home, &home, 1, 0);
 	if (!e) {
 		if (errno == ENOSPC)

@@ -56,7 +56,7 @@ struct reconcile_stats {
 	uint64_t collisions;	   /* hot keys whose keyhash another installed key holds */
 	uint64_t never_served;	   /* installed keys retired (or 60 s) before a replica served */
 	uint64_t delay_unmeasured; /* installs whose update delay was not tracked (list full) */
-	uint64_t held_moving;	   /* hot keys not installed: their home moves in a ring step */
+	uint64_t held_moving;	   /* hot keys not installed: their home moves, or a view skips it */
 };
 
 int reconcile_init(struct sw *sw, char *err, size_t errlen);

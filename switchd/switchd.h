@@ -151,6 +151,7 @@ struct rehome;
 struct egress;
 struct hot_detector;
 struct ring_change;
+struct views;
 
 struct sw {
 	const struct cfg *cfg;
@@ -204,6 +205,14 @@ struct sw {
 	struct rehome *rehome;		 /* rehome.h: entries a ring step moves */
 	struct egress *egress;		 /* egress.h: every frame the control thread sends */
 	struct ring_change *ring_change; /* ring_change.h: ring changes */
+	/*
+	 * Replica groups (views.h): group_r = R (service.replicas, read-only), and the
+	 * nodes every group skips (bit id % 64 of word id / 64; the control
+	 * thread stores, workers load, relaxed). views is NULL with R = 1.
+	 */
+	uint8_t group_r;
+	uint64_t group_skip[4];
+	struct views *views;
 	volatile int stop;
 	uint32_t idle_sleep_us;
 	uint32_t idle_polls;
@@ -244,6 +253,12 @@ struct sw {
 static inline const struct ring *sw_ring(const struct sw *sw)
 {
 	return __atomic_load_n(&sw->ring, __ATOMIC_ACQUIRE);
+}
+
+/* Do replica groups skip node id now (marked down or catching up)? Any thread. */
+static inline bool sw_group_skips(const struct sw *sw, uint16_t id)
+{
+	return id < 256 && (__atomic_load_n(&sw->group_skip[id / 64], __ATOMIC_RELAXED) >> (id % 64)) & 1;
 }
 
 /* ---- daemon.c: assembling and running a switch. ----------------------------------- */

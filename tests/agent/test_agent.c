@@ -51,6 +51,7 @@ struct fake {
 	bool probe_has;
 	unsigned drop_every; /* drop every Nth datagram received (0: none) */
 	unsigned refuse;     /* answer this many more requests UNAVAILABLE */
+	uint16_t switch_names; /* FAKE_SWITCH: the node its answers name (0: none, its own) */
 	uint64_t version;
 	unsigned rx_total, rx_op[256];
 	uint16_t last_flags;
@@ -77,6 +78,7 @@ static struct fake *fake_new(uint16_t id, enum fake_mode mode)
 	f->port = ntohs(sa.sin_port);
 	f->id = id;
 	f->mode = mode;
+	f->switch_names = 1;
 	f->version = 7;
 	return f;
 }
@@ -125,7 +127,7 @@ static void fake_reply(struct fake *f, const struct wire_msg *q, const struct so
 		m.version = ++f->version;
 	}
 	if (f->mode == FAKE_SWITCH && op != WIRE_OP_HINT) {
-		m.node = 1;
+		m.node = f->switch_names; /* the node it "forwarded" to */
 		m.flags = WIRE_F_VIA_SWITCH;
 	}
 	len = wire_encode(&m, out, sizeof(out));
@@ -850,6 +852,16 @@ START_TEST(group_unavailable_via_switch_retried)
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(o.res.sends, 3);
 	ck_assert_uint_eq(sw->rx_op[WIRE_OP_PUT], 3);
+
+	/* The switch's own answer for a group with no member up names no node: the answer. */
+	sw->switch_names = 0;
+	sw->refuse = 1;
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
+	run_until(a, fakes, 3, &o, 2000);
+	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
+	ck_assert_uint_eq(o.res.sends, 1);
+	sw->switch_names = 1;
 	skl_close(a);
 
 	/* R = 1: the switch's UNAVAILABLE is the answer. */

@@ -726,10 +726,14 @@ def scenario_node_kill(tb):
 
 
 def with_replicas(tb, r):
-    """Set service.replicas in the testbed's private config before it is up."""
+    """Set service.replicas in the testbed's private config before it is up,
+    and a deadline that outlasts a member's death being noticed
+    (docs/operations.md, "Replica groups")."""
     with open(tb.config) as f:
         cfg = json.load(f)
     cfg["service"]["replicas"] = r
+    cfg["agent"]["deadline_ms"] = 1500
+    cfg["agent"]["retries"] = 30
     with open(tb.config, "w") as f:
         json.dump(cfg, f, indent=1)
     tb.cfg = cfg

@@ -1,0 +1,48 @@
+/*
+ * views.h - replica groups' views (docs/design.md section 13): which nodes
+ * every key's group skips, told to the nodes (VIEW) and to the fast path
+ * (sw->group_skip).
+ *
+ * The switch with the lowest id publishes. Each control round it turns what
+ * its digests and the nodes' VIEW answers say into marks:
+ *   up -> down          the digests declare the node dead;
+ *   down -> catching    its digests resume;
+ *   up -> catching      it answers "catching up" (it restarted, or it was
+ *                       never caught up: a cluster's first start);
+ *   catching -> up      it answers "caught up" under the current view.
+ * Every change is a new view, numbered by the wall clock in microseconds
+ * (strictly above every number seen), sent at once and then every
+ * VIEWS_RESEND_MS to every node. A node marked up is told last: only once
+ * every other node not marked down holds the view that marks it up, so
+ * that no other node still acts as its keys' primary when it starts to; the
+ * fast path routes to it from its answer on. The other switches send
+ * queries (VIEW 0) and route by the newest view the answers show.
+ * Before its first view a publisher asks every node (for at most
+ * VIEWS_LEARN_MS): a node that serves stays up, one that does not is marked
+ * catching up, so a restarted switch does not undo its predecessor's view.
+ * Control thread only; off (nothing sent, nothing skipped) with R = 1.
+ */
+#ifndef SKL_SW_VIEWS_H
+#define SKL_SW_VIEWS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+#define VIEWS_RESEND_MS 100  /* VIEW (or the query) to every node this often */
+#define VIEWS_LEARN_MS	1000 /* a new publisher's questions before its first view */
+
+struct sw;
+
+int views_init(struct sw *sw, char *err, size_t errlen);
+void views_fini(struct sw *sw);
+/* A node's VIEW answer (intake.c; pipeline.c checked its source). */
+void views_take_reply(struct sw *sw, const struct wire_msg *msg);
+/* The views' part of a control round, after intake (the digests' verdicts). */
+void views_run(struct sw *sw, uint64_t now_us);
+/* A node's row in `cdtctl nodes` and /metrics: its mark, the view it holds, its catch-up. */
+struct fmt;
+void views_format_node(const struct sw *sw, uint16_t id, struct fmt *f);
+
+#endif
