@@ -1085,13 +1085,13 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 		return;
 	}
 	/*
-	 * Replica groups: through the switch, a MOVED that names no newer ring
-	 * names the key's primary in a view the switch routes by a moment
-	 * later (docs/design.md section 13). The request is tried through it
-	 * again when the attempt's timer fires, within its deadline, as a
-	 * refused one is.
+	 * Replica groups: through the switch, a MOVED of a write that names no
+	 * newer ring names the key's primary in a view the switch routes by a
+	 * moment later (docs/design.md section 13). The write is tried through
+	 * it again when the attempt's timer fires, within its deadline, as a
+	 * refused one is. (A read goes on to the node named, below.)
 	 */
-	if (from_switch && a->cfg->service.replicas > 1 && !newer_ring &&
+	if (from_switch && r->op != WIRE_OP_GET && a->cfg->service.replicas > 1 && !newer_ring &&
 	    r->timeouts < a->retries && a->now < r->end_ns) {
 		if (!r->refused)
 			a->st.refusals++;
@@ -1144,6 +1144,8 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	 * The switch's own answer for a group with no member up names none: it
 	 * ends the request at once.
 	 */
+	if (st == WIRE_ST_UNAVAILABLE && from_switch && r->phase != PH_SWITCH)
+		return; /* an earlier attempt's, through a switch since given up: the running one decides */
 	if (st == WIRE_ST_UNAVAILABLE &&
 	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH && m->node != 0
 			 : r->phase == PH_NODE) &&

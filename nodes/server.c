@@ -728,6 +728,20 @@ static bool replica_version(struct node *n, const struct wire_msg *m, struct sto
 }
 
 /*
+ * Replica groups: a read stamped with a version this node's copy lacks is
+ * served when the node holds exactly that version as a member of the key's
+ * group (a version names one write of the key: it is that write's value).
+ */
+static bool member_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
+			   uint8_t *val, size_t cap)
+{
+	if (!members_on(&n->members) || !m->version)
+		return false;
+	return store_get(n->store, STORE_OWNED, m->key, m->key_len, rec, val, cap) > 0 &&
+	       rec->kind == STORE_VALUE && rec->version == m->version;
+}
+
+/*
  * The owned record of the GET a worker serves now, read ahead with the
  * other GETs of its batch (serve_batch()), or NULL. Per thread: handlers
  * have one signature, and only the worker that read ahead serves the GET.
@@ -789,19 +803,26 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		store_failed(n, rep, rc);
 		return;
 	}
-	if (cf == STORE_REPLICA && (rc == 0 || rec.kind == STORE_DROPPED)) {
+	if (cf == STORE_REPLICA) {
 		/*
 		 * No copy here (never replicated, or dropped by UNREPLICATE): "not
 		 * found" would be a lie about a key that may well exist. Send the
-		 * reader to the home, which always holds the latest version.
+		 * reader to the home, which always holds the latest version; so too
+		 * a copy without the stamped version. A member of the key's group
+		 * may hold that version as a member, though.
 		 */
-		node_count(n, NODE_CTR_replica_miss);
-		node_reply_moved(n, rep, other_home);
-		return;
-	}
-	if (cf == STORE_REPLICA && !replica_version(n, m, &rec, val, val_cap)) {
-		node_reply_moved(n, rep, other_home); /* the home has it */
-		return;
+		bool miss = rc == 0 || rec.kind == STORE_DROPPED;
+
+		if (miss || !replica_version(n, m, &rec, val, val_cap)) {
+			if (!member_version(n, m, &rec, val, val_cap)) {
+				if (miss)
+					node_count(n, NODE_CTR_replica_miss);
+				node_reply_moved(n, rep, other_home);
+				return;
+			}
+			node_count(n, NODE_CTR_member_reads);
+			rc = 1;
+		}
 	}
 	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version)) {
 		int which = home_version(n, m, &rec, val, val_cap);

@@ -94,18 +94,25 @@ static bool homed_at(struct sw *sw, struct cdt_entry *e, void *arg)
 }
 
 /*
- * A node the groups skip from now on: its directory entries go (their
- * writes now land at another member, which does not know the copies;
- * section 13), and none is installed until it is up again (reconcile.c).
+ * A node the groups skip from now on: it leaves every directory entry's
+ * copies (it may come back with none: a wiped disk), and its own entries go
+ * (their writes now land at another member, which does not know the
+ * copies; docs/design.md section 13). None is installed with it as home
+ * until it is up again (reconcile.c).
  */
 static void drop_entries(struct sw *sw, uint16_t id)
 {
+	uint32_t it = 0;
 	const uint64_t *list;
-	uint32_t n = reconcile_collect(sw, homed_at, &id, &list);
+	struct cdt_entry *e;
+	uint32_t n;
 
+	while ((e = cdt_next(sw->cdt, &it)) != NULL)
+		if (e->owner == 0 && e->home != id)
+			cdt_apply(sw->cdt, sw->cdt->nworkers, e, CDT_EV_DROP, 0, id, NULL);
+	n = reconcile_collect(sw, homed_at, &id, &list);
 	for (uint32_t i = 0; i < n; i++) {
-		struct cdt_entry *e = cdt_find(sw->cdt, list[i]);
-
+		e = cdt_find(sw->cdt, list[i]);
 		if (e)
 			reconcile_remove(sw, e);
 	}
