@@ -15,6 +15,7 @@
 #include <rte_random.h>
 
 #include "cdt_state.h"
+#include "group.h"
 #include "sim.h"
 
 static void usage(FILE *f)
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 		   "            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
 		   "            --write-through on|off (on: homes push writes of directory keys)\n"
 		   "  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
+		   "  groups:   --replicas R (1): reads outside the directory go to the least-loaded\n"
+		   "            of the key's R ring members (member pushes of writes not modelled)\n"
 		   "  switch:   --max-replicas R (8) --max-keys K (1024) --top-k K (0: n log2 n)\n"
 		   "            --epoch-ms M (100) --retire-epochs E (5) --replica-factor F (2)\n"
 		   "  measure:  --warmup S (1 s before the measured S seconds)\n");
@@ -85,6 +88,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 		O_LINK,
 		O_LOSS,
 		O_MAXREP,
+		O_GROUP,
 		O_MAXKEYS,
 		O_TOPK,
 		O_EPOCH,
@@ -114,6 +118,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 	    {"link-us", 1, 0, O_LINK},
 	    {"digest-loss", 1, 0, O_LOSS},
 	    {"max-replicas", 1, 0, O_MAXREP},
+	    {"replicas", 1, 0, O_GROUP},
 	    {"max-keys", 1, 0, O_MAXKEYS},
 	    {"top-k", 1, 0, O_TOPK},
 	    {"epoch-ms", 1, 0, O_EPOCH},
@@ -201,6 +206,9 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			break;
 		case O_MAXREP:
 			rc = parse_u32("max-replicas", optarg, 1, CDT_MAX_REPLICAS, &p->dir.max_replicas);
+			break;
+		case O_GROUP:
+			rc = parse_u32("replicas", optarg, 1, GROUP_MAX, &p->replicas);
 			break;
 		case O_MAXKEYS:
 			rc = parse_u32("max-keys", optarg, 1, 65535, &p->dir.max_keys);

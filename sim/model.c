@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cdt_state.h"
+#include "group.h"
 #include "digest.h"
 #include "emit.h"
 #include "health.h"
@@ -371,6 +372,28 @@ static uint16_t pick_reader(struct sim *s, const struct cdt_state *st, uint16_t 
 	uint16_t best = sel_pick(s->pick_scores, slot, st->nreplicas - first, &s->sel_rng);
 
 	return best == SEL_NONE ? 0 : st->replicas[best - 1];
+}
+
+/*
+ * Replica groups: the member of the key's group (its home and the next R - 1
+ * nodes) a read outside the directory goes to, by sel_pick() as the switch's
+ * group_target() does.
+ */
+static uint16_t pick_member(struct sim *s, uint64_t keyhash)
+{
+	uint16_t ids[GROUP_MAX], slot[GROUP_MAX];
+	unsigned n = ring_group(&s->ring, keyhash_point(keyhash), s->p->replicas, ids);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct node *nd = &s->node[ids[i]];
+
+		slot[i] = (uint16_t)(i + 1);
+		s->pick_scores->outstanding[0][i + 1] = (uint32_t)nd->inflight;
+		s->pick_scores->delay_unit[i + 1] = nd->delay_unit;
+	}
+	uint16_t best = sel_pick(s->pick_scores, slot, n, &s->sel_rng);
+
+	return best == SEL_NONE ? ids[0] : ids[best - 1];
 }
 
 /*
@@ -747,8 +770,8 @@ static void at_switch(struct sim *s, uint32_t i)
 
 		hot_observe(s->hot, kh, (const uint8_t *)key, len, r->kind == RQ_WRITE);
 	}
-	if (r->kind == RQ_READ && s->dir_used) {
-		struct dir_entry *e = dir_find(s, kh);
+	if (r->kind == RQ_READ) {
+		struct dir_entry *e = s->dir_used ? dir_find(s, kh) : NULL;
 
 		if (e) {
 			uint16_t pick = pick_reader(s, &e->state.st, e->home);
@@ -757,6 +780,8 @@ static void at_switch(struct sim *s, uint32_t i)
 			s->res->dir_reads_home_only += e->state.st.nreplicas == 1;
 			if (pick)
 				target = pick;
+		} else if (s->p->replicas > 1) {
+			target = pick_member(s, kh);
 		}
 	}
 	r->node = target;
@@ -1164,6 +1189,7 @@ int sim_params_default(struct sim_params *p, char *err, size_t errlen)
 	    .seconds = 10,
 	    .warmup = 1,
 	    .seed = 1,
+	    .replicas = 1,
 	    .workers = cfg->node.workers,
 	    .service_us = 1000,
 	    .service = SIM_SERVICE_EXP,

@@ -52,6 +52,9 @@ struct sim_params {
 	uint32_t queue_depth;	  /* a node's client queue; full: OVERLOADED */
 	struct cfg_directory dir; /* directory knobs (conf/keys.c defaults) */
 	struct cfg_digest digest; /* digest knobs (conf/keys.c defaults) */
+	uint32_t replicas;	  /* R: reads of keys outside the directory go to the
+				   * least-loaded of their group (writes' member pushes
+				   * are not modelled) */
 };
 
 /* The defaults: conf/keys.c's for directory and digest, testbed-like nodes. */

@@ -233,6 +233,36 @@ START_TEST(directory_balances_the_hot_keys)
 END_TEST
 
 /*
+ * Replica groups at 64 nodes, uniform reads: reads spread over each key's
+ * two members even out ketama's own arcs (1.19 max/mean with R = 1, the
+ * busiest node bounding a closed loop).
+ */
+START_TEST(groups_even_out_the_ring)
+{
+	struct sim_params p;
+	struct sim_result one, two;
+	char err[256];
+
+	ck_assert_int_eq(sim_params_default(&p, err, sizeof(err)), 0);
+	p.nodes = 64;
+	p.keys = 100000;
+	snprintf(p.dist, sizeof(p.dist), "uniform");
+	p.read_ratio = 1;
+	p.directory = false;
+	p.concurrency = 6 * 64;
+	p.seconds = 4;
+	run(&p, &one);
+	p.replicas = 2;
+	run(&p, &two);
+	ck_assert_double_gt(one.max_over_mean, 1.1);
+	ck_assert_double_lt(two.max_over_mean, 1.05);
+	ck_assert_double_gt(two.throughput_ops, 1.1 * one.throughput_ops);
+	sim_result_free(&one);
+	sim_result_free(&two);
+}
+END_TEST
+
+/*
  * Write-through at 8 nodes, zipf 1.2, 5% writes: a pushed write leaves its
  * holders in the set, so fewer directory reads find the set at the home
  * alone than when every write collapses it until REPLICATE's copies are in.
@@ -359,6 +389,7 @@ int main(int argc, char **argv)
 	tcase_add_test(exact, ring_only_1024_nodes_zipf_099);
 	tcase_set_timeout(exact, 300);
 	tcase_add_test(model, directory_balances_the_hot_keys);
+	tcase_add_test(model, groups_even_out_the_ring);
 	tcase_add_test(model, write_through_keeps_hot_keys_spread);
 	tcase_add_test(model, sets_past_sixteen_balance_256_nodes);
 	tcase_add_test(model, bad_parameters_are_refused);
