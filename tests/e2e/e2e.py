@@ -2,7 +2,7 @@
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
 usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|switch-kill|hint-kill|
-       switch-loss|switch-pause|overload|spoof|membership|membership-restart
+       switch-loss|switch-pause|resp-pause|overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
 inline; conf/testbed-onearm.json, one-arm) in a temporary directory, with
@@ -43,6 +43,9 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                (inline): requests are resent through the switch until their
                deadline and not one fails, no node blamed, nothing failed fast,
                throughput back within 1 s, linearizable
+  resp-pause   skewless-proxy and `skewless bench --resp` through it, switchd
+               SIGSTOPped for 100 ms 3 times: not one command fails, the
+               history is linearizable by its values (lincheck --values)
   overload     256 in flight against 1000 us nodes: no UNAVAILABLE, no node
                marked down; requests that run out of time end TIMEOUT
   spoof        with a cluster key, spoofed REPLICATE, UNREPLICATE, RC_ACK,
@@ -1147,6 +1150,54 @@ def scenario_switch_pause(tb):
     lincheck(history)
 
 
+def scenario_resp_pause(tb):
+    """skewless-proxy in the agent's namespace and `skewless bench --resp`
+    through it, recording its history, while switchd is SIGSTOPped for
+    100 ms three times (inline): the proxy's agent hides every pause, not
+    one command fails, and the history is linearizable by its values
+    (a RESP client sees no versions: tests/lincheck --values)."""
+    tb.up()
+    port, pauses, pause_s, first_s, every_s = 6390, 3, 0.1, 2.0, 2.0
+    out = os.path.join(tb.dir, "proxy.out")
+    with open(out, "w") as o, open(os.path.join(tb.dir, "proxy.log"), "w") as err:
+        proxy = subprocess.Popen(
+            ["ip", "netns", "exec", f"{NSP}a1", os.path.join(tb.build, "proxy", "skewless-proxy"),
+             "--config", tb.config, "--listen", f"127.0.0.1:{port}", "--threads", "2"],
+            stdout=o, stderr=err)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 10 and "listening" not in open(out).read():
+            time.sleep(0.1)
+        check("listening" in open(out).read(), "skewless-proxy is listening")
+
+        def pause_switch(t0):
+            pid = tb.pid(tb.switch)
+            for k in range(pauses):
+                time.sleep(max(0, t0 + first_s + k * every_s - time.monotonic()))
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(pause_s)
+                os.kill(pid, signal.SIGCONT)
+
+        s, history = run_bench(tb, "resp-pause", [
+            "--resp", f"127.0.0.1:{port}", "--resp-conns", "16", "--keys", "2000",
+            "--dist", "zipf:0.99", "--read-ratio", "0.8", "--concurrency", "16",
+            "--duration", str(int(first_s + pauses * every_s + 1)), "--seed", "9"],
+            pause_switch)
+        log(f"{s['ops']} commands through the proxy, status {s['status']}")
+        check(s["ops"] > 1000 and s["errors"] == 0,
+              f"not one command failed through {pauses} switch pauses ({s['status']})")
+        r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                            "--values", history], capture_output=True, text=True, timeout=120)
+        print(r.stdout.strip())
+        check(r.returncode == 0, "the proxy's history is linearizable by its values")
+    finally:
+        proxy.terminate()
+        try:
+            proxy.wait(10)
+        except subprocess.TimeoutExpired:
+            proxy.kill()
+
+
 def scenario_overload(tb):
     """256 in flight against nodes of 1000 us service time (2 workers each),
     zipf 1.2 with the directory off: the hottest node holds some 80 requests,
@@ -1684,6 +1735,7 @@ SCENARIOS = {
     "hint-kill": ("testbed-onearm.json", scenario_hint_kill),
     "switch-loss": ("testbed-onearm.json", scenario_switch_loss),
     "switch-pause": ("testbed.json", scenario_switch_pause),
+    "resp-pause": ("testbed.json", scenario_resp_pause),
     "overload": ("testbed.json", scenario_overload),
     "spoof": ("testbed-2sw.json", scenario_spoof),
 }

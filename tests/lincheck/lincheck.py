@@ -23,8 +23,22 @@ Writes that failed or timed out may or may not have taken effect: a read may
 return them (checked against 1 and 2), but they constrain nothing else.
 NOT_FOUND reads carry version 0 (never written) or a tombstone's version.
 
-usage: lincheck.py HISTORY [HISTORY...]   exit 0 if linearizable, 1 if not.
+A history without versions (a RESP client's: `skewless bench --resp`) is
+checked with --values instead, by the values alone: every write's value is
+unique, so each read names the write it saw, and the history is
+linearizable per key iff each write and the reads of it can be ordered as
+blocks (Gibbons and Korach, "Testing shared memories", 1997): no read
+returns a write that began after the read ended, no two forward zones
+overlap, and no backward zone lies inside a forward zone. A write's cluster
+is the write and its reads; its zone runs between the earliest completion
+and the latest invocation among them, forward when the earliest completion
+comes first. A NOT_FOUND read belongs to the key's initial state (no
+write, before every write); a failed write that some read saw took effect
+at some point after its invocation.
+
+usage: lincheck.py [--values] HISTORY [HISTORY...]   exit 0 if linearizable, 1 if not.
 """
+import bisect
 import json
 import sys
 from collections import defaultdict
@@ -115,22 +129,80 @@ def check_key(key, ops):
     return errors
 
 
-def check(ops):
+INF = float("inf")
+
+
+def check_key_values(key, ops):
+    """Violations for one key's operations, by values alone (--values)."""
+    errors = []
+    writes = {}  # value -> write op
+    for op in ops:
+        if op["op"] == "del":
+            errors.append(f"{key}: --values checks GET and PUT histories only")
+            return errors
+        if op["op"] == "put":
+            if op.get("value") in writes:
+                errors.append(f"{key}: two writes wrote {op.get('value')!r}")
+            writes[op.get("value")] = op
+    # cluster: the write's value (None: the initial state) -> [first completion, last invocation]
+    clusters = {None: [-INF, -INF]}
+    for w in writes.values():
+        if w["status"] in OK_STATUSES:
+            clusters[w.get("value")] = [w["complete_ns"], w["invoke_ns"]]
+    for r in ops:
+        if r["op"] != "get" or r["status"] not in OK_STATUSES:
+            continue
+        got = r.get("value") if r["status"] == "OK" else None
+        if got is not None:
+            w = writes.get(got)
+            if w is None:
+                errors.append(f"{key}: read at {r['invoke_ns']} returned {got!r}, which no"
+                              " write wrote")
+                continue
+            if w["invoke_ns"] > r["complete_ns"]:
+                errors.append(f"{key}: read at {r['invoke_ns']} returned a write that began"
+                              f" later, at {w['invoke_ns']}")
+                continue
+            # A failed write that was read: in effect from some point after its invocation.
+            clusters.setdefault(got, [INF, w["invoke_ns"]])
+        z = clusters[got]
+        z[0] = min(z[0], r["complete_ns"])
+        z[1] = max(z[1], r["invoke_ns"])
+    forward = sorted((lo, hi, v) for v, (lo, hi) in clusters.items() if lo < hi)
+    backward = [(hi, lo, v) for v, (lo, hi) in clusters.items() if lo >= hi]
+    for (a0, a1, av), (b0, b1, bv) in zip(forward, forward[1:]):
+        if b0 < a1:
+            errors.append(f"{key}: the writes of {av!r} and {bv!r} and their reads overlap"
+                          " in both orders (stale)")
+    # Forward zones that do not overlap end in the order they start: only the
+    # last one to start before a backward zone can hold it.
+    starts = [f[0] for f in forward]
+    for s0, s1, v in backward:
+        i = bisect.bisect_left(starts, s0) - 1
+        if i >= 0 and s1 < forward[i][1]:
+            errors.append(f"{key}: {v!r} was written and read while {forward[i][2]!r} had to"
+                          " be the value throughout (stale)")
+    return errors
+
+
+def check(ops, by_values=False):
     per_key = defaultdict(list)
     for op in ops:
         per_key[op["key"]].append(op)
     errors = []
     for key, kops in per_key.items():
-        errors.extend(check_key(key, kops))
+        errors.extend(check_key_values(key, kops) if by_values else check_key(key, kops))
     return errors
 
 
 def main(argv):
-    if len(argv) < 2:
+    by_values = len(argv) > 1 and argv[1] == "--values"
+    paths = argv[2:] if by_values else argv[1:]
+    if not paths:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    ops = load(argv[1:])
-    errors = check(ops)
+    ops = load(paths)
+    errors = check(ops, by_values)
     reads = sum(1 for o in ops if o["op"] == "get")
     for e in errors[:20]:
         print("VIOLATION:", e)

@@ -86,5 +86,46 @@ class Failing(unittest.TestCase):
                              "two writes")
 
 
+def rop(kind, t0, t1, value=None, status="OK", key="k"):
+    """An operation of a RESP client's history: no version."""
+    return op(kind, t0, t1, 0, value, status if value is not None or kind == "put" else
+              ("NOT_FOUND" if status == "OK" else status), key)
+
+
+class ByValues(unittest.TestCase):
+    def ok(self, ops):
+        self.assertEqual(lincheck.check(ops, by_values=True), [])
+
+    def bad(self, ops, word):
+        errors = lincheck.check(ops, by_values=True)
+        self.assertTrue(any(word in e for e in errors), errors)
+
+    def test_sequential_and_concurrent(self):
+        self.ok([rop("get", 0, 1), rop("put", 2, 5, "a"), rop("get", 6, 7, "a"),
+                 rop("put", 10, 30, "b"), rop("get", 12, 14, "a"), rop("get", 20, 25, "b"),
+                 rop("get", 31, 32, "b")])
+
+    def test_failed_write_seen_late(self):
+        self.ok([rop("put", 0, 5, "a"), rop("put", 10, 11, "b", status="TIMEOUT"),
+                 rop("get", 20, 21, "a"), rop("get", 30, 31, "b")])
+
+    def test_stale_read(self):
+        self.bad([rop("put", 0, 5, "a"), rop("put", 10, 20, "b"), rop("get", 30, 40, "a")],
+                 "stale")
+
+    def test_reads_go_back(self):
+        self.bad([rop("put", 0, 5, "a"), rop("put", 10, 100, "b"), rop("get", 20, 30, "b"),
+                  rop("get", 40, 50, "a")], "stale")
+
+    def test_not_found_after_a_write(self):
+        self.bad([rop("put", 0, 5, "a"), rop("get", 10, 20)], "stale")
+
+    def test_read_from_the_future(self):
+        self.bad([rop("get", 0, 5, "a"), rop("put", 10, 20, "a")], "began later")
+
+    def test_fabricated_value(self):
+        self.bad([rop("put", 0, 5, "a"), rop("get", 10, 20, "zzz")], "no write wrote")
+
+
 if __name__ == "__main__":
     unittest.main()
