@@ -103,6 +103,10 @@ struct px_worker {
 	struct rmw_lock *locks[PX_LOCK_BUCKETS];
 	struct px_conn *open;	 /* open connections */
 	struct px_conn *closing; /* closed, freed once their commands are done */
+	/* In skl_poll(): completions only queue their connection here, and
+	 * each is flushed once after (one send for a pipeline's replies). */
+	bool in_poll;
+	struct px_conn *flush;
 	struct px_counters ctr;
 	uint64_t *calls, *failed;	     /* per command, px_ncommands each */
 	uint64_t failures[SKL_STATUS_COUNT]; /* error replies naming an agent status */
@@ -140,7 +144,9 @@ struct px_conn {
 	bool parsing;	 /* in process_input() (worker.c) */
 	bool waking;	 /* in conn_wake() (worker.c) */
 	bool dead;	 /* closed; freed when head is NULL */
+	bool flush_due;	 /* on its worker's flush list (worker.c) */
 	struct px_conn *prev_open, *next_open;
+	struct px_conn *next_flush;
 	struct px_conn *next_closing;
 	struct resp_req req;
 };

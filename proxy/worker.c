@@ -301,17 +301,48 @@ static void conn_flush(struct px_conn *c)
 	conn_update_events(c);
 }
 
+/* Dispatch the commands that waited for c's completions, and send what is ready. */
+static void conn_done(struct px_conn *conn)
+{
+	conn_wake(conn);
+	if (conn->head && conn->head->done)
+		conn_flush(conn);
+}
+
 void px_cmd_done(struct px_cmd *c)
 {
 	struct px_conn *conn = c->conn;
+	struct px_worker *w = conn->w;
 
 	c->done = true;
 	/* Inside conn_wake(), which flushes when it is through. */
 	if (conn->waking)
 		return;
-	conn_wake(conn);
-	if (conn->head && conn->head->done)
-		conn_flush(conn);
+	/* A reply from the agent's poll: the connection is flushed after it. */
+	if (w->in_poll) {
+		if (!conn->flush_due) {
+			conn->flush_due = true;
+			conn->next_flush = w->flush;
+			w->flush = conn;
+		}
+		return;
+	}
+	conn_done(conn);
+}
+
+/* The agent's replies and due timers; then each connection they completed commands of, once. */
+static void poll_agent(struct px_worker *w)
+{
+	w->in_poll = true;
+	skl_poll(w->agent, 0);
+	w->in_poll = false;
+	while (w->flush) {
+		struct px_conn *c = w->flush;
+
+		w->flush = c->next_flush;
+		c->flush_due = false;
+		conn_done(c);
+	}
 }
 
 static void conn_read(struct px_conn *c)
@@ -462,7 +493,7 @@ static void *worker_main(void *arg)
 			}
 		}
 		/* Replies and due timers; callbacks complete commands (px_cmd_done()). */
-		skl_poll(w->agent, 0);
+		poll_agent(w);
 		reap(w);
 		now = clock_mono_ns();
 		if (now >= next_snap) {
