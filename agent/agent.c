@@ -1056,6 +1056,21 @@ static void reload_view(struct skl_agent *a)
 }
 
 /*
+ * r was refused unapplied and may still be tried: the attempt's timer
+ * resends it, within its retries and deadline, and it ends UNAVAILABLE only
+ * when those are out. False when they are out already.
+ */
+static bool retry_refused(struct skl_agent *a, struct req *r)
+{
+	if (r->timeouts >= a->retries || a->now >= r->end_ns)
+		return false;
+	if (!r->refused)
+		a->st.refusals++;
+	r->refused = true;
+	return true;
+}
+
+/*
  * MOVED. For a read the switch placed (through it, or at its HINT's version)
  * whose node no longer serves that version, naming the home we know or no
  * node: the switch's view has moved on since, so the read is placed again,
@@ -1092,12 +1107,8 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 	 * refused one is. (A read goes on to the node named, below.)
 	 */
 	if (from_switch && r->op != WIRE_OP_GET && a->cfg->service.replicas > 1 && !newer_ring &&
-	    r->timeouts < a->retries && a->now < r->end_ns) {
-		if (!r->refused)
-			a->st.refusals++;
-		r->refused = true;
+	    retry_refused(a, r))
 		return;
-	}
 	if (r->moved_once) {
 		complete(a, r, SKL_MOVED, m, from_switch);
 		return;
@@ -1149,12 +1160,8 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	if (st == WIRE_ST_UNAVAILABLE &&
 	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH && m->node != 0
 			 : r->phase == PH_NODE) &&
-	    r->timeouts < a->retries && a->now < r->end_ns) {
-		if (!r->refused)
-			a->st.refusals++;
-		r->refused = true;
+	    retry_refused(a, r))
 		return;
-	}
 	/* Remember where a relaxed read was served so the next one skips HINT. */
 	if (r->op == WIRE_OP_GET && r->consistency == CFG_RELAXED && a->mode == CFG_MODE_HINT &&
 	    st == WIRE_ST_OK && m->node && a->nodes[m->node].present &&
