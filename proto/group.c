@@ -51,13 +51,19 @@ int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap)
 	return WIRE_VIEW_LEN;
 }
 
+/* A view's number and its two bitmaps, from WIRE_VIEW_LEN bytes at p. */
+static void view_from(uint64_t number, const uint8_t *p, struct wire_view *v)
+{
+	v->number = number;
+	memcpy(v->down, p, GROUP_BITMAP);
+	memcpy(v->catching, p + GROUP_BITMAP, GROUP_BITMAP);
+}
+
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
 {
 	if (msg->op != WIRE_OP_VIEW || msg->val_len != WIRE_VIEW_LEN)
 		return -EBADMSG;
-	v->number = msg->version;
-	memcpy(v->down, msg->value, GROUP_BITMAP);
-	memcpy(v->catching, msg->value + GROUP_BITMAP, GROUP_BITMAP);
+	view_from(msg->version, msg->value, v);
 	return 0;
 }
 
@@ -83,8 +89,6 @@ int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r
 	r->state = p[0];
 	r->sources_left = wire_get16(p + 2);
 	r->records = wire_get64(p + 8);
-	r->view.number = msg->version;
-	memcpy(r->view.down, p + 16, GROUP_BITMAP);
-	memcpy(r->view.catching, p + 16 + GROUP_BITMAP, GROUP_BITMAP);
+	view_from(msg->version, p + 16, &r->view);
 	return 0;
 }
