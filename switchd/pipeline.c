@@ -875,6 +875,17 @@ static __rte_noinline uint16_t group_target(struct sw_worker *w, const struct wi
 }
 
 /*
+ * Do replica groups route this request rather than the directory? With R
+ * above 1, for a key outside it or one whose home the view skips (that
+ * entry is passed by: views.c removes it).
+ */
+static __rte_always_inline bool by_group(const struct sw *sw, const struct cdt_entry *e,
+					 uint16_t home)
+{
+	return unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home));
+}
+
+/*
  * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
  * key's owner): choose the node, stamp the return address, forward.
  */
@@ -926,8 +937,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	}
 	/* A directory entry knows its home: no ring lookup for hot keys. */
 	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
-	if (unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home))) {
-		/* An entry whose home the view skips is passed by (views.c removes it). */
+	if (by_group(sw, e, home)) {
 		e = NULL;
 		target = group_target(w, msg, is_read, &replica_read);
 	} else if (!is_read)
@@ -1175,7 +1185,7 @@ static __rte_noinline void do_hint(struct sw_worker *w, struct pkt *p, struct cd
 
 	e = entry_for(w, e, &p->msg);
 	home = e ? e->home : ring_home(sw_ring(sw), p->msg.keyhash);
-	if (unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home))) {
+	if (by_group(sw, e, home)) {
 		bool member_read = false;
 
 		e = NULL;

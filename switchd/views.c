@@ -238,6 +238,18 @@ static void send_view(struct sw *sw, uint16_t id, uint64_t number)
 	}
 }
 
+/* VIEW 0 to every node, every VIEWS_RESEND_MS: what view each holds, and where it is. */
+static void ask(struct sw *sw, uint64_t now_us)
+{
+	struct views *v = sw->views;
+
+	if (now_us - v->last_send_us < VIEWS_RESEND_MS * 1000ull)
+		return;
+	v->last_send_us = now_us;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+		send_view(sw, sw->cfg->nodes[i].id, 0);
+}
+
 /* Strictly above every view number seen: the wall clock's microseconds, or one more. */
 static uint64_t next_number(const struct sw *sw)
 {
@@ -300,11 +312,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 			known &= v->node[id].answered || !alive(sw, id);
 		}
 		if (!known && now_us - v->start_us < VIEWS_LEARN_MS * 1000ull) {
-			if (due) {
-				v->last_send_us = now_us;
-				for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-					send_view(sw, sw->cfg->nodes[i].id, 0);
-			}
+			ask(sw, now_us);
 			return;
 		}
 	}
@@ -359,11 +367,7 @@ void views_run(struct sw *sw, uint64_t now_us)
 		publish(sw, now_us);
 		return;
 	}
-	if (now_us - v->last_send_us >= VIEWS_RESEND_MS * 1000ull) {
-		v->last_send_us = now_us;
-		for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-			send_view(sw, sw->cfg->nodes[i].id, 0);
-	}
+	ask(sw, now_us);
 }
 
 void views_format_node(const struct sw *sw, uint16_t id, struct fmt *f)
