@@ -240,6 +240,14 @@ static void do_get(struct skl_agent *a, struct fake **fakes, int nf, const char 
 	run_until(a, fakes, nf, o, 5000);
 }
 
+static void do_put(struct skl_agent *a, struct fake **fakes, int nf, const char *key,
+		   struct outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(skl_put(a, key, strlen(key), "v", 1, NULL, on_result, o), 0);
+	run_until(a, fakes, nf, o, 2000);
+}
+
 static struct skl_agent *make_agent(struct fake *sw, struct fake **nodes, int nn,
 				    struct skl_options *opt)
 {
@@ -436,9 +444,7 @@ START_TEST(timeout_and_retry_counts)
 	ck_assert_uint_eq(stats(a).retries, 2);
 	/* A write, the nodes reached without the switch (no inline switch): its
 	 * retry goes to the ring home, with the same req_id. */
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, all, 2, &o, 2000);
+	do_put(a, all, 2, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(o.res.sends, 2);
 	ck_assert_uint_eq(sw->req_ids[3], n1->req_ids[0]);
@@ -625,9 +631,7 @@ START_TEST(relaxed_probe_reads_highest_version)
 	ck_assert(o.res.flags & SKL_R_STALE);
 	ck_assert_uint_eq(o.res.sends, 2);
 	/* Writes never go anywhere but the home. */
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, key, strlen(key), "v", 1, NULL, on_result, &o), 0);
-	run_until(a, nodes, 3, &o, 2000);
+	do_put(a, nodes, 3, key, &o);
 	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
 	skl_close(a);
 	fake_free(n1);
@@ -712,9 +716,7 @@ START_TEST(hint_mode_and_route_cache)
 	ck_assert_uint_eq(stats(a).hints, 3);
 	ck_assert_uint_eq(stats(a).cache_hits, 2);
 	/* Writes go through the switch in hint mode. */
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, key, strlen(key), "v", 1, NULL, on_result, &o), 0);
-	run_until(a, all, 3, &o, 2000);
+	do_put(a, all, 3, key, &o);
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(sw->rx_op[WIRE_OP_PUT], 1);
 	ck_assert_uint_eq(n1->rx_op[WIRE_OP_PUT] + n2->rx_op[WIRE_OP_PUT], 0);
@@ -791,9 +793,7 @@ START_TEST(refused_write_resent)
 	uint64_t t0;
 
 	n1->refuse = 2;
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, &n1, 1, &o, 2000);
+	do_put(a, &n1, 1, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(o.res.sends, 3);
 	ck_assert_uint_eq(n1->req_ids[0], n1->req_ids[2]);
@@ -802,9 +802,7 @@ START_TEST(refused_write_resent)
 
 	n1->refuse = 1000;
 	t0 = clock_mono_ms();
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, &n1, 1, &o, 2000);
+	do_put(a, &n1, 1, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
 	ck_assert_uint_ge(clock_mono_ms() - t0, 95);
 	ck_assert_uint_eq(stats(a).node_down, 0);
@@ -846,9 +844,7 @@ START_TEST(group_unavailable_via_switch_retried)
 	cfg->nnodes = 2;
 	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
 	sw->refuse = 2;
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, fakes, 3, &o, 2000);
+	do_put(a, fakes, 3, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_OK);
 	ck_assert_uint_eq(o.res.sends, 3);
 	ck_assert_uint_eq(sw->rx_op[WIRE_OP_PUT], 3);
@@ -856,9 +852,7 @@ START_TEST(group_unavailable_via_switch_retried)
 	/* The switch's own answer for a group with no member up names no node: the answer. */
 	sw->switch_names = 0;
 	sw->refuse = 1;
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, fakes, 3, &o, 2000);
+	do_put(a, fakes, 3, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
 	ck_assert_uint_eq(o.res.sends, 1);
 	sw->switch_names = 1;
@@ -868,9 +862,7 @@ START_TEST(group_unavailable_via_switch_retried)
 	cfg->service.replicas = 1;
 	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
 	sw->refuse = 1;
-	memset(&o, 0, sizeof(o));
-	ck_assert_int_eq(skl_put(a, "user:1", 6, "v", 1, NULL, on_result, &o), 0);
-	run_until(a, fakes, 3, &o, 2000);
+	do_put(a, fakes, 3, "user:1", &o);
 	ck_assert_int_eq(o.res.status, SKL_UNAVAILABLE);
 	ck_assert_uint_eq(o.res.sends, 1);
 	skl_close(a);

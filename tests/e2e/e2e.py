@@ -1094,6 +1094,22 @@ def scenario_switch_loss(tb):
     lincheck(history)
 
 
+def switch_pauses(tb, pauses, pause_s, first_s, every_s, resumed=None):
+    """A run_bench `during`: SIGSTOP switchd for pause_s, `pauses` times, the
+    first first_s after the launch and then every every_s; the times it
+    resumed are appended to resumed."""
+    def during(t0):
+        pid = tb.pid(tb.switch)
+        for k in range(pauses):
+            time.sleep(max(0, t0 + first_s + k * every_s - time.monotonic()))
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(pause_s)
+            os.kill(pid, signal.SIGCONT)
+            if resumed is not None:
+                resumed.append(time.monotonic())
+    return during
+
+
 def scenario_switch_pause(tb):
     """SIGSTOP the switch for 100 ms, 5 times, under a closed loop of 48 (inline):
     the stall is the switch's, so no node is blamed and nothing fails fast after."""
@@ -1103,19 +1119,10 @@ def scenario_switch_pause(tb):
           f"the agents' deadline ({deadline_ms(tb)} ms) is at least twice the pause")
     duration = int(first_s + pauses * every_s + 1)
     resumed = []
-
-    def pause_switch(t0):
-        pid = tb.pid(tb.switch)
-        for k in range(pauses):
-            time.sleep(max(0, t0 + first_s + k * every_s - time.monotonic()))
-            os.kill(pid, signal.SIGSTOP)
-            time.sleep(pause_s)
-            os.kill(pid, signal.SIGCONT)
-            resumed.append(time.monotonic())
-
     s, history = run_bench(tb, "pause", [
         "--keys", "10000", "--dist", "zipf:0.99", "--read-ratio", "0.95",
-        "--concurrency", str(conc), "--duration", str(duration), "--seed", "5"], pause_switch)
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "5"],
+        switch_pauses(tb, pauses, pause_s, first_s, every_s, resumed))
     ag = s["agent"]
     log(f"{s['ops']} ops, status {s['status']}, agent: switch_down {ag['switch_down']},"
         f" switch_back {ag['switch_back']}, node_down {ag['node_down']},"
@@ -1169,20 +1176,11 @@ def scenario_resp_pause(tb):
         while time.monotonic() - t0 < 10 and "listening" not in open(out).read():
             time.sleep(0.1)
         check("listening" in open(out).read(), "skewless-proxy is listening")
-
-        def pause_switch(t0):
-            pid = tb.pid(tb.switch)
-            for k in range(pauses):
-                time.sleep(max(0, t0 + first_s + k * every_s - time.monotonic()))
-                os.kill(pid, signal.SIGSTOP)
-                time.sleep(pause_s)
-                os.kill(pid, signal.SIGCONT)
-
         s, history = run_bench(tb, "resp-pause", [
             "--resp", f"127.0.0.1:{port}", "--resp-conns", "16", "--keys", "2000",
             "--dist", "zipf:0.99", "--read-ratio", "0.8", "--concurrency", "16",
             "--duration", str(int(first_s + pauses * every_s + 1)), "--seed", "9"],
-            pause_switch)
+            switch_pauses(tb, pauses, pause_s, first_s, every_s))
         log(f"{s['ops']} commands through the proxy, status {s['status']}")
         check(s["ops"] > 1000 and s["errors"] == 0,
               f"not one command failed through {pauses} switch pauses ({s['status']})")
