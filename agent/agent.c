@@ -1104,10 +1104,12 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 	 * newer ring names the key's primary in a view the switch routes by a
 	 * moment later (docs/design.md section 13). The write is tried through
 	 * it again when the attempt's timer fires, within its deadline, as a
-	 * refused one is. (A read goes on to the node named, below.)
+	 * refused one is. So is a read that was placed again MAX_REPLACE times:
+	 * a member that holds the view marking the primary up answers MOVED to
+	 * it until the switch, which tells the primary last, routes to it; the
+	 * primary itself, not told yet, would send the reader back.
 	 */
-	if (from_switch && r->op != WIRE_OP_GET && a->cfg->service.replicas > 1 && !newer_ring &&
-	    retry_refused(a, r))
+	if (from_switch && a->cfg->service.replicas > 1 && !newer_ring && retry_refused(a, r))
 		return;
 	if (r->moved_once) {
 		complete(a, r, SKL_MOVED, m, from_switch);

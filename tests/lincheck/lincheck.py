@@ -65,6 +65,11 @@ def load(paths):
     return ops
 
 
+def served_by(op):
+    """ at NODE, when the history names the node that answered."""
+    return f" at {op['node']}" if op.get("node") else ""
+
+
 def check_key(key, ops):
     """Returns a list of violation strings for one key's operations."""
     errors = []
@@ -123,9 +128,10 @@ def check_key(key, ops):
         v = op.get("version") or 0
         is_write = op["op"] in ("put", "del")
         if (is_write and v <= best) or (not is_write and v < best):
-            errors.append(f"{key}: {op['op']} at {op['invoke_ns']} saw version {v}, but "
-                          f"version {best} ({best_op['op']}) had completed at "
-                          f"{best_op['complete_ns']} (stale)")
+            errors.append(f"{key}: {op['op']} at {op['invoke_ns']} saw version {v}"
+                          f"{served_by(op)}, but version {best} ({best_op['op']}"
+                          f"{served_by(best_op)}) had completed at {best_op['complete_ns']}"
+                          " (stale)")
     return errors
 
 
