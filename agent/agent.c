@@ -1104,10 +1104,11 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 	 * newer ring names the key's primary in a view the switch routes by a
 	 * moment later (docs/design.md section 13). The write is tried through
 	 * it again when the attempt's timer fires, within its deadline, as a
-	 * refused one is. So is a read that was placed again MAX_REPLACE times:
-	 * a member that holds the view marking the primary up answers MOVED to
-	 * it until the switch, which tells the primary last, routes to it; the
-	 * primary itself, not told yet, would send the reader back.
+	 * refused one is. So is a read the placements above do not take (placed
+	 * MAX_REPLACE times, or sent to a node other than its home): a member
+	 * that holds the view marking the primary up answers MOVED to it until
+	 * the switch, which tells the primary last, routes to it; the primary
+	 * itself, not told yet, would send the reader back.
 	 */
 	if (from_switch && a->cfg->service.replicas > 1 && !newer_ring && retry_refused(a, r))
 		return;
