@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/check_quiet.h"
 #include "chunk.h"
 #include "clock.h"
 #include "config.h"

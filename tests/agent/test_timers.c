@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "../common/check_quiet.h"
 #include "rng.h"
 #include "route_cache.h"
 #include "timerwheel.h"

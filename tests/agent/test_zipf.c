@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../common/check_quiet.h"
 #include "workload.h"
 #include "zipf.h"
 

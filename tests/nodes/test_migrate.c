@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/check_quiet.h"
 #include "keyhash.h"
 #include "migrate.h"
 #include "rchange.h"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/check_quiet.h"
 #include "keyhash.h"
 #include "rchange.h"
 #include "ringmsg.h"
