@@ -936,6 +936,7 @@ static bool cas_reads_only(const struct wire_msg *m)
 struct write_push {
 	bool through; /* to the key's holders (write-through) */
 	bool members; /* to its group's members: the previous version kept for readers */
+	bool bypass;  /* past the owner switch, whose stamps no kept version may answer */
 	uint16_t owner;
 	uint8_t holders[THROUGH_HOLDERS];
 };
@@ -970,6 +971,7 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
+	push->bypass = bypass > 0;
 	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
 	push->members = turn && !push->through && members_on(&n->members) &&
 			repl_members_begin(n, m);
@@ -1108,6 +1110,13 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		sent = node_send_reply(n, from, rep) == 0;
 	} else if (push.members) {
 		through_push_end(n->through, m->keyhash);
+		/*
+		 * The version kept for the push's readers is one the owner switch
+		 * may still stamp reads with until this write's note reaches it
+		 * (repl_notify_owner()): once answered, nothing may serve it.
+		 */
+		if (push.bypass)
+			through_forget_previous(n->through, m->keyhash);
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn > 0)

@@ -2094,6 +2094,36 @@ START_TEST(replica_group_failover_and_refill)
 			      counter(1, "member_reads"),
 			  NK);
 
+	/*
+	 * A write past the owner switch of a key it spreads over a copy: the
+	 * primary keeps the version before for readers while it pushes to the
+	 * other member, then forgets it. A read the owner still stamps with that
+	 * version (its note of the write not in yet) gets the new one.
+	 */
+	{
+		uint16_t ids[GROUP_MAX];
+		uint8_t payload[4];
+		struct wire_msg r, ack, note;
+		static uint8_t sbuf[12000];
+
+		ring_group(&ring, keyhash_point(keyhash(keys[0], strlen(keys[0]))), 2, ids);
+		wire_put16(payload, 1); /* owner: switch 1 */
+		wire_put16(payload + 2, (uint16_t)(6 - ids[0] - ids[1]));
+		r = req(ids[0], WIRE_OP_REPLICATE, keys[0], payload, 4, ver[0], 0);
+		ck_assert_uint_eq(r.version, ver[0]);
+		ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+		snprintf(vals[0], sizeof(vals[0]), "bypass");
+		r = req(ids[0], WIRE_OP_PUT, keys[0], vals[0], (uint32_t)strlen(vals[0]), 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_int_eq(switch_recv(WIRE_OP_REPLICATE | WIRE_REPLY, &note, sbuf, sizeof(sbuf)),
+				 0);
+		ck_assert_uint_eq(note.version, r.version);
+		r = req(ids[0], WIRE_OP_GET, keys[0], NULL, 0, ver[0], WIRE_F_VIA_SWITCH);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_eq(r.version, note.version);
+		ver[0] = note.version;
+	}
+
 	/* Node 1 dies: a write whose other member it is waits for the view that skips it. */
 	kill(pids[1], SIGKILL);
 	waitpid(pids[1], NULL, 0);

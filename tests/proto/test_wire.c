@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/check_quiet.h"
 #include "keyhash.h"
 #include "wire.h"
 
