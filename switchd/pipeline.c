@@ -1073,19 +1073,15 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		return false;
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
-	const struct cdt_state *st = cdt_entry_state(e);
-	bool advanced;
-
 	/*
-	 * A write-through reply may come late (its push took a while), after the
-	 * home answered newer writes: an entry whose completed version is not
-	 * known yet (a fresh one) takes its version from the home's REPLICATE
-	 * reply instead, so that it never starts from an older version than the
-	 * home has answered.
+	 * A fresh entry (completed version not known) takes its version from the
+	 * home's REPLICATE reply only, never from a data reply: one may leave the
+	 * home after a newer write's reply (cdt_state.h), and an entry that
+	 * started from it would have reads stamped with a version older than one
+	 * the home has answered.
 	 */
-	if ((msg->flags & WIRE_F_WRITE_THROUGH) && (!st || st->completed == 0))
-		return true;
-	advanced = apply_event(w, e, CDT_EV_REPLY, msg) > 0;
+	bool replicated = msg->op == (WIRE_OP_REPLICATE | WIRE_REPLY);
+	bool advanced = apply_event(w, e, replicated ? CDT_EV_REPLICATED : CDT_EV_REPLY, msg) > 0;
 
 	if (msg->op != (WIRE_OP_PUT | WIRE_REPLY) && msg->op != (WIRE_OP_DEL | WIRE_REPLY))
 		return true;
