@@ -760,9 +760,20 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 	uint16_t other_home = node_other_home(n, m->keyhash);
 	enum store_cf cf;
 
-	/* A read the switch sent to a member of the key's group, clean there (members.h). */
-	if (other_home && other_home != RING_NO_NODE && (m->flags & WIRE_F_REPLICA_READ) &&
-	    !m->version && members_on(&n->members) && members_clean(n, m->keyhash)) {
+	/*
+	 * With replica groups, a read the switch sent to a member without a stamp
+	 * is served only where the key is clean (members.h); elsewhere it goes to
+	 * the primary. A directory copy here may be from before a write that is
+	 * out, or from before this node's own absence, and nothing would check
+	 * its version.
+	 */
+	if (other_home && (m->flags & WIRE_F_REPLICA_READ) && !m->version &&
+	    members_on(&n->members)) {
+		if (other_home == RING_NO_NODE || !members_clean(n, m->keyhash)) {
+			node_count(n, NODE_CTR_moved);
+			node_reply_moved(n, rep, other_home);
+			return;
+		}
 		node_count(n, NODE_CTR_member_reads);
 		other_home = 0;
 	}

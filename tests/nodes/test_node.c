@@ -2189,9 +2189,30 @@ START_TEST(replica_group_failover_and_refill)
 		ck_assert_uint_gt(r.version, ver[i]);
 	}
 
-	/* A push from a view older than the member's is refused. */
+	/*
+	 * A member read (no stamp) of a key dirty at the member goes to the
+	 * primary, even where a directory copy of the key is held: nothing
+	 * would check that copy's version.
+	 */
 	uint8_t pushed[WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN] = {0};
-	struct wire_msg r;
+	struct wire_msg r, ack;
+	uint16_t ids[GROUP_MAX];
+
+	ring_group(&ring, keyhash_point(keyhash(keys[1], strlen(keys[1]))), 2, ids);
+	send_rc_req(ids[1], keys[1], 1, 0, "old copy");
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(ack.version, 1);
+	wire_put64(pushed, view);
+	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = ver[1] + 100, .key = (const void *)keys[1],
+			      .key_len = (uint16_t)strlen(keys[1]), .value = pushed, .val_len = sizeof(pushed)};
+	pushed[WIRE_MEMBER_VIEW_LEN] = 1; /* a tombstone, not committed: dirty */
+	ck_assert_int_eq(rpc_to(ids[1], &r, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	r = req(ids[1], WIRE_OP_GET, keys[1], NULL, 0, 0, WIRE_F_REPLICA_READ);
+	ck_assert_msg(r.status == WIRE_ST_MOVED && r.node == ids[0], "%s at dirty member n%u: %s v%llu",
+		      keys[1], ids[1], wire_status_name(r.status), (unsigned long long)r.version);
+
+	/* A push from a view older than the member's is refused. */
 
 	wire_put64(pushed, view - 1);
 	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = 1u << 30, .key = (const void *)"rg-0",
