@@ -791,13 +791,11 @@ static void at_switch(struct sim *s, uint32_t i)
 
 /* A reply, REPLICATE reply or RC_ACK reaches the switch: the coherence rules apply. */
 /* The coherence rules (cdt_state.h) on e's state, as cdt_apply() does: whether it changed. */
-static bool on_reply(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node,
-		     bool replicated)
+static bool on_reply(const struct sim *s, struct dir_entry *e, uint64_t version, uint16_t node)
 {
 	union cdt_state_room next;
 
-	if (!(replicated ? cdt_state_on_replicated : cdt_state_on_reply)(&e->state.st, version, node,
-									 s->cap, &next.st))
+	if (!cdt_state_on_reply(&e->state.st, version, node, s->cap, &next.st))
 		return false;
 	cdt_state_copy(&e->state.st, &next.st);
 	return true;
@@ -823,7 +821,7 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 	case RQ_WRITE:
 		s->node[r->node].inflight--;
 		if (e && !r->overloaded) {
-			bool advanced = on_reply(s, e, r->version, r->node, false);
+			bool advanced = on_reply(s, e, r->version, r->node);
 
 			/* A pushed write's holders join as their RC_ACKs would (add_holders()). */
 			for (unsigned h = 0; r->through && h < r->ntargets; h++)
@@ -840,7 +838,7 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 		return;
 	case RQ_REPLICATE:
 		if (e)
-			on_reply(s, e, r->version, r->node, true);
+			on_reply(s, e, r->version, r->node);
 		break;
 	case RQ_RC_REQ: /* the RC_ACK */
 		if (e && on_rc_ack(s, e, r->version, r->node)) {

@@ -248,8 +248,6 @@ int cdt_apply(struct cdt *c, uint16_t worker, struct cdt_entry *e, enum cdt_even
 			changed = false;
 		else if (ev == CDT_EV_REPLY)
 			changed = cdt_state_on_reply(cur, version, node, c->cap, &tmp.st);
-		else if (ev == CDT_EV_REPLICATED)
-			changed = cdt_state_on_replicated(cur, version, node, c->cap, &tmp.st);
 		else if (ev == CDT_EV_RC_ACK)
 			changed = cdt_state_on_rc_ack(cur, version, node, e->home, c->cap, &tmp.st);
 		else

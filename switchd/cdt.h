@@ -207,7 +207,7 @@ static inline const struct cdt_state *cdt_entry_state(const struct cdt_entry *e)
 	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
 }
 
-enum cdt_event { CDT_EV_REPLY, CDT_EV_REPLICATED, CDT_EV_RC_ACK, CDT_EV_DROP };
+enum cdt_event { CDT_EV_REPLY, CDT_EV_RC_ACK, CDT_EV_DROP };
 
 /*
  * Apply an event to e from worker `worker` (0..nworkers-1) or from the control

@@ -1073,15 +1073,22 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		return false;
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
+	const struct cdt_state *st = cdt_entry_state(e);
+	bool advanced;
+
 	/*
-	 * A fresh entry (completed version not known) takes its version from the
-	 * home's REPLICATE reply only, never from a data reply: one may leave the
-	 * home after a newer write's reply (cdt_state.h), and an entry that
-	 * started from it would have reads stamped with a version older than one
-	 * the home has answered.
+	 * An entry whose completed version is not known yet (a fresh one) must
+	 * not start from a version older than one the home has answered. It
+	 * takes its version from the home's REPLICATE reply, or from a write
+	 * reply that was not pushed, never from a read's: a read served the
+	 * version kept while a write was pushed, and its reply may leave after
+	 * that write's. Nor from a write-through reply, which may come late (its
+	 * push took a while), after the home answered newer writes.
 	 */
-	bool replicated = msg->op == (WIRE_OP_REPLICATE | WIRE_REPLY);
-	bool advanced = apply_event(w, e, replicated ? CDT_EV_REPLICATED : CDT_EV_REPLY, msg) > 0;
+	if ((!st || st->completed == 0) &&
+	    (msg->op == (WIRE_OP_GET | WIRE_REPLY) || (msg->flags & WIRE_F_WRITE_THROUGH)))
+		return true;
+	advanced = apply_event(w, e, CDT_EV_REPLY, msg) > 0;
 
 	if (msg->op != (WIRE_OP_PUT | WIRE_REPLY) && msg->op != (WIRE_OP_DEL | WIRE_REPLY))
 		return true;

@@ -24,22 +24,10 @@ static bool state_add(const struct cdt_state *cur, uint16_t node, unsigned cap,
 	return true;
 }
 
-bool cdt_state_on_replicated(const struct cdt_state *cur, uint64_t version, uint16_t home,
-			     unsigned cap, struct cdt_state *next)
-{
-	if (version == 0 || home == 0 || version < cur->completed)
-		return false;
-	if (version > cur->completed) {
-		state_single(next, version, home);
-		return true;
-	}
-	return state_add(cur, home, cap, next);
-}
-
 bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
 			unsigned cap, struct cdt_state *next)
 {
-	if (cur->completed == 0 || version == 0 || replier == 0 || version < cur->completed)
+	if (version == 0 || replier == 0 || version < cur->completed)
 		return false;
 	if (version > cur->completed) {
 		state_single(next, version, replier);

@@ -102,19 +102,10 @@ static inline unsigned cdt_state_read_skip(const struct cdt_state *s, uint16_t h
  * Transitions (pure: read cur, write next, return whether next differs).
  * These are the coherence rules of docs/design.md section 5:
  *
- * on_reply:  a data reply carrying a version (GET/PUT/DEL replies):
+ * on_reply:  any reply carrying a version (GET/PUT/DEL/REPLICATE replies):
  *            v > completed -> completed = v, set = {replier} (for a write
  *            reply the replier is the home, so set = {home});
  *            v == completed -> replier joins the set; v < completed -> nothing.
- *            While completed is unknown (0, a fresh entry) it changes
- *            nothing: a reply may leave the home after a newer write's reply
- *            (a read served the version kept while that write was pushed, or
- *            read the store before that write), and nothing is known to
- *            order them.
- * on_replicated: the home's REPLICATE reply, or its note of a write that
- *            bypassed the switch (nodes/repl.c): as on_reply, and also while
- *            completed is unknown. The home sends it holding the key's turn,
- *            so no reply of a newer write left before it.
  * on_rc_ack: RC_ACK(v) from replica r: v == completed -> r joins the set;
  *            v > completed (a lost write reply) -> completed = v, set =
  *            {home, r} (the home always holds the latest completed version);
@@ -130,8 +121,6 @@ static inline unsigned cdt_state_read_skip(const struct cdt_state *s, uint16_t h
  */
 bool cdt_state_on_reply(const struct cdt_state *cur, uint64_t version, uint16_t replier,
 			unsigned cap, struct cdt_state *next);
-bool cdt_state_on_replicated(const struct cdt_state *cur, uint64_t version, uint16_t home,
-			     unsigned cap, struct cdt_state *next);
 bool cdt_state_on_rc_ack(const struct cdt_state *cur, uint64_t version, uint16_t replica,
 			 uint16_t home, unsigned cap, struct cdt_state *next);
 bool cdt_state_without(const struct cdt_state *cur, uint16_t node, uint16_t home,
