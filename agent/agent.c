@@ -51,6 +51,7 @@
 #include "chunk.h"
 #include "clock.h"
 #include "config.h"
+#include "group.h"
 #include "keyhash.h"
 #include "payload.h"
 #include "rchange.h"
@@ -963,6 +964,29 @@ static bool blame_node(const struct skl_agent *a, const struct req *r)
 	return a->last_node_reply_ns >= r->phase_start_ns;
 }
 
+/*
+ * Replica groups: a node that did not answer may be dead. The switch, while
+ * the agent takes it, routes around a dead member as soon as it has seen the
+ * death; without it, the next member of the key's group is tried. A member
+ * serves only what its view makes it primary for, and sends the rest to the
+ * primary (MOVED), so a live primary that was merely slow is never passed by.
+ */
+static void retry_in_group(struct skl_agent *a, struct req *r)
+{
+	uint16_t ids[GROUP_MAX];
+	unsigned n, next = 0;
+
+	if (a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches) {
+		dispatch(a, r);
+		return;
+	}
+	n = ring_group(&a->ring, keyhash_point(r->keyhash), a->cfg->service.replicas, ids);
+	for (unsigned i = 0; i < n; i++)
+		if (ids[i] == r->target)
+			next = (i + 1) % n;
+	go_node(a, r, n ? ids[next] : r->home, false);
+}
+
 static void on_timeout(struct tw_timer *t, void *arg)
 {
 	struct skl_agent *a = arg;
@@ -1009,6 +1033,13 @@ static void on_timeout(struct tw_timer *t, void *arg)
 	/* PH_NODE */
 	if (r->target != r->home)
 		rc_remove(&a->rc, r->keyhash); /* a cached or redirected route failed */
+	if (!exhausted && a->cfg->service.replicas > 1 && r->op != WIRE_OP_CAS) {
+		/* Replica groups: retry_in_group() decides. */
+		a->st.retries++;
+		note_fallback(a, r);
+		retry_in_group(a, r);
+		return;
+	}
 	if (!exhausted) {
 		/* Neither the cache nor the switch again: the home is the one place
 		 * that is always right. */

@@ -56,6 +56,11 @@ void members_fini(struct node *n)
 	free(g->dirty);
 }
 
+bool members_marks_down(struct node *n, uint16_t id)
+{
+	return members_on(&n->members) && group_bit(n->members.view.down, id);
+}
+
 void members_read_lock(struct node *n)
 {
 	pthread_rwlock_rdlock(&n->members.lock);

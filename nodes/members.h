@@ -37,8 +37,14 @@ struct node;
 #define MEMBERS_RETRY_MS  100 /* between catch-up passes over sources that did not answer */
 #define MEMBERS_DIRTY_SETS 16384 /* 4-way sets of dirty keys (members_clean()) */
 #define MEMBERS_DIRTY_WAYS 4
-/* A mark older than this is a write that never completed; the primary serves it too. */
-#define MEMBERS_DIRTY_MS 2000
+/*
+ * A mark older than this is a write whose COMMIT never came (lost, or the
+ * write not acknowledged); the primary serves that version too. Until then
+ * the member sends the key's reads to the primary. Twice the longest push to
+ * four members (MIGNET_TRIES x MIGNET_WAIT_MS each, one after another), and
+ * well inside an agent's deadline.
+ */
+#define MEMBERS_DIRTY_MS 500
 
 struct members {
 	unsigned r; /* service.replicas; 1: every key on its home alone, nothing here runs */
@@ -79,6 +85,8 @@ static inline bool members_on(const struct members *g)
  * UNAVAILABLE).
  */
 uint16_t members_other(struct node *n, uint64_t keyhash);
+/* Under the read lock: whether the view marks node id down (false without groups). */
+bool members_marks_down(struct node *n, uint16_t id);
 void members_read_lock(struct node *n);
 void members_read_unlock(struct node *n);
 

@@ -604,7 +604,13 @@ static int drop_copies(struct node *n, const struct wire_msg *m, const struct st
 		return -EIO;
 	floor = rc ? cur.version : store_floor(n->store);
 	for (unsigned id = 1; id <= CFG_MAX_NODES; id++) {
-		if (!has_node(c->targets, id))
+		/*
+		 * A holder the view marks down serves nothing: the switch took it
+		 * out of every set, and it joins one again only by acking a
+		 * version the switch has seen complete. Waiting for it would
+		 * refuse every write past the switch until it is back.
+		 */
+		if (!has_node(c->targets, id) || members_marks_down(n, (uint16_t)id))
 			continue;
 		if (!drop_copy_at(n, m, (uint16_t)id, floor)) {
 			node_count(n, NODE_CTR_bypass_refused);

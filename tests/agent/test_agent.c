@@ -818,31 +818,43 @@ END_TEST
  * again within the deadline: the switch's next view routes it to the next
  * member. With R = 1 it stays final.
  */
-START_TEST(group_unavailable_via_switch_retried)
+/* A config of replica groups (R = 2) over nodes n1 and n2, with switch sw (or none). */
+static struct cfg *group_cfg(struct fake *sw, struct fake *n1, struct fake *n2)
 {
-	struct fake *sw = fake_new(1, FAKE_SWITCH), *n1 = fake_new(1, FAKE_ANSWER),
-		    *n2 = fake_new(2, FAKE_ANSWER), *fakes[3] = {sw, n1, n2};
-	struct skl_options opt = {.timeout_ms = 20, .deadline_ms = 200};
 	struct cfg *cfg = calloc(1, sizeof(*cfg));
-	struct skl_agent *a;
-	struct outcome o;
+	struct fake *nodes[2] = {n1, n2};
 
+	ck_assert_ptr_nonnull(cfg);
 	cfg->service.vip = LOCALHOST;
-	cfg->service.port = sw->port;
+	cfg->service.port = sw ? sw->port : n1->port;
 	cfg->service.mtu = CFG_DEFAULT_MTU;
 	cfg->service.max_value = CFG_MAX_VALUE;
 	cfg->service.replicas = 2;
 	cfg->ring_version = 1;
 	cfg_agent_defaults(&cfg->agent);
-	cfg->nswitches = 1;
-	cfg->switches[0] = (struct cfg_switch){.id = 1, .vip = LOCALHOST};
-	snprintf(cfg->switches[0].name, sizeof(cfg->switches[0].name), "s1");
+	if (sw) {
+		cfg->nswitches = 1;
+		cfg->switches[0] = (struct cfg_switch){.id = 1, .vip = LOCALHOST};
+		snprintf(cfg->switches[0].name, sizeof(cfg->switches[0].name), "s1");
+	}
 	for (int i = 0; i < 2; i++) {
 		cfg->nodes[i] = (struct cfg_node){.id = (uint16_t)(i + 1), .ip = LOCALHOST,
-						  .port = fakes[i + 1]->port, .weight = 1};
+						  .port = nodes[i]->port, .weight = 1};
 		snprintf(cfg->nodes[i].name, sizeof(cfg->nodes[i].name), "n%d", i + 1);
 	}
 	cfg->nnodes = 2;
+	return cfg;
+}
+
+START_TEST(group_unavailable_via_switch_retried)
+{
+	struct fake *sw = fake_new(1, FAKE_SWITCH), *n1 = fake_new(1, FAKE_ANSWER),
+		    *n2 = fake_new(2, FAKE_ANSWER), *fakes[3] = {sw, n1, n2};
+	struct skl_options opt = {.timeout_ms = 20, .deadline_ms = 200};
+	struct cfg *cfg = group_cfg(sw, n1, n2);
+	struct skl_agent *a;
+	struct outcome o;
+
 	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
 	sw->refuse = 2;
 	do_put(a, fakes, 3, "user:1", &o);
@@ -870,6 +882,38 @@ START_TEST(group_unavailable_via_switch_retried)
 	free(cfg);
 	for (int i = 0; i < 3; i++)
 		fake_free(fakes[i]);
+}
+END_TEST
+
+/*
+ * Replica groups without a switch: a home that does not answer (dead) is
+ * passed by, and the next member of the key's group serves the request.
+ */
+START_TEST(group_next_member_when_home_silent)
+{
+	struct fake *n1 = fake_new(1, FAKE_ANSWER), *n2 = fake_new(2, FAKE_ANSWER),
+		    *fakes[2] = {n1, n2};
+	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .timeout_ms = 20, .deadline_ms = 400};
+	struct cfg *cfg = group_cfg(NULL, n1, n2);
+	struct skl_agent *a;
+	struct outcome o;
+	uint16_t home;
+
+	ck_assert_int_eq(skl_create(cfg, &opt, &a), 0);
+	do_put(a, fakes, 2, "user:1", &o);
+	ck_assert_int_eq(o.res.status, SKL_OK);
+	home = o.res.node;
+	ck_assert(home == 1 || home == 2);
+	fakes[home - 1]->mode = FAKE_SILENT;
+	do_get(a, fakes, 2, "user:1", NULL, &o);
+	ck_assert_msg(o.res.status == SKL_OK || o.res.status == SKL_NOT_FOUND, "status %d",
+		      o.res.status);
+	ck_assert_uint_eq(o.res.node, 3 - home);
+	ck_assert_uint_eq(o.res.sends, 2);
+	skl_close(a);
+	free(cfg);
+	fake_free(n1);
+	fake_free(n2);
 }
 END_TEST
 
@@ -1160,6 +1204,7 @@ int main(void)
 	tcase_add_test(tc, hint_moved_followed);
 	tcase_add_test(tc, refused_write_resent);
 	tcase_add_test(tc, group_unavailable_via_switch_retried);
+	tcase_add_test(tc, group_next_member_when_home_silent);
 	tcase_add_test(tc, argument_checks);
 	tcase_add_test(tc, chunk_loss_retried);
 	tcase_add_test(tc, sync_wrappers);
