@@ -947,7 +947,6 @@ static bool cas_reads_only(const struct wire_msg *m)
 struct write_push {
 	bool through; /* to the key's holders (write-through) */
 	bool members; /* to its group's members: the previous version kept for readers */
-	bool bypass;  /* past the owner switch, whose stamps no kept version may answer */
 	uint16_t owner;
 	uint8_t holders[THROUGH_HOLDERS];
 };
@@ -982,7 +981,6 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
-	push->bypass = bypass > 0;
 	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
 	push->members = turn && !push->through && members_on(&n->members) &&
 			repl_members_begin(n, m);
@@ -1120,14 +1118,15 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		repl_through_push(n, m, push.owner, push.holders, rep);
 		sent = node_send_reply(n, from, rep) == 0;
 	} else if (push.members) {
-		through_push_end(n->through, m->keyhash);
 		/*
-		 * The version kept for the push's readers is one the owner switch
-		 * may still stamp reads with until this write's note reaches it
-		 * (repl_notify_owner()): once answered, nothing may serve it.
+		 * The version kept for the push's readers serves no read once the
+		 * write is answered. A switch that still stamps reads with it has
+		 * not seen this write: it came past the switch (an agent that gave
+		 * the switch up), whether or not the home knew of copies to drop
+		 * and a note to send (repl_before_write()).
 		 */
-		if (push.bypass)
-			through_forget_previous(n->through, m->keyhash);
+		through_push_end(n->through, m->keyhash);
+		through_forget_previous(n->through, m->keyhash);
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn > 0)

@@ -2122,6 +2122,16 @@ START_TEST(replica_group_failover_and_refill)
 		ck_assert_uint_eq(r.status, WIRE_ST_OK);
 		ck_assert_uint_eq(r.version, note.version);
 		ver[0] = note.version;
+		/* So too without copies to drop: the home sends no note, and the owner
+		 * stamps the version before until a newer one passes it. */
+		snprintf(vals[0], sizeof(vals[0]), "no copies");
+		r = req(ids[0], WIRE_OP_PUT, keys[0], vals[0], (uint32_t)strlen(vals[0]), 0, 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		note.version = r.version;
+		r = req(ids[0], WIRE_OP_GET, keys[0], NULL, 0, ver[0], WIRE_F_VIA_SWITCH);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		ck_assert_uint_eq(r.version, note.version);
+		ver[0] = note.version;
 	}
 
 	/*
