@@ -182,6 +182,12 @@ int dig_table_receive_datagram(struct dig_table *t, const void *buf, size_t len,
 	return dig_table_receive(t, id, &d, now_us);
 }
 
+void dig_table_heard(struct dig_table *t, uint16_t id, uint64_t at_us)
+{
+	if (id > 0 && id < DIG_NODES && at_us > t->node[id].last_heard_us)
+		STORE(t->node[id].last_heard_us, at_us);
+}
+
 unsigned dig_table_tick(struct dig_table *t, uint64_t now_us)
 {
 	unsigned down = 0;
@@ -200,8 +206,11 @@ unsigned dig_table_tick(struct dig_table *t, uint64_t now_us)
 		uint32_t interval = n->interval_ms > t->cfg.interval_ms ? n->interval_ms
 									  : t->cfg.interval_ms;
 
+		uint64_t last = n->last_heard_us > n->last_digest_us ? n->last_heard_us
+								     : n->last_digest_us;
+
 		silent_limit = (uint64_t)t->cfg.down_after_intervals * interval * 1000;
-		if (now_us < n->last_digest_us || now_us - n->last_digest_us < silent_limit)
+		if (now_us < last || now_us - last < silent_limit)
 			continue;
 		/* Health first: a reader that sees alive still 1 then sees the node at its worst. */
 		STORE(t->health[id], 0);

@@ -61,6 +61,7 @@ const char *dig_counter_help(enum dig_counter c);
 /* Per-node state. Writer: control thread (relaxed atomic stores); readers: any. */
 struct dig_node_stats {
 	uint64_t last_digest_us; /* switch clock when the last digest was accepted */
+	uint64_t last_heard_us;	 /* switch clock of its last reply to a request (dig_table_heard()) */
 	uint64_t received;	 /* digests accepted */
 	uint64_t lost;		 /* digests missing from seq gaps */
 	uint64_t stale;		 /* digests ignored as out of order or duplicate */
@@ -132,6 +133,14 @@ int dig_table_receive_datagram(struct dig_table *t, const void *buf, size_t len,
  * least every fast_interval_ms. Returns the number of nodes newly marked down.
  */
 unsigned dig_table_tick(struct dig_table *t, uint64_t now_us);
+
+/*
+ * Control thread: node id answered a request at at_us. For failure detection
+ * as good as a digest: a lossy link can lose three digests in a row, not a
+ * busy node's every reply. It does not bring a node marked down back (its
+ * next digest does).
+ */
+void dig_table_heard(struct dig_table *t, uint16_t id, uint64_t at_us);
 
 /* Weighted-window health of a node's ring (exposed for tests). */
 double dig_window_health(const struct dig_window *w, const struct cfg_digest *cfg);

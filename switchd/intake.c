@@ -150,6 +150,24 @@ static bool on_node_port(const struct sw *sw, const struct rte_mbuf *m, uint16_t
 	return !l2_node_nb(sw->l2, node, mac, &port) || port == m->port;
 }
 
+/* The nodes' replies the workers saw, as signs of life for failure detection. */
+static void heard(struct sw *sw, uint64_t now_us)
+{
+	uint64_t now_tsc = rte_rdtsc();
+
+	for (unsigned id = 1; id < SCORES_NODES && id < DIG_NODES; id++) {
+		uint64_t at = __atomic_load_n(&sw->scores.heard_tsc[id], __ATOMIC_RELAXED);
+		uint64_t ago_us;
+
+		if (!at)
+			continue;
+		/* A reply stored after now_tsc was read is as recent as now. */
+		ago_us = now_tsc > at ? (now_tsc - at) / (sw->tsc_hz / 1000000u + 1) : 0;
+		if (ago_us < now_us)
+			dig_table_heard(sw->dig, (uint16_t)id, now_us - ago_us);
+	}
+}
+
 /* Digests (from the workers' ring) into the health table, then failure detection. */
 static void take_digests(struct sw *sw, uint64_t now)
 {
@@ -181,8 +199,10 @@ static void take_digests(struct sw *sw, uint64_t now)
 			sw->intake->digests_received++;
 		rte_pktmbuf_free(m);
 	}
-	if (!sw->no_digest_timeout)
+	if (!sw->no_digest_timeout) {
+		heard(sw, now);
 		dig_table_tick(sw->dig, now);
+	}
 }
 
 static void take_syncs(struct sw *sw, uint64_t now_us)

@@ -166,6 +166,30 @@ START_TEST(silent_node_marked_down_within_three_intervals)
 }
 END_TEST
 
+/* A node whose digests are lost but whose replies come is not marked down. */
+START_TEST(replies_keep_a_node_up)
+{
+	struct dig_table *t = table();
+	struct dig_digest d = digest_at(1, 10);
+
+	ck_assert_int_eq(dig_table_receive(t, 1, &d, 1000 * MS), 0);
+	dig_table_heard(t, 1, 1250 * MS);
+	dig_table_tick(t, 1400 * MS);
+	ck_assert(dig_alive(t, 1));
+	dig_table_heard(t, 1, 1200 * MS); /* older: changes nothing */
+	dig_table_tick(t, 1550 * MS - 1);
+	ck_assert(dig_alive(t, 1));
+	/* Silent in both: down 3 intervals after its last reply. */
+	dig_table_tick(t, 1550 * MS);
+	ck_assert(!dig_alive(t, 1));
+	/* A reply does not bring it back; its next digest does. */
+	dig_table_heard(t, 1, 1600 * MS);
+	dig_table_tick(t, 1610 * MS);
+	ck_assert(!dig_alive(t, 1));
+	free(t);
+}
+END_TEST
+
 START_TEST(down_uses_the_nodes_current_interval)
 {
 	struct dig_table *t = table();
@@ -304,6 +328,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	tcase_add_test(tc, replies_keep_a_node_up);
 	tcase_add_test(tc, window_weighted_average);
 	tcase_add_test(tc, window_is_a_ring_of_five);
 	tcase_add_test(tc, configured_window_weights_apply);
