@@ -286,7 +286,7 @@ const struct cfg_key cfg_keys[] = {
     KEY_UINT(DIGEST, "p95_threshold_us", p95_threshold_us, 1, 60000000, 10000,
 	     "p95 that triggers an immediate digest"),
     KEY_UINT(DIGEST, "down_after_intervals", down_after_intervals, 1, 1000, 3,
-	     "silent intervals before a node is marked down"),
+	     "silent intervals (no digest and no reply to a request) before a node is marked down"),
     KEY_UINT(DIGEST, "window", window, 1, CFG_WINDOW_MAX, 5, "digests kept per node"),
     KEY_LIST_DOUBLE("digest", "window_weights", 0, CFG_WINDOW_MAX, 0, 1e6,
 		    "one weight per window slot, oldest to newest",
