@@ -976,7 +976,7 @@ static void retry_in_group(struct skl_agent *a, struct req *r)
 	uint16_t ids[GROUP_MAX];
 	unsigned n, next = 0;
 
-	if (a->mode != CFG_MODE_DIRECT && a->cur_switch < a->nswitches) {
+	if (skl_using_switch(a)) {
 		dispatch(a, r);
 		return;
 	}

@@ -156,7 +156,7 @@ static void heard(struct sw *sw, uint64_t now_us)
 	uint64_t now_tsc = rte_rdtsc();
 
 	for (unsigned id = 1; id < SCORES_NODES && id < DIG_NODES; id++) {
-		uint64_t at = __atomic_load_n(&sw->scores.heard_tsc[id], __ATOMIC_RELAXED);
+		uint64_t at = __atomic_load_n(&sw->scores.last_reply_tsc[id], __ATOMIC_RELAXED);
 		uint64_t ago_us;
 
 		if (!at)

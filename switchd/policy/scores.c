@@ -37,6 +37,10 @@ unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_ts
 	for (unsigned id = 1; id < SCORES_NODES; id++) {
 		uint64_t last = __atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED);
 
+		/* Counted from the last write-off too, so a quiet node is not reset again at once. */
+		if (s->written_off_tsc[id] > last)
+			last = s->written_off_tsc[id];
+
 		int32_t raw = scores_inflight_raw(s, id);
 
 		/*
@@ -50,8 +54,7 @@ unsigned scores_forget_lost(struct scores *s, uint64_t now_tsc, uint64_t idle_ts
 		else if (raw > 0 && now_tsc > last && now_tsc - last > idle_tsc) {
 			__atomic_store_n(&s->forgotten[id], s->forgotten[id] + (uint32_t)raw,
 					 __ATOMIC_RELAXED);
-			/* Restart the clock so a quiet node is not reset again at once. */
-			__atomic_store_n(&s->last_reply_tsc[id], now_tsc, __ATOMIC_RELAXED);
+			s->written_off_tsc[id] = now_tsc;
 			reset++;
 		}
 	}

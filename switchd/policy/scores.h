@@ -15,11 +15,12 @@
  *   health[], state[], delay_unit[]  the control thread only (single writer,
  *                   relaxed stores), from digests and failure detection. A node
  *                   is alive exactly when its delay_unit is not 0.
- *   last_reply_tsc[] workers (relaxed store); the control thread reads it to
- *                   forget in-flight counts of requests whose replies were lost
- *                   (and moves it on then).
- *   heard_tsc[]     workers (relaxed store): when a reply from the node last
- *                   came, written by nothing else; failure detection reads it.
+ *   last_reply_tsc[] workers (relaxed store): when a reply from the node last
+ *                   came. The control thread reads it to forget in-flight
+ *                   counts of requests whose replies were lost, and as a sign
+ *                   of life for failure detection.
+ *   written_off_tsc[] the control thread only: when it last forgot a node's
+ *                   in-flight count.
  * Readers anywhere use relaxed loads; a reader may see health from a newer
  * update than delay_unit, and every such mix is safe to act on.
  */
@@ -49,7 +50,7 @@ struct scores {
 	 * adds to the node's expected delay (select.h), ready for a multiply. */
 	uint32_t delay_unit[SCORES_NODES];
 	uint64_t last_reply_tsc[SCORES_NODES];
-	uint64_t heard_tsc[SCORES_NODES];
+	uint64_t written_off_tsc[SCORES_NODES];
 };
 
 /* Every node of cfg tracked: UNKNOWN, alive, health 100. Others untracked and down. */
@@ -106,8 +107,6 @@ static inline void scores_inflight_dec(struct scores *s, uint16_t w, uint16_t id
 	__atomic_store_n(&s->outstanding[w][id], s->outstanding[w][id] - 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&s->last_reply_tsc[id], __ATOMIC_RELAXED) != now_tsc)
 		__atomic_store_n(&s->last_reply_tsc[id], now_tsc, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&s->heard_tsc[id], __ATOMIC_RELAXED) != now_tsc)
-		__atomic_store_n(&s->heard_tsc[id], now_tsc, __ATOMIC_RELAXED);
 }
 
 /* Control thread only: set a node's health and liveness. */
