@@ -29,10 +29,13 @@ int members_init(struct node *n)
 	if (!members_on(g))
 		return 0;
 	g->dirty = calloc(MEMBERS_DIRTY_SETS, sizeof(*g->dirty));
-	if (!g->dirty || cfg_build_ring(n->cfg, &g->ring) != 0) {
+	g->behind = calloc(MEMBERS_BEHIND_SETS * MEMBERS_BEHIND_WAYS, sizeof(*g->behind));
+	if (!g->dirty || !g->behind || cfg_build_ring(n->cfg, &g->ring) != 0) {
 		free(g->dirty);
+		free(g->behind);
 		return -1;
 	}
+	pthread_mutex_init(&g->behind_lock, NULL);
 	for (unsigned i = 0; i < MEMBERS_DIRTY_SETS; i++)
 		pthread_mutex_init(&g->dirty[i].lock, NULL);
 	/* A new view must not wait behind a stream of reads. */
@@ -54,6 +57,8 @@ void members_fini(struct node *n)
 	for (unsigned i = 0; i < MEMBERS_DIRTY_SETS; i++)
 		pthread_mutex_destroy(&g->dirty[i].lock);
 	free(g->dirty);
+	pthread_mutex_destroy(&g->behind_lock);
+	free(g->behind);
 }
 
 bool members_marks_down(struct node *n, uint16_t id)
@@ -184,6 +189,69 @@ static void send_commit(struct node *n, uint16_t to, const struct wire_msg *m, u
 	node_send_msg(n, &addr, &c);
 }
 
+/* ---- Keys behind at a member: a push from here not confirmed. ---- */
+
+static struct members_behind *behind_set(struct members *g, uint64_t keyhash)
+{
+	return &g->behind[(keyhash & (MEMBERS_BEHIND_SETS - 1)) * MEMBERS_BEHIND_WAYS];
+}
+
+/* Mark keyhash behind (confirmed false) or clear its mark. */
+static void behind_note(struct node *n, uint64_t keyhash, bool confirmed)
+{
+	struct members *g = &n->members;
+	struct members_behind *set = behind_set(g, keyhash), *free_way = NULL;
+
+	if (confirmed && !atomic_load(&g->behind_count))
+		return;
+	pthread_mutex_lock(&g->behind_lock);
+	for (int w = 0; w < MEMBERS_BEHIND_WAYS; w++) {
+		if (set[w].used && set[w].keyhash == keyhash) {
+			if (confirmed) {
+				set[w].used = false;
+				atomic_fetch_sub(&g->behind_count, 1);
+			}
+			pthread_mutex_unlock(&g->behind_lock);
+			return;
+		}
+		if (!set[w].used && !free_way)
+			free_way = &set[w];
+	}
+	if (!confirmed && free_way) {
+		*free_way = (struct members_behind){.used = true, .keyhash = keyhash};
+		atomic_fetch_add(&g->behind_count, 1);
+		node_count(n, NODE_CTR_member_behind);
+	} else if (!confirmed) {
+		node_count(n, NODE_CTR_member_behind_full);
+	}
+	pthread_mutex_unlock(&g->behind_lock);
+}
+
+bool members_behind(struct node *n, uint64_t keyhash)
+{
+	struct members *g = &n->members;
+	struct members_behind *set;
+	bool found = false;
+
+	if (!members_on(g) || !atomic_load(&g->behind_count))
+		return false;
+	set = behind_set(g, keyhash);
+	pthread_mutex_lock(&g->behind_lock);
+	for (int w = 0; w < MEMBERS_BEHIND_WAYS && !found; w++)
+		found = set[w].used && set[w].keyhash == keyhash;
+	pthread_mutex_unlock(&g->behind_lock);
+	return found;
+}
+
+/* Catching up again: this node is no key's primary, and every member will catch up from it. */
+static void behind_clear(struct members *g)
+{
+	pthread_mutex_lock(&g->behind_lock);
+	memset(g->behind, 0, MEMBERS_BEHIND_SETS * MEMBERS_BEHIND_WAYS * sizeof(*g->behind));
+	atomic_store(&g->behind_count, 0);
+	pthread_mutex_unlock(&g->behind_lock);
+}
+
 /* ---- Pushing a record to a member. ---- */
 
 /* Room for a pushed record: the view, the longest prefix and the largest value. */
@@ -244,8 +312,10 @@ int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg
 		      store_now_ms());
 	if (rc < 0)
 		return -1;
-	if (rc == 0)
+	if (rc == 0) {
+		behind_note(n, m->keyhash, true);
 		return 0; /* nothing stored (a DEL of nothing): nothing to hold */
+	}
 	for (unsigned i = 0; i < k; i++) {
 		if (ids[i] == n->self->id || group_bit(g->view.down, ids[i]))
 			continue;
@@ -253,6 +323,7 @@ int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg
 				buf) != 0)
 			failed = -1;
 	}
+	behind_note(n, m->keyhash, failed == 0);
 	/* Every member holds it: they may serve it. */
 	for (unsigned i = 0; i < k && !failed; i++)
 		if (ids[i] != n->self->id && !group_bit(g->view.down, ids[i]))
@@ -335,6 +406,19 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 	if (v.number > g->view.number) {
 		int state = atomic_load(&g->state);
 
+		/*
+		 * No version assigned under this view is below its number (the
+		 * switch's wall clock in microseconds): above every version an
+		 * earlier primary of the same keys assigned, acknowledged or not
+		 * (no key takes a million writes a second), so that a write it
+		 * left behind never ties with one made since.
+		 */
+		if (store_raise_floor(n->store, v.number) != 0) {
+			pthread_rwlock_unlock(&g->lock);
+			node_count(n, NODE_CTR_store_errors);
+			rep->status = WIRE_ST_INTERNAL;
+			return;
+		}
 		g->view = v;
 		atomic_store(&g->number, v.number);
 		/*
@@ -349,6 +433,7 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 					 marked(v.down, n) ? "down" : "catching up");
 			atomic_store(&g->state, WIRE_VIEW_CATCHING);
 			atomic_fetch_add(&g->restarts, 1);
+			behind_clear(g);
 		} else if (!marked(v.catching, n) && !marked(v.down, n) &&
 			   state == WIRE_VIEW_CAUGHT_UP && v.number > g->caught_up_at) {
 			atomic_store(&g->state, WIRE_VIEW_SERVING);

@@ -46,6 +46,17 @@ struct node;
  */
 #define MEMBERS_DIRTY_MS 500
 
+/*
+ * Keys this primary holds a version of that a member the view does not mark
+ * down may lack: their last push was not confirmed (the write was answered
+ * UNAVAILABLE). Such a member still serves the version before as clean, so
+ * the primary serves the key again only once a push of it is confirmed
+ * (members_behind()). 4-way sets of keyhashes; a full set keeps no mark
+ * (counted: member_behind_full).
+ */
+#define MEMBERS_BEHIND_SETS 4096
+#define MEMBERS_BEHIND_WAYS 4
+
 struct members {
 	unsigned r; /* service.replicas; 1: every key on its home alone, nothing here runs */
 	struct ring ring;
@@ -65,6 +76,12 @@ struct members {
 			uint64_t keyhash, version, since_ms;
 		} way[MEMBERS_DIRTY_WAYS];
 	} *dirty; /* [MEMBERS_DIRTY_SETS] */
+	pthread_mutex_t behind_lock;
+	_Atomic uint32_t behind_count; /* 0: no key behind, nothing to look up */
+	struct members_behind {
+		bool used;
+		uint64_t keyhash;
+	} *behind; /* [MEMBERS_BEHIND_SETS * MEMBERS_BEHIND_WAYS] */
 };
 
 /* From the config: R and the ring. 0, or -1 (no memory). */
@@ -96,6 +113,12 @@ void members_read_unlock(struct node *n);
  * holds it, -1 when one did not confirm (the write is not acknowledged).
  */
 int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep);
+/*
+ * Whether keyhash's last push from here was not confirmed by every member
+ * the view does not mark down (members_push() keeps the mark): this node
+ * must not serve the key (a read, a REPLICATE) before a push of it is.
+ */
+bool members_behind(struct node *n, uint64_t keyhash);
 
 /*
  * Reads from the whole group (CRAQ): a member holds a key *dirty* from

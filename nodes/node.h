@@ -137,6 +137,11 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(member_pushes, NODE_CTR_EVENT, "Records pushed to a member of their group (MEMBER)")   \
 	X(member_push_failed, NODE_CTR_EVENT,                                                      \
 	  "Of those, not confirmed: the write was answered UNAVAILABLE")                           \
+	X(member_behind, NODE_CTR_EVENT,                                                           \
+	  "Keys marked behind: served here again only once a push of them is confirmed")          \
+	X(member_behind_full, NODE_CTR_EVENT,                                                      \
+	  "Keys that could not be marked behind: their set of marks was full")                     \
+	X(member_repaired, NODE_CTR_EVENT, "Keys behind pushed again by a read of them and confirmed") \
 	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
 	X(member_refused, NODE_CTR_EVENT,                                                          \
 	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")      \

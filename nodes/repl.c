@@ -99,7 +99,13 @@ static void replicate(struct node *n, const struct wire_msg *m, bool turn, struc
 		return;
 	}
 	rep->status = rc ? WIRE_ST_OK : WIRE_ST_NOT_FOUND;
-	/* Without the turn a write's reply may overtake this one: "not known" (0). */
+	/*
+	 * Without the turn a write's reply may overtake this one: "not known"
+	 * (0). So too while a member may lack this version (a copy of it would
+	 * be served while that member serves the one before).
+	 */
+	if (turn && members_behind(n, m->keyhash))
+		turn = false;
 	rep->version = turn && rc ? rec.version : 0;
 	/*
 	 * Push only the exact version the switch saw complete (0: whatever is

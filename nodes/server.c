@@ -1035,6 +1035,29 @@ typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
 			     size_t cap);
 
 /*
+ * A key behind at a member (members_behind()), read at its primary under the
+ * view lock: push it to the members again within its write turn. 0 once every
+ * live member holds it; -1 otherwise (the read is answered UNAVAILABLE, and
+ * its client tries again).
+ */
+static int push_to_members_again(struct node *n, const struct wire_msg *m)
+{
+	int turn = repl_through_turn(n, m->keyhash, true), rc = -1;
+
+	if (turn < 0)
+		return -1;
+	if (!members_behind(n, m->keyhash))
+		rc = 0; /* another read or a write pushed it meanwhile */
+	else if (members_push(n, m, NULL) == 0) {
+		node_count(n, NODE_CTR_member_repaired);
+		rc = 0;
+	}
+	if (turn > 0)
+		repl_through_turn_end(n, m->keyhash);
+	return rc;
+}
+
+/*
  * GET, PUT and DEL hold the key's hand-over lock (migrate.h) from the
  * ownership check to the store: in a ring change, a FETCH of the key by its
  * new home then either sees this request's write or this request sees the
@@ -1044,6 +1067,7 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 		   struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	bool grouped = members_on(&n->members);
+	struct wire_msg echo = *rep;
 
 	(void)from;
 	if (grouped)
@@ -1051,6 +1075,22 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 	mig_lock(&n->mig, m->keyhash);
 	serve_get(n, m, rep, out, cap);
 	mig_unlock(&n->mig, m->keyhash);
+	/*
+	 * Asked after the read: a write marks its key behind before its push
+	 * ends, so a read that saw that write's version sees the mark.
+	 */
+	if (grouped && (rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND) &&
+	    members_behind(n, m->keyhash)) {
+		*rep = echo;
+		if (push_to_members_again(n, m) == 0) {
+			get_ahead = NULL; /* taken by the first read */
+			mig_lock(&n->mig, m->keyhash);
+			serve_get(n, m, rep, out, cap);
+			mig_unlock(&n->mig, m->keyhash);
+		} else {
+			rep->status = WIRE_ST_UNAVAILABLE;
+		}
+	}
 	if (grouped)
 		members_read_unlock(n);
 	return true;

@@ -2014,6 +2014,36 @@ static uint16_t primary_of(const char *key, const uint8_t *down)
 }
 
 /*
+ * Three nodes with R = 2 (durability sync), brought up as the switch would:
+ * each starts catching up and serves nothing until a view marks it up after
+ * its catch-up. Views from number view on; the last one sent.
+ */
+static uint64_t start_group_of_3(uint64_t view)
+{
+	uint8_t none[GROUP_BITMAP] = {0}, all[GROUP_BITMAP] = {0};
+
+	cluster_service_params = ",\"replicas\":2";
+	write_config(3, "\"durability\":\"sync\"");
+	cluster_service_params = "";
+	for (int id = 1; id <= 3; id++) {
+		start_node(id, NULL);
+		group_set_bit(all, (unsigned)id);
+	}
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_CATCHING);
+	ck_assert_uint_eq(req(1, WIRE_OP_GET, "any", NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		send_view(id, view, none, all);
+	for (int id = 1; id <= 3; id++)
+		view_until(id, view, none, all, WIRE_VIEW_CAUGHT_UP);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+	return view;
+}
+
+/*
  * R = 2 over 3 nodes. Writes are acknowledged once both members hold them;
  * a write whose other member died is not acknowledged until a view marks
  * that member down; with a node killed, its keys are served by their next
@@ -2030,25 +2060,9 @@ START_TEST(replica_group_failover_and_refill)
 	uint64_t view = 100;
 	char path[400];
 
-	cluster_service_params = ",\"replicas\":2";
-	write_config(3, "\"durability\":\"sync\"");
-	cluster_service_params = "";
-	for (int id = 1; id <= 3; id++) {
-		start_node(id, NULL);
+	for (int id = 1; id <= 3; id++)
 		group_set_bit(all, (unsigned)id);
-	}
-	/* A node starts catching up: it serves nothing until a view marks it up after. */
-	for (int id = 1; id <= 3; id++)
-		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_CATCHING);
-	ck_assert_uint_eq(req(1, WIRE_OP_GET, "any", NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
-	view++;
-	for (int id = 1; id <= 3; id++)
-		send_view(id, view, none, all);
-	for (int id = 1; id <= 3; id++)
-		view_until(id, view, none, all, WIRE_VIEW_CAUGHT_UP);
-	view++;
-	for (int id = 1; id <= 3; id++)
-		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+	view = start_group_of_3(view);
 	/* VIEW 0 asks: a query that marks every node down changes nothing. */
 	ck_assert_int_eq(send_view(1, 0, all, none), WIRE_VIEW_SERVING);
 
@@ -2258,6 +2272,102 @@ START_TEST(replica_group_failover_and_refill)
 }
 END_TEST
 
+/* A read of key at node id as the switch sends it to a member: REPLICA_READ, no stamp. */
+static struct wire_msg member_read(int id, const char *key)
+{
+	return req(id, WIRE_OP_GET, key, NULL, 0, 0, WIRE_F_REPLICA_READ);
+}
+
+/*
+ * A push its member refused (that member already holds a newer view) leaves
+ * the write unacknowledged and the member clean with the version before. The
+ * primary then serves the key to nobody until a push of it is confirmed: a
+ * read there, once the views agree, pushes it again, and only then sees it.
+ * That write, applied at the primary alone, never ties with a write made
+ * after the primary is skipped: every view raises the version floor to its
+ * number. So when the primary comes back with its disk it catches up the
+ * acknowledged write, not its own unacknowledged one.
+ */
+START_TEST(replica_group_unconfirmed_push)
+{
+	uint8_t none[GROUP_BITMAP] = {0}, down[GROUP_BITMAP] = {0}, one[GROUP_BITMAP] = {0};
+	uint64_t view = start_group_of_3(1000000), v1, v2, acked;
+	const char *k = "unconfirmed";
+	uint16_t ids[GROUP_MAX];
+	struct wire_msg r = {0};
+	int p, m, third;
+
+	ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
+	p = ids[0], m = ids[1], third = 6 - p - m;
+	r = req(p, WIRE_OP_PUT, k, "one", 3, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_gt(r.version, view); /* above the view's number */
+	v1 = r.version;
+	for (int t = 0; t < 50 && (r = member_read(m, k)).status != WIRE_ST_OK; t++)
+		sleep_ms(10);
+	ck_assert_uint_eq(r.version, v1);
+
+	/* The member is at a newer view than the primary: it refuses the push. */
+	ck_assert_int_eq(send_view(m, view + 1000, none, none), WIRE_VIEW_SERVING);
+	r = req(p, WIRE_OP_PUT, k, "two", 3, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_UNAVAILABLE);
+	ck_assert_uint_eq(counter(p, "member_behind"), 1);
+	r = member_read(m, k);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1); /* the write was not acknowledged */
+	/* So the primary must not serve the newer version: no read, no copy. */
+	ck_assert_uint_eq(req(p, WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	r = req(p, WIRE_OP_REPLICATE, k, (const uint8_t[]){0, 1, 0, (uint8_t)third}, 4, 0, 0);
+	ck_assert_uint_eq(r.version, 0);
+	ck_assert_uint_eq(counter(third, "rc_req"), 0);
+
+	/* The views agree again: a read pushes it, and both serve it. */
+	view += 1000;
+	ck_assert_int_eq(send_view(p, view, none, none), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_view(third, view, none, none), WIRE_VIEW_SERVING);
+	r = req(p, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_gt(r.version, v1);
+	ck_assert_uint_eq(counter(p, "member_repaired"), 1);
+	v2 = r.version;
+	for (int t = 0; t < 50 && (r = member_read(m, k)).status != WIRE_ST_OK; t++)
+		sleep_ms(10);
+	ck_assert_uint_eq(r.version, v2);
+
+	/* Again unconfirmed; then the primary dies and the member takes over. */
+	ck_assert_int_eq(send_view(m, view + 1000, none, none), WIRE_VIEW_SERVING);
+	ck_assert_uint_eq(req(p, WIRE_OP_PUT, k, "lost", 4, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	kill(pids[p], SIGKILL);
+	waitpid(pids[p], NULL, 0);
+	pids[p] = 0;
+	group_set_bit(down, (unsigned)p);
+	view += 2000;
+	ck_assert_int_eq(send_view(m, view, down, none), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_view(third, view, down, none), WIRE_VIEW_SERVING);
+	r = req(m, WIRE_OP_PUT, k, "acked", 5, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_gt(r.version, view);
+	acked = r.version;
+
+	/* Back with its disk: it catches up the acknowledged write, and serves it. */
+	start_node(p, NULL);
+	group_set_bit(one, (unsigned)p);
+	view++;
+	ck_assert_int_eq(send_view(m, view, none, one), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_view(third, view, none, one), WIRE_VIEW_SERVING);
+	view_until(p, view, none, one, WIRE_VIEW_CAUGHT_UP);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+	r = req(p, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, acked);
+	ck_assert(r.val_len == 5 && memcmp(r.value, "acked", 5) == 0);
+	for (int id = 1; id <= 3; id++)
+		stop_node(id);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -2289,6 +2399,7 @@ int main(void)
 	tcase_add_test(tc, write_through_chunked);
 	tcase_add_test(tc, keyed_chunked_replication);
 	tcase_add_test(tc, replica_group_failover_and_refill);
+	tcase_add_test(tc, replica_group_unconfirmed_push);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
