@@ -5,8 +5,9 @@
  *   node_bench load DIR KEYS            preload KEYS records into a node's store
  *   node_bench udp PORT KEYS SECS get|put [WINDOW]
  *                                       closed-loop client, WINDOW outstanding
- *   node_bench raw DIR KEYS SECS        raw rocksdb_put of KEYS, then random
- *                                       rocksdb_get for SECS, one thread
+ *   node_bench raw DIR KEYS SECS        RocksDB alone: KEYS loaded, reopened,
+ *                                       random gets, then random puts, SECS
+ *                                       each, one thread
  * Values are 128 bytes; keys are "key-<i>". Each mode prints name=value.
  */
 #include <arpa/inet.h>
@@ -160,6 +161,27 @@ static int cmd_udp(uint16_t port, uint64_t keys, double secs, int put, int windo
 	return ok ? 0 : 1;
 }
 
+/* rocksdb_open with the node's options; NULL after printing why. */
+static rocksdb_t *raw_open(rocksdb_options_t *o, const char *dir)
+{
+	char *err = NULL;
+	rocksdb_t *db = rocksdb_open(o, dir, &err);
+
+	if (err) {
+		fprintf(stderr, "node_bench: %s\n", err);
+		free(err);
+		return NULL;
+	}
+	return db;
+}
+
+/*
+ * RocksDB alone, doing what the node's clients ask of the node, on a store
+ * made as the node's is: KEYS records loaded in key order (not measured),
+ * the database closed and opened again (the node starts on a loaded store),
+ * then uniform random GETs for SECS, then uniform random PUTs (overwrites)
+ * for SECS, one thread, records as large as the node's (header + 128 B).
+ */
 static int cmd_raw(const char *dir, uint64_t keys, double secs)
 {
 	rocksdb_options_t *o = store_make_options(64, 0);
@@ -167,27 +189,25 @@ static int cmd_raw(const char *dir, uint64_t keys, double secs)
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	char *err = NULL, k[32];
 	uint8_t val[VALUE_LEN + STORE_REC_HDR];
-	rocksdb_t *db = rocksdb_open(o, dir, &err);
-	uint64_t gets = 0, found = 0;
-	double t0, put_rate;
+	rocksdb_t *db = raw_open(o, dir);
+	uint64_t gets = 0, found = 0, puts = 0;
+	double t0, get_rate, put_rate;
 
-	if (err) {
-		fprintf(stderr, "node_bench: %s\n", err);
+	if (!db)
 		return 1;
-	}
-	/* Same record size as the node stores: header + 128 bytes. */
 	memset(val, 'r', sizeof(val));
-	t0 = now_s();
-	for (uint64_t i = 0; i < keys; i++) {
+	for (uint64_t i = 0; i < keys && !err; i++) {
 		int kl = key_of(k, i);
 
 		rocksdb_put(db, wo, k, (size_t)kl, (const char *)val, sizeof(val), &err);
-		if (err) {
-			fprintf(stderr, "node_bench: put: %s\n", err);
-			return 1;
-		}
 	}
-	put_rate = (double)keys / (now_s() - t0);
+	rocksdb_close(db);
+	db = err ? NULL : raw_open(o, dir);
+	if (!db) {
+		if (err)
+			fprintf(stderr, "node_bench: put: %s\n", err);
+		return 1;
+	}
 	t0 = now_s();
 	while (now_s() - t0 < secs) {
 		for (int b = 0; b < 1000; b++) {
@@ -202,8 +222,23 @@ static int cmd_raw(const char *dir, uint64_t keys, double secs)
 			gets++;
 		}
 	}
+	get_rate = (double)gets / (now_s() - t0);
+	t0 = now_s();
+	while (now_s() - t0 < secs && !err) {
+		for (int b = 0; b < 1000 && !err; b++) {
+			int kl = key_of(k, next_rand() % keys);
+
+			rocksdb_put(db, wo, k, (size_t)kl, (const char *)val, sizeof(val), &err);
+			puts++;
+		}
+	}
+	put_rate = (double)puts / (now_s() - t0);
+	if (err) {
+		fprintf(stderr, "node_bench: put: %s\n", err);
+		return 1;
+	}
 	printf("rocksdb_put_ops=%.0f rocksdb_get_ops=%.0f rocksdb_get_found=%llu\n", put_rate,
-	       (double)gets / (now_s() - t0), (unsigned long long)found);
+	       get_rate, (unsigned long long)found);
 	rocksdb_close(db);
 	rocksdb_options_destroy(o);
 	rocksdb_writeoptions_destroy(wo);
