@@ -62,6 +62,12 @@
 #include "wire.h"
 
 #define RX_BATCH 16
+/*
+ * Datagrams queued for one sendmmsg(): inside skl_poll() (resends, and what
+ * callbacks submit), and between skl_cork() and the next skl_poll() or
+ * skl_uncork() (a pipelined client submits many at once).
+ */
+#define TX_BATCH 32
 #define RX_BUF	 (WIRE_MAX_DATAGRAM + 1)
 /* Replies drained per skl_poll() before timers get a turn again. */
 #define RX_MAX_PER_POLL 4096
@@ -194,7 +200,14 @@ struct skl_agent {
 	uint64_t last_reload_ns;
 
 	struct skl_stats st;
-	uint8_t *tx;
+	uint8_t *tx; /* RX_BUF: a datagram sent at once (a chunk) */
+	/* Queued for send_queued(): TX_BATCH buffers of mtu bytes, each to txto[i]. */
+	uint8_t *txq;
+	struct iovec txv[TX_BATCH];
+	struct sockaddr_in txto[TX_BATCH];
+	unsigned ntx;
+	bool corked;  /* skl_cork() */
+	bool polling; /* inside skl_poll() */
 	uint8_t *rx; /* RX_BATCH buffers of RX_BUF */
 };
 
@@ -326,8 +339,9 @@ static int agent_init(struct skl_agent *a, const struct skl_options *opt)
 		nslots <<= 1;
 	a->slots = calloc(nslots, sizeof(*a->slots));
 	a->tx = malloc(RX_BUF);
+	a->txq = malloc((size_t)TX_BATCH * a->mtu);
 	a->rx = malloc((size_t)RX_BATCH * RX_BUF);
-	if (!a->slots || !a->tx || !a->rx)
+	if (!a->slots || !a->tx || !a->txq || !a->rx)
 		return -ENOMEM;
 	a->slot_mask = nslots - 1;
 	a->now = clock_mono_ns();
@@ -487,6 +501,35 @@ int skl_create_addrs(const struct skl_addr *switches, size_t nswitches,
 /* ---- sending ---- */
 
 /*
+ * Send what is queued, in one sendmmsg() when the socket takes it all. A
+ * datagram the kernel refuses is counted and skipped: its timer treats it
+ * as lost.
+ */
+static void send_queued(struct skl_agent *a)
+{
+	struct mmsghdr msgs[TX_BATCH];
+	unsigned done = 0;
+
+	for (unsigned i = 0; i < a->ntx; i++)
+		msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &a->txto[i],
+						       .msg_namelen = sizeof(a->txto[i]),
+						       .msg_iov = &a->txv[i],
+						       .msg_iovlen = 1}};
+	while (done < a->ntx) {
+		int k = sendmmsg(a->fd, msgs + done, a->ntx - done, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			a->st.send_errors++;
+			k = 1;
+		}
+		done += (unsigned)k;
+	}
+	a->ntx = 0;
+}
+
+/*
  * Send m (a PUT larger than a datagram) as count chunks, all of this attempt;
  * a lost one loses the attempt, which the timer retries whole (the node
  * counts the chunks it already had as duplicates). count 0: it cannot be
@@ -535,10 +578,19 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 		send_chunks(a, &m, count, to);
 		return;
 	}
-	len = wire_encode(&m, a->tx, RX_BUF);
-	if (len < 0 ||
-	    sendto(a->fd, a->tx, (size_t)len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
+	/* Not chunked: it fits in one datagram of mtu bytes. */
+	if (a->ntx == TX_BATCH)
+		send_queued(a);
+	len = wire_encode(&m, a->txq + (size_t)a->ntx * a->mtu, a->mtu);
+	if (len < 0) {
 		a->st.send_errors++; /* the timer treats it as lost */
+		return;
+	}
+	a->txv[a->ntx] = (struct iovec){.iov_base = a->txq + (size_t)a->ntx * a->mtu,
+					.iov_len = (size_t)len};
+	a->txto[a->ntx++] = *to;
+	if (!a->corked && !a->polling)
+		send_queued(a);
 }
 
 static void send_data(struct skl_agent *a, struct req *r, const struct sockaddr_in *to,
@@ -1449,14 +1501,19 @@ int skl_poll(struct skl_agent *a, int timeout_ms)
 	 * longer than a timeout (a busy callback, a descheduled process) must
 	 * not blame the switch or a node for replies already waiting here.
 	 */
+	send_queued(a);
+	a->polling = true;
 	rc = receive(a);
-	if (rc < 0)
+	if (rc < 0) {
+		a->polling = false;
 		return rc;
+	}
 	a->now = clock_mono_ns();
 	run_deferred(a);
 	tw_advance(&a->tw, a->now, on_timeout, a);
 	recheck(a);
 	run_deferred(a);
+	send_queued(a);
 	if (a->st.completed == before && timeout_ms != 0) {
 		struct pollfd pfd = {.fd = a->fd, .events = POLLIN};
 		int wait = skl_next_timeout_ms(a);
@@ -1470,9 +1527,22 @@ int skl_poll(struct skl_agent *a, int timeout_ms)
 	a->now = clock_mono_ns();
 	tw_advance(&a->tw, a->now, on_timeout, a);
 	run_deferred(a);
+	send_queued(a);
+	a->polling = false;
 	if (rc < 0)
 		return rc;
 	return (int)(a->st.completed - before);
+}
+
+void skl_cork(struct skl_agent *a)
+{
+	a->corked = true;
+}
+
+void skl_uncork(struct skl_agent *a)
+{
+	a->corked = false;
+	send_queued(a);
 }
 
 int skl_fd(const struct skl_agent *a)
@@ -1484,8 +1554,8 @@ int skl_next_timeout_ms(struct skl_agent *a)
 {
 	uint64_t next = tw_next_ns(&a->tw), now = clock_mono_ns();
 
-	if (a->done_head != UINT32_MAX)
-		return 0;
+	if (a->done_head != UINT32_MAX || a->ntx)
+		return 0; /* callbacks to run, or datagrams to send */
 	if (a->cur_switch > 0 && a->mode != CFG_MODE_DIRECT && a->next_recheck_ns < next)
 		next = a->next_recheck_ns;
 	if (next == UINT64_MAX)
@@ -1765,6 +1835,7 @@ void skl_close(struct skl_agent *a)
 	ring_free(&a->ring);
 	free(a->slots);
 	free(a->tx);
+	free(a->txq);
 	free(a->rx);
 	free(a->cfg);
 	free(a);

@@ -246,8 +246,20 @@ int skl_cas(struct skl_agent *a, const void *key, size_t key_len, const struct s
  */
 int skl_poll(struct skl_agent *a, int timeout_ms);
 
+/*
+ * Corked, requests are held and leave together, up to 32 in one
+ * sendmmsg(), at the next skl_poll() or skl_uncork(): one system call for
+ * a pipeline's worth instead of one per request. A loop that submits a
+ * burst and then polls stays corked. Uncorked (the default) each leaves at
+ * once. What skl_poll() itself sends (resends, callbacks' submissions)
+ * always leaves together, before it returns.
+ */
+void skl_cork(struct skl_agent *a);
+void skl_uncork(struct skl_agent *a);
+
 /* The socket to wait on for readability, and how long until skl_poll() must run
- * anyway for timers (-1: no timer pending). */
+ * anyway for timers (-1: no timer pending; 0 also while submitted requests
+ * wait to be sent). */
 int skl_fd(const struct skl_agent *a);
 int skl_next_timeout_ms(struct skl_agent *a);
 

@@ -551,6 +551,8 @@ int px_worker_start(struct px_worker *w, const struct skl_options *opt, char *er
 			 strerror(-rc));
 		return -1;
 	}
+	/* The commands of one pass over the connections leave together, at poll_agent(). */
+	skl_cork(w->agent);
 	w->listen_fd = open_listener(w, err, errlen);
 	w->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);

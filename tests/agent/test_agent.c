@@ -402,6 +402,45 @@ START_TEST(req_id_not_reused_while_in_flight)
 }
 END_TEST
 
+/* Corked, requests wait for skl_poll() or skl_uncork(), then leave together. */
+START_TEST(cork_holds_requests_until_poll)
+{
+	struct fake *n1 = fake_new(1, FAKE_HOLD);
+	struct skl_options opt = {.mode = SKL_MODE_DIRECT, .timeout_ms = 60000};
+	struct skl_agent *a = make_agent(NULL, &n1, 1, &opt);
+	char key[32];
+
+	skl_cork(a);
+	for (int i = 0; i < 100; i++) {
+		int klen = snprintf(key, sizeof(key), "c%d", i);
+
+		ck_assert_int_eq(skl_get(a, key, (size_t)klen, NULL, count_ok, NULL), 0);
+	}
+	ck_assert_int_eq(skl_next_timeout_ms(a), 0); /* there is something to send */
+	usleep(20000);
+	fake_pump(n1);
+	/* Only full batches of 32 have left. */
+	ck_assert_uint_eq(n1->nreq_ids, 96);
+	skl_poll(a, 0);
+	for (int t = 0; t < 100 && n1->nreq_ids < 100; t++) {
+		usleep(1000);
+		fake_pump(n1);
+	}
+	ck_assert_uint_eq(n1->nreq_ids, 100);
+	/* Uncorked, each leaves at once. */
+	skl_uncork(a);
+	ck_assert_int_eq(skl_get(a, "u", 1, NULL, count_ok, NULL), 0);
+	for (int t = 0; t < 100 && n1->nreq_ids < 101; t++) {
+		usleep(1000);
+		fake_pump(n1);
+	}
+	ck_assert_uint_eq(n1->nreq_ids, 101);
+	ck_assert_uint_eq(stats(a).send_errors, 0);
+	skl_close(a);
+	fake_free(n1);
+}
+END_TEST
+
 START_TEST(close_cancels_in_flight)
 {
 	struct fake *n1 = fake_new(1, FAKE_SILENT);
@@ -1192,6 +1231,7 @@ int main(void)
 	tcase_add_test(tc, ten_thousand_in_flight_unique_req_ids);
 	tcase_add_test(tc, create_from_file);
 	tcase_add_test(tc, req_id_not_reused_while_in_flight);
+	tcase_add_test(tc, cork_holds_requests_until_poll);
 	tcase_add_test(tc, close_cancels_in_flight);
 	tcase_add_test(tc, timeout_and_retry_counts);
 	tcase_add_test(tc, fallback_linearizable_and_recheck);
