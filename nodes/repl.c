@@ -205,13 +205,19 @@ static int through_wait_ms(const struct node *n)
  * (agent.timeout_ms), at least as long as one push takes: the writes of a hot
  * key queue for their turns, and one refused is one its client must send again.
  */
-int repl_through_turn(struct node *n, uint64_t keyhash, bool claim)
+int repl_through_turn_or_ride(struct node *n, uint64_t keyhash, bool claim,
+			      struct through_rider *r)
 {
 	int wait_ms = through_wait_ms(n);
 
 	if ((int)n->cfg->agent.timeout_ms > wait_ms)
 		wait_ms = (int)n->cfg->agent.timeout_ms;
-	return through_turn_take(n->through, keyhash, (unsigned)wait_ms, claim);
+	return through_turn_take_or_ride(n->through, keyhash, (unsigned)wait_ms, claim, r);
+}
+
+int repl_through_turn(struct node *n, uint64_t keyhash, bool claim)
+{
+	return repl_through_turn_or_ride(n, keyhash, claim, NULL);
 }
 
 void repl_through_turn_end(struct node *n, uint64_t keyhash)
@@ -543,6 +549,11 @@ static bool from_switch(const struct node *n, uint16_t owner, const struct socka
 	const struct sockaddr_in *a = switch_addr_of(n, owner);
 
 	return a && a->sin_addr.s_addr == from->sin_addr.s_addr && a->sin_port == from->sin_port;
+}
+
+bool repl_via_owner(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
+{
+	return owner == 0 || from_switch(n, owner, from);
 }
 
 /*

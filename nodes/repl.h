@@ -75,6 +75,11 @@ int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sock
  */
 #define REPL_THROUGH_WAIT_MS 50
 int repl_through_turn(struct node *n, uint64_t keyhash, bool claim);
+/* repl_through_turn() for a PUT that may ride on the write holding the turn: 2 once applied. */
+int repl_through_turn_or_ride(struct node *n, uint64_t keyhash, bool claim,
+			      struct through_rider *r);
+/* Whether a write from `from` comes through switch `owner` (0: no copies, any sender). */
+bool repl_via_owner(const struct node *n, uint16_t owner, const struct sockaddr_in *from);
 void repl_through_turn_end(struct node *n, uint64_t keyhash);
 bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
 void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,

@@ -1096,19 +1096,81 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 	return true;
 }
 
+/* A write as its handler has it: what a leader needs to apply it and answer it. */
+struct node_write {
+	const struct wire_msg *m;
+	const struct sockaddr_in *from;
+	struct wire_msg *rep;
+};
+
+static struct node_write *write_of(struct through_rider *r)
+{
+	return r->write;
+}
+
+static bool applied_ok(const struct wire_msg *rep)
+{
+	return rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
+}
+
+/*
+ * Group commit (through.h): apply the PUTs riding on this write's turn, each
+ * after it with a version of its own and at most once by req_id, under this
+ * write's locks. A rider this write may not apply for waits for the turn
+ * again: one past the owner switch of a key with copies (it drops them
+ * first), or a retry (answered from its first attempt). The riders applied,
+ * oldest first (their replies filled), and *last, the newest applied, or NULL.
+ */
+static struct through_rider *apply_riders(struct node *n, uint64_t keyhash,
+					  const struct write_push *push, struct node_write **last)
+{
+	struct through_rider *r = through_riders_take(n->through, keyhash), *next;
+	struct through_rider *applied = NULL, **tail = &applied;
+
+	*last = NULL;
+	for (; r; r = next) {
+		struct node_write *w = write_of(r);
+		const struct dedup_slot *done = NULL;
+
+		next = r->next;
+		if (repl_via_owner(n, push->owner, w->from))
+			done = dedup_begin(n->dedup, w->m->req_id, w->m->keyhash);
+		if (!repl_via_owner(n, push->owner, w->from) || done) {
+			if (done)
+				dedup_end(n->dedup, w->m->req_id, w->m->keyhash, false, 0, 0);
+			through_rider_done(n->through, keyhash, r, false);
+			continue;
+		}
+		serve_put(n, w->m, w->rep);
+		dedup_end(n->dedup, w->m->req_id, w->m->keyhash, w->rep->status == WIRE_ST_OK,
+			  w->rep->status, w->rep->version);
+		node_count(n, NODE_CTR_write_riders);
+		if (w->rep->status == WIRE_ST_OK)
+			*last = w;
+		r->next = NULL;
+		*tail = r;
+		tail = &r->next;
+	}
+	return applied;
+}
+
 /*
  * PUT, DEL and CAS: at the home only, REPLICA_READ or not; a replica never
  * takes a write. A write to be pushed to the key's holders (write-through) pushes
  * after the hand-over lock, so that reads of the key (which see the previous
  * version meanwhile) and writes of other keys go on; the writes of the key
  * take turns instead, each from before it applies until its reply has left.
- * false: the reply has been sent.
+ * PUTs that wait for the turn ride on the write holding it (apply_riders()):
+ * one push, the newest version, serves them all, and that write answers
+ * each, the newest first. false: the reply has been sent.
  */
 static bool on_write(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	bool grouped = members_on(&n->members), served = false;
 	struct write_push push = {0};
+	struct node_write self = {.m = m, .from = from, .rep = rep}, *last = NULL, *pushed;
+	struct through_rider rider = {.write = &self}, *riders = NULL, *next;
 	bool sent = false;
 	uint16_t home;
 	int turn, rc;
@@ -1116,7 +1178,13 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	/* With replica groups: under one view from the primary check to the reply. */
 	if (grouped)
 		members_read_lock(n);
-	turn = repl_through_turn(n, m->keyhash, grouped);
+	turn = repl_through_turn_or_ride(n, m->keyhash, grouped,
+					 m->op == WIRE_OP_PUT ? &rider : NULL);
+	if (turn == 2) { /* applied and answered by the write that held the turn */
+		if (grouped)
+			members_read_unlock(n);
+		return false;
+	}
 
 	/*
 	 * Another write of the key kept its turn past the wait: its push is still
@@ -1144,19 +1212,29 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	} else {
 		serve_write(n, m, from, turn > 0, rep, &push, out, cap);
 		served = true;
+		if ((push.through || push.members) && applied_ok(rep))
+			riders = apply_riders(n, m->keyhash, &push, &last);
 	}
 	mig_unlock(&n->mig, m->keyhash);
+	/* The newest version is the one pushed; its reply lists the holders that took it. */
+	pushed = last ? last : &self;
 	/* Acknowledged only once every live member of the group holds it (members.h). */
-	if (grouped && served &&
-	    (rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND) &&
-	    members_push(n, m, rep) != 0) {
+	if (grouped && served && applied_ok(rep) && members_push(n, pushed->m, pushed->rep) != 0) {
+		for (struct through_rider *r = riders; r; r = r->next)
+			write_of(r)->rep->status = WIRE_ST_UNAVAILABLE;
 		rep->status = WIRE_ST_UNAVAILABLE;
 		rep->value = NULL;
 		rep->val_len = 0;
 	}
 	if (push.through) {
-		repl_through_push(n, m, push.owner, push.holders, rep);
-		sent = node_send_reply(n, from, rep) == 0;
+		repl_through_push(n, pushed->m, push.owner, push.holders, pushed->rep);
+		/* Each write of a batch was pushed in its newest version. */
+		for (struct through_rider *r = riders; r; r = r->next)
+			write_of(r)->rep->flags |= pushed->rep->flags & WIRE_F_WRITE_THROUGH;
+		rep->flags |= pushed->rep->flags & WIRE_F_WRITE_THROUGH;
+		sent = node_send_reply(n, pushed->from, pushed->rep) == 0;
+		if (pushed != &self)
+			sent = node_send_reply(n, from, rep) == 0;
 	} else if (push.members) {
 		/*
 		 * The version kept for the push's readers serves no read once the
@@ -1167,6 +1245,15 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		 */
 		through_push_end(n->through, m->keyhash);
 		through_forget_previous(n->through, m->keyhash);
+	}
+	/* The riders' replies, from here: their threads wait for the turn to pass them. */
+	for (struct through_rider *r = riders; r; r = next) {
+		struct node_write *w = write_of(r);
+
+		next = r->next;
+		if (w != pushed || !push.through)
+			node_send_reply(n, w->from, w->rep);
+		through_rider_done(n->through, m->keyhash, r, true);
 	}
 	store_write_end(n->store, m->keyhash);
 	if (turn > 0)

@@ -16,6 +16,7 @@ struct through_slot {
 	bool turn;		   /* a write or REPLICATE of the key: its version to its reply */
 	bool pushing;		   /* its push is out: readers see the previous version */
 	bool has_holders;
+	struct through_rider *riders; /* PUTs of the key waiting for its turn, newest first */
 	uint8_t holders[THROUGH_HOLDERS];
 	/* Versions before the current one, newest at previous[newest]; .value is
 	 * unused: the bytes are in through.value. */
@@ -91,6 +92,7 @@ static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool 
 	s->keyhash = keyhash;
 	s->has_holders = false;
 	s->nprevious = 0;
+	s->riders = NULL; /* the other key's riders find its slot gone (through_turn_take_or_ride()) */
 	return s;
 }
 
@@ -120,11 +122,22 @@ bool through_keep_previous(struct through *t, uint64_t keyhash, const struct sto
 	return kept;
 }
 
-int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim)
+/* Remove r from s's riders, if it is there. */
+static void unlink_rider(struct through_slot *s, struct through_rider *r)
+{
+	for (struct through_rider **p = &s->riders; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			return;
+		}
+}
+
+int through_turn_take_or_ride(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim,
+			      struct through_rider *r)
 {
 	struct through_slot *s = lock_slot(t, keyhash, claim);
 	struct timespec until;
-	bool ok = true;
+	bool expired = false;
 	int taken;
 
 	if (!s)
@@ -136,8 +149,28 @@ int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, boo
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (ok && s->turn && s->keyhash == keyhash)
-		ok = pthread_cond_timedwait(&s->turn_given, &s->lock, &until) != ETIMEDOUT;
+	if (r && s->turn && s->keyhash == keyhash) {
+		r->state = THROUGH_RIDER_WAITING;
+		r->next = s->riders;
+		s->riders = r;
+	}
+	for (;;) {
+		/* Taken by a leader: it applies and answers it; wait for that however long. */
+		if (r && r->state == THROUGH_RIDER_DONE) {
+			pthread_mutex_unlock(&s->lock);
+			return 2;
+		}
+		if (!r || r->state == THROUGH_RIDER_WAITING) {
+			if (!s->turn || s->keyhash != keyhash || expired)
+				break;
+			expired = pthread_cond_timedwait(&s->turn_given, &s->lock, &until) ==
+				  ETIMEDOUT;
+		} else {
+			pthread_cond_wait(&s->turn_given, &s->lock);
+		}
+	}
+	if (r)
+		unlink_rider(s, r);
 	/* The slot may have gone to another key meanwhile: this key's state is gone. */
 	if (s->keyhash != keyhash)
 		taken = 0;
@@ -149,6 +182,49 @@ int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, boo
 	}
 	pthread_mutex_unlock(&s->lock);
 	return taken;
+}
+
+int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim)
+{
+	return through_turn_take_or_ride(t, keyhash, wait_ms, claim, NULL);
+}
+
+struct through_rider *through_riders_take(struct through *t, uint64_t keyhash)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+	struct through_rider *oldest_first = NULL;
+
+	if (!s)
+		return NULL;
+	while (s->riders) {
+		struct through_rider *r = s->riders;
+
+		s->riders = r->next;
+		r->state = THROUGH_RIDER_TAKEN;
+		r->next = oldest_first;
+		oldest_first = r;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return oldest_first;
+}
+
+void through_rider_done(struct through *t, uint64_t keyhash, struct through_rider *r, bool applied)
+{
+	struct through_slot *s = lock_slot(t, keyhash, false);
+
+	if (!s) { /* cannot be: the leader's turn keeps the slot */
+		r->state = THROUGH_RIDER_WAITING;
+		return;
+	}
+	if (applied) {
+		r->state = THROUGH_RIDER_DONE;
+	} else {
+		r->state = THROUGH_RIDER_WAITING;
+		r->next = s->riders;
+		s->riders = r;
+	}
+	pthread_cond_broadcast(&s->turn_given);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void through_turn_give(struct through *t, uint64_t keyhash)

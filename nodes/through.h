@@ -83,6 +83,36 @@ int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsi
 int through_turn_take(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim);
 void through_turn_give(struct through *t, uint64_t keyhash);
 /*
+ * Group commit (docs/design.md section 13). A PUT that finds its key's turn
+ * held may wait as a rider: the write holding the turn (the leader) takes
+ * the riders waiting at that moment (through_riders_take()), applies each
+ * after its own write within its turn, pushes only the newest version, and
+ * answers for each. Every rider overlaps that moment, so ordering them back
+ * to back there is a linearization, and the versions in between are never
+ * read: the key's readers see the version before the leader's write until
+ * the push has ended. A rider the leader does not apply (through_rider_done()
+ * with applied false) waits for the turn again.
+ */
+enum through_rider_state { THROUGH_RIDER_WAITING, THROUGH_RIDER_TAKEN, THROUGH_RIDER_DONE };
+
+struct through_rider {
+	struct through_rider *next;
+	void *write; /* the rider's own: what the leader applies and answers */
+	enum through_rider_state state;
+};
+
+/*
+ * through_turn_take(), queued as rider r while the turn is held: 2 once a
+ * leader applied r (it answered r too), otherwise as through_turn_take().
+ */
+int through_turn_take_or_ride(struct through *t, uint64_t keyhash, unsigned wait_ms, bool claim,
+			      struct through_rider *r);
+/* Holding keyhash's turn: the riders waiting now, oldest first, taken (NULL: none). */
+struct through_rider *through_riders_take(struct through *t, uint64_t keyhash);
+/* The leader is done with rider r (r->next is not used after): applied, or back to waiting. */
+void through_rider_done(struct through *t, uint64_t keyhash, struct through_rider *r, bool applied);
+
+/*
  * Within a turn: the write's push is out from begin to end (or the end of
  * the turn); the home's readers see the previous version (kept first with
  * through_keep_previous()). The push ends before the write's reply leaves,

@@ -596,6 +596,80 @@ START_TEST(write_through)
 END_TEST
 
 /*
+ * Group commit: PUTs of a key with copies that arrive while a write of it is
+ * pushed (its holder acks 30 ms late) ride on the next write's turn: each is
+ * answered with a version of its own, fewer pushes than writes go out, and
+ * the key ends with the value of the newest version. n1 emulates capacity,
+ * so that the waiting writes have threads to wait on.
+ */
+START_TEST(write_through_group_commit)
+{
+	enum { NW = 6 };
+	static uint8_t sbuf[12000];
+	uint64_t req_ids[NW], versions[NW] = {0}, newest = 0;
+	int newest_i = -1;
+	uint8_t payload[4], out[256];
+	struct wire_msg r, ack;
+	char k[64], vals[NW][8];
+	struct sockaddr_in to = node_addr(1);
+
+	write_config(2, "\"durability\":\"async\"");
+	start_node(1, "--service-time-us=200");
+	start_node(2, "--ack-delay-ms=30");
+	key_homed_at(1, k, "gc");
+	r = req(1, WIRE_OP_PUT, k, "first", 5, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	wire_put16(payload, 1);
+	wire_put16(payload + 2, 2);
+	r = req(1, WIRE_OP_REPLICATE, k, payload, 4, r.version, 0);
+	ck_assert_int_eq(switch_recv(WIRE_OP_RC_ACK, &ack, sbuf, sizeof(sbuf)), 0);
+
+	for (int i = 0; i < NW; i++) {
+		struct wire_msg m = {.op = WIRE_OP_PUT,
+				     .flags = WIRE_F_VIA_SWITCH,
+				     .req_id = ((uint64_t)9 << 32) | ++seq,
+				     .keyhash = keyhash(k, strlen(k)),
+				     .key = (const void *)k,
+				     .key_len = (uint16_t)strlen(k),
+				     .value = (const void *)vals[i],
+				     .val_len = (uint32_t)snprintf(vals[i], sizeof(vals[i]), "w%d", i)};
+		int len = wire_encode(&m, out, sizeof(out));
+
+		req_ids[i] = m.req_id;
+		ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+				 len);
+	}
+	for (int got = 0; got < NW; got++) {
+		ck_assert_int_eq(recv_op(sw_fd, WIRE_OP_PUT | WIRE_REPLY, &r, rbuf, sizeof(rbuf)), 0);
+		ck_assert_uint_eq(r.status, WIRE_ST_OK);
+		for (int i = 0; i < NW; i++)
+			if (req_ids[i] == r.req_id) {
+				ck_assert_uint_eq(versions[i], 0); /* answered once */
+				versions[i] = r.version;
+				if (r.version > newest) {
+					newest = r.version;
+					newest_i = i;
+				}
+			}
+	}
+	for (int i = 0; i < NW; i++)
+		for (int j = i + 1; j < NW; j++)
+			ck_assert_uint_ne(versions[i], versions[j]);
+	ck_assert_uint_ge(counter(1, "write_riders"), 1);
+	ck_assert_uint_lt(counter(1, "write_through"), NW);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, newest);
+	ck_assert(r.val_len == strlen(vals[newest_i]) && memcmp(r.value, vals[newest_i], r.val_len) == 0);
+	/* The holder took the newest version too. */
+	r = req(2, WIRE_OP_GET, k, NULL, 0, newest, WIRE_F_REPLICA_READ);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, newest);
+	stop_node(2);
+	stop_node(1);
+}
+END_TEST
+
+/*
  * A holder whose copy the switch dropped (a trimmed set) answers the next
  * push version 0: the home lists it no more, does not wait for it, and
  * pushes to it no more.
@@ -2379,6 +2453,7 @@ int main(void)
 	tcase_add_test(tc, replication);
 	tcase_add_test(tc, write_through);
 	tcase_add_test(tc, write_through_dropped_copy);
+	tcase_add_test(tc, write_through_group_commit);
 	tcase_add_test(tc, spoofed_control_dropped);
 	tcase_add_test(tc, keyed_control_needs_mac);
 	tcase_add_test(tc, versions_across_restart_and_gc);
