@@ -1130,12 +1130,12 @@ static struct through_rider *apply_riders(struct node *n, uint64_t keyhash,
 	*last = NULL;
 	for (; r; r = next) {
 		struct node_write *w = write_of(r);
-		const struct dedup_slot *done = NULL;
+		bool via_owner = repl_via_owner(n, push->owner, w->from);
+		const struct dedup_slot *done =
+		    via_owner ? dedup_begin(n->dedup, w->m->req_id, w->m->keyhash) : NULL;
 
 		next = r->next;
-		if (repl_via_owner(n, push->owner, w->from))
-			done = dedup_begin(n->dedup, w->m->req_id, w->m->keyhash);
-		if (!repl_via_owner(n, push->owner, w->from) || done) {
+		if (!via_owner || done) {
 			if (done)
 				dedup_end(n->dedup, w->m->req_id, w->m->keyhash, false, 0, 0);
 			through_rider_done(n->through, keyhash, r, false);
