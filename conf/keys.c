@@ -261,7 +261,7 @@ const struct cfg_key cfg_keys[] = {
 	     "(docs/design.md section 5)"),
     KEY_DOUBLE(DIRECTORY, "replica_factor", replica_factor, 0, 64, 2,
 	       "f: a key with share s of the load wants `1 + ceil(f * s * n)` replicas"),
-    KEY_DOUBLE(DIRECTORY, "push_cost", push_cost, 0, 64, 1,
+    KEY_DOUBLE(DIRECTORY, "push_cost", push_cost, 0, 64, 3,
 	       "what a write's push to a key's copies costs its home, in writes: a key whose "
 	       "writes would leave its home busier with copies than without is not copied "
 	       "(docs/design.md section 13)"),
