@@ -581,13 +581,14 @@ static void send_msg(struct skl_agent *a, struct req *r, uint8_t op, uint16_t fl
 	/* Not chunked: it fits in one datagram of mtu bytes. */
 	if (a->ntx == TX_BATCH)
 		send_queued(a);
-	len = wire_encode(&m, a->txq + (size_t)a->ntx * a->mtu, a->mtu);
+	uint8_t *slot = a->txq + (size_t)a->ntx * a->mtu;
+
+	len = wire_encode(&m, slot, a->mtu);
 	if (len < 0) {
 		a->st.send_errors++; /* the timer treats it as lost */
 		return;
 	}
-	a->txv[a->ntx] = (struct iovec){.iov_base = a->txq + (size_t)a->ntx * a->mtu,
-					.iov_len = (size_t)len};
+	a->txv[a->ntx] = (struct iovec){.iov_base = slot, .iov_len = (size_t)len};
 	a->txto[a->ntx++] = *to;
 	if (!a->corked && !a->polling)
 		send_queued(a);

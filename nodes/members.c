@@ -196,32 +196,40 @@ static struct members_behind *behind_set(struct members *g, uint64_t keyhash)
 	return &g->behind[(keyhash & (MEMBERS_BEHIND_SETS - 1)) * MEMBERS_BEHIND_WAYS];
 }
 
+/* Under behind_lock: keyhash's mark, or NULL (then *free_way: a free way of its set, or NULL). */
+static struct members_behind *behind_find(struct members *g, uint64_t keyhash,
+					  struct members_behind **free_way)
+{
+	struct members_behind *set = behind_set(g, keyhash);
+
+	*free_way = NULL;
+	for (int w = 0; w < MEMBERS_BEHIND_WAYS; w++) {
+		if (set[w].used && set[w].keyhash == keyhash)
+			return &set[w];
+		if (!set[w].used && !*free_way)
+			*free_way = &set[w];
+	}
+	return NULL;
+}
+
 /* Mark keyhash behind (confirmed false) or clear its mark. */
 static void behind_note(struct node *n, uint64_t keyhash, bool confirmed)
 {
 	struct members *g = &n->members;
-	struct members_behind *set = behind_set(g, keyhash), *free_way = NULL;
+	struct members_behind *mark, *free_way;
 
 	if (confirmed && !atomic_load(&g->behind_count))
 		return;
 	pthread_mutex_lock(&g->behind_lock);
-	for (int w = 0; w < MEMBERS_BEHIND_WAYS; w++) {
-		if (set[w].used && set[w].keyhash == keyhash) {
-			if (confirmed) {
-				set[w].used = false;
-				atomic_fetch_sub(&g->behind_count, 1);
-			}
-			pthread_mutex_unlock(&g->behind_lock);
-			return;
-		}
-		if (!set[w].used && !free_way)
-			free_way = &set[w];
-	}
-	if (!confirmed && free_way) {
+	mark = behind_find(g, keyhash, &free_way);
+	if (mark && confirmed) {
+		mark->used = false;
+		atomic_fetch_sub(&g->behind_count, 1);
+	} else if (!mark && !confirmed && free_way) {
 		*free_way = (struct members_behind){.used = true, .keyhash = keyhash};
 		atomic_fetch_add(&g->behind_count, 1);
 		node_count(n, NODE_CTR_member_behind);
-	} else if (!confirmed) {
+	} else if (!mark && !confirmed) {
 		node_count(n, NODE_CTR_member_behind_full);
 	}
 	pthread_mutex_unlock(&g->behind_lock);
@@ -230,15 +238,13 @@ static void behind_note(struct node *n, uint64_t keyhash, bool confirmed)
 bool members_behind(struct node *n, uint64_t keyhash)
 {
 	struct members *g = &n->members;
-	struct members_behind *set;
-	bool found = false;
+	struct members_behind *free_way;
+	bool found;
 
 	if (!members_on(g) || !atomic_load(&g->behind_count))
 		return false;
-	set = behind_set(g, keyhash);
 	pthread_mutex_lock(&g->behind_lock);
-	for (int w = 0; w < MEMBERS_BEHIND_WAYS && !found; w++)
-		found = set[w].used && set[w].keyhash == keyhash;
+	found = behind_find(g, keyhash, &free_way) != NULL;
 	pthread_mutex_unlock(&g->behind_lock);
 	return found;
 }

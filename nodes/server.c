@@ -1034,6 +1034,12 @@ typedef bool (*node_handler)(struct node *n, const struct wire_msg *m,
 			     const struct sockaddr_in *from, struct wire_msg *rep, uint8_t *out,
 			     size_t cap);
 
+/* A read or write that was served: the key's value, or its absence, at a version. */
+static bool served_ok(const struct wire_msg *rep)
+{
+	return rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
+}
+
 /*
  * A key behind at a member (members_behind()), read at its primary under the
  * view lock: push it to the members again within its write turn. 0 once every
@@ -1079,8 +1085,7 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 	 * Asked after the read: a write marks its key behind before its push
 	 * ends, so a read that saw that write's version sees the mark.
 	 */
-	if (grouped && (rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND) &&
-	    members_behind(n, m->keyhash)) {
+	if (grouped && served_ok(rep) && members_behind(n, m->keyhash)) {
 		*rep = echo;
 		if (push_to_members_again(n, m) == 0) {
 			get_ahead = NULL; /* taken by the first read */
@@ -1106,11 +1111,6 @@ struct node_write {
 static struct node_write *write_of(struct through_rider *r)
 {
 	return r->write;
-}
-
-static bool applied_ok(const struct wire_msg *rep)
-{
-	return rep->status == WIRE_ST_OK || rep->status == WIRE_ST_NOT_FOUND;
 }
 
 /*
@@ -1212,14 +1212,14 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	} else {
 		serve_write(n, m, from, turn > 0, rep, &push, out, cap);
 		served = true;
-		if ((push.through || push.members) && applied_ok(rep))
+		if ((push.through || push.members) && served_ok(rep))
 			riders = apply_riders(n, m->keyhash, &push, &last);
 	}
 	mig_unlock(&n->mig, m->keyhash);
 	/* The newest version is the one pushed; its reply lists the holders that took it. */
 	pushed = last ? last : &self;
 	/* Acknowledged only once every live member of the group holds it (members.h). */
-	if (grouped && served && applied_ok(rep) && members_push(n, pushed->m, pushed->rep) != 0) {
+	if (grouped && served && served_ok(rep) && members_push(n, pushed->m, pushed->rep) != 0) {
 		for (struct through_rider *r = riders; r; r = r->next)
 			write_of(r)->rep->status = WIRE_ST_UNAVAILABLE;
 		rep->status = WIRE_ST_UNAVAILABLE;
