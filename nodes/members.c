@@ -76,18 +76,33 @@ void members_read_unlock(struct node *n)
 	pthread_rwlock_unlock(&n->members.lock);
 }
 
+/* The key's group under the view held (its out nodes left out). */
 static unsigned group_of(const struct members *g, uint64_t keyhash, uint16_t *ids)
 {
-	return ring_group(&g->ring, keyhash_point(keyhash), g->r, ids);
+	return view_group(&g->ring, &g->view, keyhash_point(keyhash), g->r, ids);
+}
+
+static uint16_t primary_of(const struct members *g, uint64_t keyhash, const uint16_t *ids,
+			   unsigned k)
+{
+	return group_primary(&g->ring, &g->view, keyhash_point(keyhash), g->r, ids, k);
+}
+
+/* Serving: caught up, or taking only groups new to it (which it does not serve yet). */
+static bool serving(const struct members *g)
+{
+	int state = atomic_load(&g->state);
+
+	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
 }
 
 uint16_t members_other(struct node *n, uint64_t keyhash)
 {
 	struct members *g = &n->members;
 	uint16_t ids[GROUP_MAX];
-	uint16_t primary = group_primary(&g->view, ids, group_of(g, keyhash, ids));
+	uint16_t primary = primary_of(g, keyhash, ids, group_of(g, keyhash, ids));
 
-	if (!primary || (primary == n->self->id && atomic_load(&g->state) != WIRE_VIEW_SERVING))
+	if (!primary || (primary == n->self->id && !serving(g)))
 		return RING_NO_NODE;
 	return primary == n->self->id ? 0 : primary;
 }
@@ -163,11 +178,13 @@ bool members_clean(struct node *n, uint64_t keyhash)
 	unsigned k = group_of(g, keyhash, ids);
 	bool member = false;
 
-	if (atomic_load(&g->state) != WIRE_VIEW_SERVING || group_primary(&g->view, ids, k) == 0)
+	if (!serving(g) || primary_of(g, keyhash, ids, k) == 0)
 		return false;
 	for (unsigned i = 0; i < k; i++)
 		member |= ids[i] == n->self->id;
-	return member && !dirty(g, keyhash, store_now_ms());
+	return member &&
+	       !group_is_new(&g->ring, &g->view, keyhash_point(keyhash), g->r, n->self->id) &&
+	       !dirty(g, keyhash, store_now_ms());
 }
 
 /* COMMIT(version) of a key to node `to`: its members may serve it clean from now. */
@@ -394,6 +411,13 @@ static bool marked(const uint8_t *map, const struct node *n)
 	return group_bit(map, n->self->id);
 }
 
+/* Under the write lock: a new state, ending any catch-up or join running. */
+static void restart(struct members *g, enum wire_view_state state)
+{
+	atomic_store(&g->state, state);
+	atomic_fetch_add(&g->restarts, 1);
+}
+
 void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 		     uint8_t *out, size_t cap)
 {
@@ -425,21 +449,34 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 			rep->status = WIRE_ST_INTERNAL;
 			return;
 		}
+		bool regrouped = memcmp(v.out, g->view.out, GROUP_BITMAP) != 0;
+		bool catching = state == WIRE_VIEW_CATCHING || state == WIRE_VIEW_CAUGHT_UP;
+		bool joins = state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
+
 		g->view = v;
 		atomic_store(&g->number, v.number);
 		/*
 		 * Marked down: pushes to this node were skipped, so whatever it
 		 * took is incomplete. Marked catching up while serving: the switch
-		 * saw it restart. Either way it catches up again, from the start.
+		 * saw it restart. Catching up while the groups changed (a node
+		 * left out, or back): its groups are others now. Each way it
+		 * catches up again, from the start.
 		 */
-		if (marked(v.down, n) || (marked(v.catching, n) && state == WIRE_VIEW_SERVING)) {
+		if (marked(v.down, n) || (marked(v.catching, n) && !catching) ||
+		    (catching && regrouped)) {
 			if (state != WIRE_VIEW_CATCHING)
 				log_info("view %llu marks this node %s: catching up",
 					 (unsigned long long)v.number,
 					 marked(v.down, n) ? "down" : "catching up");
-			atomic_store(&g->state, WIRE_VIEW_CATCHING);
-			atomic_fetch_add(&g->restarts, 1);
+			restart(g, WIRE_VIEW_CATCHING);
 			behind_clear(g);
+		} else if (marked(v.joining, n) && (state == WIRE_VIEW_SERVING || regrouped)) {
+			log_info("view %llu marks this node joining groups new to it",
+				 (unsigned long long)v.number);
+			restart(g, WIRE_VIEW_JOINING);
+		} else if (!marked(v.joining, n) && joins) {
+			log_info("view %llu ends this node's join: serving", (unsigned long long)v.number);
+			restart(g, WIRE_VIEW_SERVING);
 		} else if (!marked(v.catching, n) && !marked(v.down, n) &&
 			   state == WIRE_VIEW_CAUGHT_UP && v.number > g->caught_up_at) {
 			atomic_store(&g->state, WIRE_VIEW_SERVING);
@@ -460,11 +497,12 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 
 /* ---- Catch-up: serving it. ---- */
 
-#define CATCHUP_REQ_LEN 12 /* be16 asker, be16 0, be64 the view that marks it catching up */
+#define CATCHUP_REQ_LEN 12 /* be16 asker, be16 flags, be64 the view that marks it catching up */
 
 struct scan_ctx {
 	const struct members *g;
 	uint16_t asker;
+	bool new_only; /* CATCHUP_NEW_ONLY: only groups the asker is new to */
 	bool found;
 	uint64_t hash;
 	uint16_t klen;
@@ -484,8 +522,10 @@ static int scan_one(void *arg, const void *key, size_t klen, const struct store_
 	c->hash = hash;
 	for (unsigned i = 0; i < k; i++)
 		if (ids[i] == c->asker) {
-			c->found = true;
-			return 1;
+			c->found = !c->new_only || group_is_new(&c->g->ring, &c->g->view,
+								 keyhash_point(hash), c->g->r,
+								 c->asker);
+			return c->found;
 		}
 	return 0;
 }
@@ -508,13 +548,19 @@ void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_ms
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
+	/* The groups are the view's: a new one waits for this step. */
+	pthread_rwlock_rdlock(&g->lock);
 	/* Not yet at the view that marks the asker catching up: this node may not push to it yet. */
-	if (atomic_load(&g->number) < wire_get64(m->value + 4)) {
+	if (g->view.number < wire_get64(m->value + 4)) {
+		pthread_rwlock_unlock(&g->lock);
 		rep->status = WIRE_ST_UNAVAILABLE;
 		return;
 	}
-	c = (struct scan_ctx){.g = g, .asker = wire_get16(m->value)};
+	c = (struct scan_ctx){.g = g,
+			      .asker = wire_get16(m->value),
+			      .new_only = wire_get16(m->value + 2) & CATCHUP_NEW_ONLY};
 	rc = store_scan_owned(n->store, m->key, m->key_len, MEMBERS_SCAN_STEP, scan_one, &c, &end);
+	pthread_rwlock_unlock(&g->lock);
 	if (rc < 0 && !c.found) {
 		rep->status = WIRE_ST_INTERNAL;
 		return;
@@ -583,7 +629,8 @@ static bool interrupted(struct node *n, uint32_t restarts)
  * the one here, at ring.warmup_keys_per_s. 0 when done, -1 when `from` did
  * not answer (or is not at view yet) or the catch-up was interrupted.
  */
-static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint32_t restarts)
+static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t flags,
+			 uint32_t restarts)
 {
 	static uint8_t in[NODE_MAX_DGRAM + WIRE_MAX_KEY];
 	uint8_t cursor[WIRE_MAX_KEY], body[CATCHUP_REQ_LEN] = {0};
@@ -592,6 +639,7 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint32_t 
 	uint64_t second = clock_mono_ns();
 
 	wire_put16(body, n->self->id);
+	wire_put16(body + 2, flags);
 	wire_put64(body + 4, view);
 	for (;;) {
 		struct wire_msg rep, req = {.op = WIRE_OP_CATCHUP,
@@ -640,8 +688,11 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint32_t 
 	}
 }
 
-/* One catch-up, from every other node, under the view that marks this node catching up. */
-static void catch_up(struct node *n)
+/*
+ * One catch-up, from every other node, under the view that marks this node
+ * catching up; or one join, the same for the groups that view makes it new to.
+ */
+static void catch_up(struct node *n, bool join)
 {
 	struct members *g = &n->members;
 	uint32_t restarts = atomic_load(&g->restarts);
@@ -651,7 +702,8 @@ static void catch_up(struct node *n)
 
 	pthread_rwlock_rdlock(&g->lock);
 	view = g->view.number;
-	bool ready = view && marked(g->view.catching, n) && !marked(g->view.down, n);
+	bool ready = view && marked(join ? g->view.joining : g->view.catching, n) &&
+		     !marked(g->view.down, n);
 	pthread_rwlock_unlock(&g->lock);
 	if (!ready)
 		return;
@@ -660,7 +712,8 @@ static void catch_up(struct node *n)
 			group_set_bit(left, n->cfg->nodes[i].id);
 			nleft++;
 		}
-	log_info("catching up from %u nodes under view %llu", nleft, (unsigned long long)view);
+	log_info("%s from %u nodes under view %llu", join ? "joining new groups" : "catching up",
+		 nleft, (unsigned long long)view);
 	while (nleft && !interrupted(n, restarts)) {
 		for (unsigned id = 1; id < 8 * GROUP_BITMAP; id++) {
 			bool down;
@@ -671,7 +724,8 @@ static void catch_up(struct node *n)
 			down = group_bit(g->view.down, id);
 			pthread_rwlock_unlock(&g->lock);
 			/* A node marked down is read by nobody: its records are on its groups' others. */
-			if (down || catch_up_from(n, (uint16_t)id, view, restarts) == 0) {
+			if (down || catch_up_from(n, (uint16_t)id, view, join ? CATCHUP_NEW_ONLY : 0,
+						  restarts) == 0) {
 				left[id / 8] &= (uint8_t)~(1u << (id % 8));
 				nleft--;
 			}
@@ -683,9 +737,9 @@ static void catch_up(struct node *n)
 	pthread_rwlock_wrlock(&g->lock);
 	if (!interrupted(n, restarts)) {
 		g->caught_up_at = g->view.number;
-		atomic_store(&g->state, WIRE_VIEW_CAUGHT_UP);
-		log_info("caught up (%llu records): waiting for a view that marks this node up",
-			 (unsigned long long)atomic_load(&g->records));
+		atomic_store(&g->state, join ? WIRE_VIEW_JOINED : WIRE_VIEW_CAUGHT_UP);
+		log_info("%s (%llu records): waiting for a view that marks this node up",
+			 join ? "joined" : "caught up", (unsigned long long)atomic_load(&g->records));
 	}
 	pthread_rwlock_unlock(&g->lock);
 }
@@ -695,8 +749,10 @@ static void *catch_up_main(void *arg)
 	struct node *n = arg;
 
 	while (!atomic_load(&n->stop_bg)) {
-		if (atomic_load(&n->members.state) == WIRE_VIEW_CATCHING)
-			catch_up(n);
+		int state = atomic_load(&n->members.state);
+
+		if (state == WIRE_VIEW_CATCHING || state == WIRE_VIEW_JOINING)
+			catch_up(n, state == WIRE_VIEW_JOINING);
 		sleep_ms(10);
 	}
 	return NULL;

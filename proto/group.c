@@ -8,6 +8,12 @@
 
 unsigned ring_group(const struct ring *ring, uint32_t point, unsigned r, uint16_t *ids)
 {
+	return ring_group_without(ring, point, r, NULL, ids);
+}
+
+unsigned ring_group_without(const struct ring *ring, uint32_t point, unsigned r,
+			    const uint8_t *out, uint16_t *ids)
+{
 	uint32_t lo = 0, hi = ring->npoints;
 	unsigned n = 0;
 
@@ -24,7 +30,7 @@ unsigned ring_group(const struct ring *ring, uint32_t point, unsigned r, uint16_
 	/* Clockwise from the key's point, each node once, until r or every point seen. */
 	for (uint32_t k = 0; k < ring->npoints && n < r; k++) {
 		uint16_t id = ring->points[(lo + k) % ring->npoints].node_id;
-		bool seen = false;
+		bool seen = out && group_bit(out, id);
 
 		for (unsigned i = 0; i < n && !seen; i++)
 			seen = ids[i] == id;
@@ -34,10 +40,39 @@ unsigned ring_group(const struct ring *ring, uint32_t point, unsigned r, uint16_
 	return n;
 }
 
-uint16_t group_primary(const struct wire_view *view, const uint16_t *ids, unsigned n)
+unsigned view_group(const struct ring *ring, const struct wire_view *view, uint32_t point,
+		    unsigned r, uint16_t *ids)
+{
+	return ring_group_without(ring, point, r, view->out, ids);
+}
+
+bool group_is_new(const struct ring *ring, const struct wire_view *view, uint32_t point,
+		  unsigned r, uint16_t id)
+{
+	uint16_t before[GROUP_MAX];
+	unsigned n;
+
+	if (!group_bit(view->joining, id))
+		return false;
+	n = ring_group_without(ring, point, r, view->was_out, before);
+	for (unsigned i = 0; i < n; i++)
+		if (before[i] == id)
+			return false;
+	return true;
+}
+
+bool group_serves(const struct ring *ring, const struct wire_view *view, uint32_t point,
+		  unsigned r, uint16_t id)
+{
+	return !group_bit(view->down, id) && !group_bit(view->catching, id) &&
+	       !group_is_new(ring, view, point, r, id);
+}
+
+uint16_t group_primary(const struct ring *ring, const struct wire_view *view, uint32_t point,
+		       unsigned r, const uint16_t *ids, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (!group_bit(view->down, ids[i]) && !group_bit(view->catching, ids[i]))
+		if (group_serves(ring, view, point, r, ids[i]))
 			return ids[i];
 	return 0;
 }
@@ -48,15 +83,21 @@ int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap)
 		return -EMSGSIZE;
 	memcpy(buf, v->down, GROUP_BITMAP);
 	memcpy(buf + GROUP_BITMAP, v->catching, GROUP_BITMAP);
+	memcpy(buf + 2 * GROUP_BITMAP, v->out, GROUP_BITMAP);
+	memcpy(buf + 3 * GROUP_BITMAP, v->joining, GROUP_BITMAP);
+	memcpy(buf + 4 * GROUP_BITMAP, v->was_out, GROUP_BITMAP);
 	return WIRE_VIEW_LEN;
 }
 
-/* A view's number and its two bitmaps, from WIRE_VIEW_LEN bytes at p. */
+/* A view's number and its bitmaps, from WIRE_VIEW_LEN bytes at p. */
 static void view_from(uint64_t number, const uint8_t *p, struct wire_view *v)
 {
 	v->number = number;
 	memcpy(v->down, p, GROUP_BITMAP);
 	memcpy(v->catching, p + GROUP_BITMAP, GROUP_BITMAP);
+	memcpy(v->out, p + 2 * GROUP_BITMAP, GROUP_BITMAP);
+	memcpy(v->joining, p + 3 * GROUP_BITMAP, GROUP_BITMAP);
+	memcpy(v->was_out, p + 4 * GROUP_BITMAP, GROUP_BITMAP);
 }
 
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
@@ -84,7 +125,7 @@ int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r
 	const uint8_t *p = msg->value;
 
 	if (msg->op != (WIRE_OP_VIEW | WIRE_REPLY) || msg->val_len != WIRE_VIEW_REPLY_LEN ||
-	    p[0] > WIRE_VIEW_CAUGHT_UP || p[1] != 0 || wire_get32(p + 4) != 0)
+	    p[0] > WIRE_VIEW_JOINED || p[1] != 0 || wire_get32(p + 4) != 0)
 		return -EBADMSG;
 	r->state = p[0];
 	r->sources_left = wire_get16(p + 2);

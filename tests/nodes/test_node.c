@@ -2025,23 +2025,20 @@ END_TEST
 
 /* ---- Replica groups (nodes/members.h): the test is the switch that publishes views. ---- */
 
-/* VIEW(number, down, catching) to node id from the switch's socket: the state it answers, or -1. */
-static int send_view(int id, uint64_t number, const uint8_t *down, const uint8_t *catching)
+/* VIEW v to node id from the switch's socket: the state it answers, or -1. */
+static int send_whole_view(int id, const struct wire_view *v)
 {
-	struct wire_view v = {.number = number};
-	uint8_t val[WIRE_VIEW_LEN], out[256], in[2048];
+	uint8_t val[WIRE_VIEW_LEN], out[512], in[2048];
 	struct wire_msg m = {.op = WIRE_OP_VIEW,
 			     .req_id = ((uint64_t)9 << 32) | ++seq,
-			     .version = number,
+			     .version = v->number,
 			     .value = val,
 			     .val_len = WIRE_VIEW_LEN};
 	struct sockaddr_in to = node_addr(id);
 	uint64_t deadline = clock_mono_ms() + 500;
 	int len;
 
-	memcpy(v.down, down, GROUP_BITMAP);
-	memcpy(v.catching, catching, GROUP_BITMAP);
-	ck_assert_int_eq(wire_view_encode(&v, val, sizeof(val)), WIRE_VIEW_LEN);
+	ck_assert_int_eq(wire_view_encode(v, val, sizeof(val)), WIRE_VIEW_LEN);
 	len = wire_encode(&m, out, sizeof(out));
 	ck_assert_int_gt(len, 0);
 	sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to));
@@ -2061,19 +2058,38 @@ static int send_view(int id, uint64_t number, const uint8_t *down, const uint8_t
 	return -1;
 }
 
-/* Resend a view to node id until it answers state want (10 s at most). */
-static void view_until(int id, uint64_t number, const uint8_t *down, const uint8_t *catching,
-		       int want)
+/* VIEW(number, down, catching), no node out or joining. */
+static int send_view(int id, uint64_t number, const uint8_t *down, const uint8_t *catching)
+{
+	struct wire_view v = {.number = number};
+
+	memcpy(v.down, down, GROUP_BITMAP);
+	memcpy(v.catching, catching, GROUP_BITMAP);
+	return send_whole_view(id, &v);
+}
+
+/* Resend view v to node id until it answers state want (10 s at most). */
+static void whole_view_until(int id, const struct wire_view *v, int want)
 {
 	int got = -1;
 
 	for (int i = 0; i < 100 && got != want; i++) {
-		got = send_view(id, number, down, catching);
+		got = send_whole_view(id, v);
 		if (got != want)
 			sleep_ms(100);
 	}
 	ck_assert_msg(got == want, "n%d answered view %llu with state %d, not %d", id,
-		      (unsigned long long)number, got, want);
+		      (unsigned long long)v->number, got, want);
+}
+
+static void view_until(int id, uint64_t number, const uint8_t *down, const uint8_t *catching,
+		       int want)
+{
+	struct wire_view v = {.number = number};
+
+	memcpy(v.down, down, GROUP_BITMAP);
+	memcpy(v.catching, catching, GROUP_BITMAP);
+	whole_view_until(id, &v, want);
 }
 
 /* A key's primary when the nodes in down are down: the first of its group that is not. */
@@ -2081,10 +2097,11 @@ static uint16_t primary_of(const char *key, const uint8_t *down)
 {
 	uint16_t ids[GROUP_MAX];
 	struct wire_view v = {.number = 1};
-	unsigned k = ring_group(&ring, keyhash_point(keyhash(key, strlen(key))), 2, ids);
+	uint32_t point = keyhash_point(keyhash(key, strlen(key)));
+	unsigned k = ring_group(&ring, point, 2, ids);
 
 	memcpy(v.down, down, GROUP_BITMAP);
-	return group_primary(&v, ids, k);
+	return group_primary(&ring, &v, point, 2, ids, k);
 }
 
 /*
@@ -2442,6 +2459,98 @@ START_TEST(replica_group_unconfirmed_push)
 }
 END_TEST
 
+/* The primary of key under view v, from the test's own ring. */
+static uint16_t primary_under(const struct wire_view *v, const char *key)
+{
+	uint16_t ids[GROUP_MAX];
+	uint32_t point = keyhash_point(keyhash(key, strlen(key)));
+
+	return group_primary(&ring, v, point, 2, ids, view_group(&ring, v, point, 2, ids));
+}
+
+/*
+ * Repair (R = 2 over 3 nodes): n3 dies, and writes go on without it: those
+ * of its groups are on one disk. Left out of the groups, n3 is replaced in
+ * each by the next node, marked joining: it pulls those groups' records
+ * (and takes pushes while it does). Then n1 dies too, and n2, the only
+ * node left, serves every acknowledged write. Without the join, the keys
+ * of group {n1, n3} would be gone.
+ */
+START_TEST(replica_group_repair)
+{
+	enum { NK = 48 };
+	static char keys[NK][24], vals[NK][24];
+	struct wire_view v = {.number = start_group_of_3(2000000)};
+	unsigned of3 = 0;
+	int state;
+
+	for (int i = 0; i < NK; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "rp-%d", i);
+		snprintf(vals[i], sizeof(vals[i]), "a-%d", i);
+		ck_assert_uint_eq(req(primary_under(&v, keys[i]), WIRE_OP_PUT, keys[i], vals[i],
+				      (uint32_t)strlen(vals[i]), 0, 0)
+				      .status,
+				  WIRE_ST_OK);
+	}
+	kill(pids[3], SIGKILL);
+	waitpid(pids[3], NULL, 0);
+	pids[3] = 0;
+	v.number++;
+	group_set_bit(v.down, 3);
+	for (int id = 1; id <= 2; id++)
+		ck_assert_int_eq(send_whole_view(id, &v), WIRE_VIEW_SERVING);
+	for (int i = 0; i < NK; i++) {
+		uint16_t ids[GROUP_MAX];
+
+		snprintf(vals[i], sizeof(vals[i]), "b-%d", i);
+		ck_assert_uint_eq(req(primary_under(&v, keys[i]), WIRE_OP_PUT, keys[i], vals[i],
+				      (uint32_t)strlen(vals[i]), 0, 0)
+				      .status,
+				  WIRE_ST_OK);
+		ring_group(&ring, keyhash_point(keyhash(keys[i], strlen(keys[i]))), 2, ids);
+		of3 += ids[0] == 3 || ids[1] == 3;
+	}
+	ck_assert_uint_gt(of3, 0);
+
+	/* Left out: every group is {n1, n2} now, and each is new to some. */
+	v.number++;
+	group_set_bit(v.out, 3);
+	group_set_bit(v.joining, 1);
+	group_set_bit(v.joining, 2);
+	for (int id = 1; id <= 2; id++) {
+		state = send_whole_view(id, &v);
+		ck_assert(state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED);
+	}
+	/* A write while they join reaches the new member too. */
+	snprintf(vals[0], sizeof(vals[0]), "c-0");
+	ck_assert_uint_eq(req(primary_under(&v, keys[0]), WIRE_OP_PUT, keys[0], vals[0], 3, 0, 0).status,
+			  WIRE_ST_OK);
+	for (int id = 1; id <= 2; id++)
+		whole_view_until(id, &v, WIRE_VIEW_JOINED);
+	ck_assert_uint_ge(counter(1, "catchup_records") + counter(2, "catchup_records"), of3);
+	v.number++;
+	memset(v.joining, 0, GROUP_BITMAP);
+	memcpy(v.was_out, v.out, GROUP_BITMAP);
+	for (int id = 1; id <= 2; id++)
+		ck_assert_int_eq(send_whole_view(id, &v), WIRE_VIEW_SERVING);
+
+	/* n1 dies too: n2 holds every acknowledged write. */
+	kill(pids[1], SIGKILL);
+	waitpid(pids[1], NULL, 0);
+	pids[1] = 0;
+	v.number++;
+	group_set_bit(v.down, 1);
+	ck_assert_int_eq(send_whole_view(2, &v), WIRE_VIEW_SERVING);
+	for (int i = 0; i < NK; i++) {
+		struct wire_msg r = req(2, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
+
+		ck_assert_msg(r.status == WIRE_ST_OK && r.val_len == strlen(vals[i]) &&
+				  memcmp(r.value, vals[i], r.val_len) == 0,
+			      "%s at n2: %s", keys[i], wire_status_name(r.status));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -2475,6 +2584,7 @@ int main(void)
 	tcase_add_test(tc, keyed_chunked_replication);
 	tcase_add_test(tc, replica_group_failover_and_refill);
 	tcase_add_test(tc, replica_group_unconfirmed_push);
+	tcase_add_test(tc, replica_group_repair);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }

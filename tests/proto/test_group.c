@@ -98,16 +98,93 @@ END_TEST
 
 START_TEST(primary_skips_down_and_catching)
 {
+	struct ring r = {0};
 	struct wire_view v = {.number = 9};
-	uint16_t ids[3] = {3, 4, 5};
+	uint16_t ids[GROUP_MAX];
+	uint32_t p = point_of(3);
 
-	ck_assert_uint_eq(group_primary(&v, ids, 3), 3);
+	build(&r, 8);
+	ck_assert_uint_eq(view_group(&r, &v, p, 3, ids), 3);
+	ck_assert_uint_eq(group_primary(&r, &v, p, 3, ids, 3), ids[0]);
+	group_set_bit(v.down, ids[0]);
+	ck_assert_uint_eq(group_primary(&r, &v, p, 3, ids, 3), ids[1]);
+	group_set_bit(v.catching, ids[1]);
+	ck_assert_uint_eq(group_primary(&r, &v, p, 3, ids, 3), ids[2]);
+	group_set_bit(v.down, ids[2]);
+	ck_assert_uint_eq(group_primary(&r, &v, p, 3, ids, 3), 0);
+	ring_free(&r);
+}
+END_TEST
+
+/*
+ * Repair: a node left out is in no group, and each of its groups gains the
+ * next node clockwise. Marked joining, that node is new to those groups only:
+ * it serves the ones it was in, and is neither primary nor reader of the
+ * others until its join ends (was_out = out).
+ */
+START_TEST(out_node_is_replaced_by_the_next)
+{
+	struct ring r = {0};
+	struct wire_view v = {.number = 9};
+	uint16_t ids[GROUP_MAX], before[GROUP_MAX];
+	unsigned gained = 0, kept = 0;
+
+	build(&r, 8);
+	group_set_bit(v.out, 3);
 	group_set_bit(v.down, 3);
-	ck_assert_uint_eq(group_primary(&v, ids, 3), 4);
-	group_set_bit(v.catching, 4);
-	ck_assert_uint_eq(group_primary(&v, ids, 3), 5);
-	group_set_bit(v.down, 5);
-	ck_assert_uint_eq(group_primary(&v, ids, 3), 0);
+	for (uint32_t k = 0; k < 20000; k++) {
+		uint32_t p = point_of(k);
+		unsigned n = view_group(&r, &v, p, 2, ids);
+		bool had3 = false;
+
+		ck_assert_uint_eq(ring_group(&r, p, 2, before), 2);
+		ck_assert_uint_eq(n, 2);
+		ck_assert(ids[0] != 3 && ids[1] != 3);
+		had3 = before[0] == 3 || before[1] == 3;
+		if (!had3) {
+			/* Groups without it do not change. */
+			ck_assert(ids[0] == before[0] && ids[1] == before[1]);
+			continue;
+		}
+		/* The survivor stays; the new member is the next node clockwise. */
+		uint16_t survivor = before[0] == 3 ? before[1] : before[0];
+		uint16_t three[3];
+
+		ck_assert_uint_eq(ring_group(&r, p, 3, three), 3);
+		ck_assert(ids[0] == survivor || ids[1] == survivor);
+		ck_assert_uint_eq(ids[1], three[2]);
+		gained++;
+		/* Joining, with the old out set: the new member serves nothing of it yet. */
+		group_set_bit(v.joining, ids[1]);
+		ck_assert(group_is_new(&r, &v, p, 2, ids[1]));
+		ck_assert(!group_serves(&r, &v, p, 2, ids[1]));
+		ck_assert(!group_is_new(&r, &v, p, 2, ids[0]));
+		ck_assert_uint_eq(group_primary(&r, &v, p, 2, ids, n), ids[0]);
+		group_set_bit(v.down, ids[0]);
+		ck_assert_uint_eq(group_primary(&r, &v, p, 2, ids, n), 0);
+		v.down[ids[0] / 8] = 0;
+		group_set_bit(v.down, 3);
+		/* The join done: was_out = out, and it serves. */
+		memcpy(v.was_out, v.out, GROUP_BITMAP);
+		ck_assert(group_serves(&r, &v, p, 2, ids[1]));
+		memset(v.was_out, 0, GROUP_BITMAP);
+		memset(v.joining, 0, GROUP_BITMAP);
+	}
+	/* A joining node still serves its old groups. */
+	for (uint32_t k = 0; k < 20000 && !kept; k++) {
+		uint32_t p = point_of(k);
+
+		view_group(&r, &v, p, 2, ids);
+		ring_group(&r, p, 2, before);
+		if (before[0] != 3 && before[1] != 3) {
+			group_set_bit(v.joining, ids[0]);
+			ck_assert(group_serves(&r, &v, p, 2, ids[0]));
+			ck_assert_uint_eq(group_primary(&r, &v, p, 2, ids, 2), ids[0]);
+			kept++;
+		}
+	}
+	ck_assert(gained > 20000 * 2 / 8 / 2 && kept == 1);
+	ring_free(&r);
 }
 END_TEST
 
@@ -125,6 +202,9 @@ START_TEST(view_codec)
 
 	group_set_bit(v.down, 255);
 	group_set_bit(v.catching, 1);
+	group_set_bit(v.out, 2);
+	group_set_bit(v.joining, 4);
+	group_set_bit(v.was_out, 5);
 	ck_assert_int_eq(wire_view_encode(&v, buf, sizeof(buf)), WIRE_VIEW_LEN);
 	ck_assert_int_eq(wire_view_decode(&m, &back), 0);
 	ck_assert(memcmp(&v, &back, sizeof(v)) == 0);
@@ -144,7 +224,7 @@ START_TEST(view_codec)
 	ck_assert_uint_eq(rb.view.number, 55);
 	ck_assert(group_bit(rb.view.down, 7) && !group_bit(rb.view.down, 200));
 	ck_assert(group_bit(rb.view.catching, 200) && !group_bit(rb.view.catching, 7));
-	rbuf[0] = 7;
+	rbuf[0] = WIRE_VIEW_JOINED + 1;
 	ck_assert_int_eq(wire_view_reply_decode(&m, &rb), -EBADMSG);
 }
 END_TEST
@@ -160,6 +240,7 @@ int main(void)
 	tcase_add_test(tc, group_bounded_by_ring);
 	tcase_add_test(tc, members_spread);
 	tcase_add_test(tc, primary_skips_down_and_catching);
+	tcase_add_test(tc, out_node_is_replaced_by_the_next);
 	tcase_add_test(tc, view_codec);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
