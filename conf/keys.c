@@ -180,6 +180,10 @@ const struct cfg_key cfg_keys[] = {
 	     "R: every key is held by its home and the next R - 1 nodes clockwise, and a "
 	     "write is acknowledged once each live one holds it (docs/design.md section 13). "
 	     "1 keeps each key on its home alone; bare metal should use 3"),
+    KEY_UINT(SERVICE, "repair_after_ms", repair_after_ms, 0, 86400000, 600000,
+	     "with R above 1: a node down this long is left out of the groups, and the next "
+	     "node of each takes its records, so that R copies exist again (docs/design.md "
+	     "section 13, \"Repair\"); 0: never"),
 
     KEY_UINT(SWITCH, "id", id, 1, CFG_MAX_SWITCHES * 1000, 0, "unique", .flags = CFG_REQUIRED),
     KEY_STRING(SWITCH, "name", name, NULL, "unique, not a number (tools take NAME or ID)",

@@ -856,12 +856,18 @@ static __rte_noinline uint16_t group_target(struct sw_worker *w, const struct wi
 					    bool is_read, bool *member_read)
 {
 	struct sw *sw = w->sw;
+	const struct ring *ring = sw_ring(sw);
+	uint32_t point = keyhash_point(msg->keyhash);
 	uint16_t ids[GROUP_MAX], up[GROUP_MAX], t;
-	unsigned n = ring_group(sw_ring(sw), keyhash_point(msg->keyhash), sw->group_r, ids);
+	struct wire_view v;
+	bool regrouped = sw_group_view(sw, &v); /* a node left out: repair's groups */
+	unsigned n = regrouped ? view_group(ring, &v, point, sw->group_r, ids)
+			       : ring_group(ring, point, sw->group_r, ids);
 	unsigned nup = 0;
 
 	for (unsigned i = 0; i < n; i++)
-		if (!sw_group_skips(sw, ids[i]))
+		if (!sw_group_skips(sw, ids[i]) &&
+		    !(regrouped && group_is_new(ring, &v, point, sw->group_r, ids[i])))
 			up[nup++] = ids[i];
 	if (!nup)
 		return 0;

@@ -37,6 +37,7 @@
 #include "cdt.h"
 #include "config.h"
 #include "counters.h"
+#include "group.h"
 #include "l2.h"
 #include "log.h"
 #include "ring.h"
@@ -212,6 +213,8 @@ struct sw {
 	 */
 	uint8_t group_r;
 	uint64_t group_skip[4];
+	/* The view's out, joining and was_out (group.h; a repair), in the same words. */
+	uint64_t group_out[4], group_joining[4], group_was_out[4];
 	struct views *views;
 	volatile int stop;
 	uint32_t idle_sleep_us;
@@ -259,6 +262,29 @@ static inline const struct ring *sw_ring(const struct sw *sw)
 static inline bool sw_group_skips(const struct sw *sw, uint16_t id)
 {
 	return id < 256 && (__atomic_load_n(&sw->group_skip[id / 64], __ATOMIC_RELAXED) >> (id % 64)) & 1;
+}
+
+/*
+ * The groups' repair bitmaps (sw->group_out...) into a view's; false when no
+ * node is out (groups are the ring's own). Any thread.
+ */
+static inline bool sw_group_view(const struct sw *sw, struct wire_view *v)
+{
+	bool any = false;
+
+	for (unsigned w = 0; w < 4; w++) {
+		uint64_t out = __atomic_load_n(&sw->group_out[w], __ATOMIC_RELAXED),
+			 joining = __atomic_load_n(&sw->group_joining[w], __ATOMIC_RELAXED),
+			 was_out = __atomic_load_n(&sw->group_was_out[w], __ATOMIC_RELAXED);
+
+		any |= out != 0;
+		for (unsigned b = 0; b < 8; b++) {
+			v->out[w * 8 + b] = (uint8_t)(out >> (8 * b));
+			v->joining[w * 8 + b] = (uint8_t)(joining >> (8 * b));
+			v->was_out[w * 8 + b] = (uint8_t)(was_out >> (8 * b));
+		}
+	}
+	return any;
 }
 
 /* ---- daemon.c: assembling and running a switch. ----------------------------------- */

@@ -22,6 +22,7 @@
 enum mark { MARK_UP, MARK_DOWN, MARK_CATCHING };
 
 struct view_node {
+	uint64_t down_since_us; /* CLOCK_MONOTONIC: when it was last marked down */
 	uint64_t held;	  /* the newest view it answered holding */
 	uint64_t told;	  /* the newest view sent to it */
 	uint64_t up_from; /* marked up from this view and not told so yet (0: none) */
@@ -37,8 +38,9 @@ struct views {
 	uint64_t start_us; /* CLOCK_MONOTONIC */
 	uint64_t last_send_us;
 	struct wire_view cur; /* the publisher's view; the newest one answers show, otherwise */
+	struct wire_view learned; /* the newest view any node answered holding */
 	struct view_node node[CFG_MAX_NODES + 1];
-	uint64_t changes, sent, answers;
+	uint64_t changes, sent, answers, repairs;
 };
 
 static bool views_on(const struct sw *sw)
@@ -70,20 +72,67 @@ static const char *mark_name(enum mark m)
 	return m == MARK_DOWN ? "down" : m == MARK_CATCHING ? "catching" : "up";
 }
 
-/* The fast path's skip bitmap: marked down or catching up, or marked up and not told yet. */
+/* A node's state as `cdtctl nodes` shows it: its mark, or out, or joining. */
+static const char *state_name(const struct wire_view *v, uint16_t id, enum mark m)
+{
+	if (group_bit(v->out, id))
+		return "out";
+	return m == MARK_UP && group_bit(v->joining, id) ? "joining" : mark_name(m);
+}
+
+static void clear_bit(uint8_t *map, uint16_t id)
+{
+	if (id < 8 * GROUP_BITMAP)
+		map[id / 8] &= (uint8_t)~(1u << (id % 8));
+}
+
+static bool no_bits(const uint8_t *map)
+{
+	static const uint8_t zero[GROUP_BITMAP];
+
+	return memcmp(map, zero, GROUP_BITMAP) == 0;
+}
+
+static unsigned count_bits(const struct sw *sw, const uint8_t *map)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+		n += group_bit(map, sw->cfg->nodes[i].id);
+	return n;
+}
+
+/* A bitmap as the fast path's words (bit id % 64 of word id / 64). */
+static void store_words(uint64_t *words, const uint8_t *map)
+{
+	for (unsigned w = 0; w < 4; w++) {
+		uint64_t x = 0;
+
+		for (unsigned b = 0; b < 8; b++)
+			x |= (uint64_t)map[w * 8 + b] << (8 * b);
+		__atomic_store_n(&words[w], x, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * The fast path's skip bitmap: marked down or catching up, or marked up and
+ * not told yet; and the groups' out, joining and was_out bitmaps.
+ */
 static void publish_skip(struct sw *sw)
 {
 	struct views *v = sw->views;
-	uint64_t words[RTE_DIM(sw->group_skip)] = {0};
+	uint8_t skip[GROUP_BITMAP] = {0};
 
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
 		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from)
-			words[id / 64] |= 1ull << (id % 64);
+			group_set_bit(skip, id);
 	}
-	for (unsigned w = 0; w < RTE_DIM(words); w++)
-		__atomic_store_n(&sw->group_skip[w], words[w], __ATOMIC_RELAXED);
+	store_words(sw->group_skip, skip);
+	store_words(sw->group_out, v->cur.out);
+	store_words(sw->group_joining, v->cur.joining);
+	store_words(sw->group_was_out, v->cur.was_out);
 }
 
 /* A keyhash's directory entry homed at the node arg points to. */
@@ -131,6 +180,15 @@ static void metrics_views(struct sw *sw, struct prom *p)
 		 PROM_COUNTER, NULL, 0, (double)v->sent);
 	prom_add(p, "skewless_switch_view_answers_total", "VIEW answers taken", PROM_COUNTER,
 		 NULL, 0, (double)v->answers);
+	prom_add(p, "skewless_switch_view_out",
+		 "Nodes left out of the replica groups (down past service.repair_after_ms)",
+		 PROM_GAUGE, NULL, 0, (double)count_bits(sw, v->cur.out));
+	prom_add(p, "skewless_switch_view_joining",
+		 "Nodes taking the records of groups a repair made them members of", PROM_GAUGE,
+		 NULL, 0, (double)count_bits(sw, v->cur.joining));
+	prom_add(p, "skewless_switch_repairs_total",
+		 "Nodes this switch left out of the groups, so that their groups regain R copies",
+		 PROM_COUNTER, NULL, 0, (double)v->repairs);
 }
 
 int views_init(struct sw *sw, char *err, size_t errlen)
@@ -184,6 +242,8 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 		n->up_from = 0; /* told, and it holds it: the fast path sends it its keys */
 		publish_skip(sw);
 	}
+	if (r.view.number > v->learned.number)
+		v->learned = r.view;
 	/* Not the publisher: route by the newest view any node holds. */
 	if (!v->publisher && r.view.number > v->cur.number) {
 		v->cur = r.view;
@@ -261,25 +321,108 @@ static uint64_t next_number(const struct sw *sw)
 	return n;
 }
 
-/* The marks the digests and answers call for now; true if they differ from cur's. */
-static bool remark(struct sw *sw, struct wire_view *next)
+static bool serves(uint8_t state)
+{
+	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
+}
+
+/*
+ * Repair (docs/design.md section 13): leave node `id` out of next's groups,
+ * and mark joining every node marked up that this makes a member of a group
+ * it is not in with next->was_out. False when no node joins.
+ */
+static bool leave_out(struct sw *sw, struct wire_view *next, uint16_t id)
+{
+	const struct ring *ring = sw_ring(sw);
+	uint16_t now_in[GROUP_MAX], before[GROUP_MAX];
+	bool any = false;
+
+	group_set_bit(next->out, id);
+	for (uint32_t k = 0; k < ring->npoints; k++) {
+		uint32_t point = ring->points[k].value;
+		unsigned n = ring_group_without(ring, point, sw->group_r, next->out, now_in);
+		unsigned nb = ring_group_without(ring, point, sw->group_r, next->was_out, before);
+
+		for (unsigned i = 0; i < n; i++) {
+			bool member = false;
+
+			for (unsigned j = 0; j < nb; j++)
+				member |= before[j] == now_in[i];
+			if (!member && mark_of(next, now_in[i]) == MARK_UP) {
+				group_set_bit(next->joining, now_in[i]);
+				any = true;
+			}
+		}
+	}
+	return any;
+}
+
+/*
+ * Out, joining and was_out in next, once its marks are set: a node back up
+ * is no longer out; a node not marked up joins nothing; one that answered
+ * "joined" under cur is done; with no join running, was_out is out, and the
+ * node down longest past service.repair_after_ms is left out.
+ */
+static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 {
 	struct views *v = sw->views;
-	bool changed = false;
+	uint64_t after_us = (uint64_t)sw->cfg->service.repair_after_ms * 1000;
+	uint16_t longest = 0;
 
-	*next = v->cur;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 		const struct view_node *n = &v->node[id];
+		enum mark m = mark_of(next, id);
+
+		if (m != MARK_DOWN) {
+			clear_bit(next->out, id);
+			clear_bit(next->was_out, id);
+		}
+		if (m != MARK_UP ||
+		    (n->held == v->cur.number && n->state == WIRE_VIEW_JOINED))
+			clear_bit(next->joining, id);
+		if (m == MARK_DOWN && !group_bit(next->out, id) &&
+		    (!longest || n->down_since_us < v->node[longest].down_since_us))
+			longest = id;
+	}
+	if (!no_bits(next->joining))
+		return;
+	memcpy(next->was_out, next->out, GROUP_BITMAP);
+	if (!after_us || !longest || now_us - v->node[longest].down_since_us < after_us)
+		return;
+	v->repairs++;
+	log_info("node %s down for %llu ms: left out of the replica groups; their next nodes "
+		 "take its records",
+		 cfg_node_by_id(sw->cfg, longest)->name,
+		 (unsigned long long)((now_us - v->node[longest].down_since_us) / 1000));
+	if (!leave_out(sw, next, longest))
+		memcpy(next->was_out, next->out, GROUP_BITMAP);
+}
+
+/* The marks the digests and answers call for now; true if the view differs from cur. */
+static bool remark(struct sw *sw, struct wire_view *next, uint64_t now_us)
+{
+	struct views *v = sw->views;
+
+	*next = v->cur;
+	if (!v->published) {
+		/* Groups as the newest view any node holds left them (a restarted switch). */
+		memcpy(next->out, v->learned.out, GROUP_BITMAP);
+		memcpy(next->joining, v->learned.joining, GROUP_BITMAP);
+		memcpy(next->was_out, v->learned.was_out, GROUP_BITMAP);
+	}
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+		struct view_node *n = &v->node[id];
 		enum mark m = mark_of(&v->cur, id), to = m;
 		bool answers_cur = n->held == v->cur.number;
 
 		if (!v->published)
 			/* The first view: a node that serves stays up (a restarted switch
 			 * must not undo its predecessor's view); any other catches up. */
-			to = !alive(sw, id)					? MARK_DOWN
-			     : n->answered && n->state == WIRE_VIEW_SERVING ? MARK_UP
-									    : MARK_CATCHING;
+			to = !alive(sw, id)			      ? MARK_DOWN
+			     : n->answered && serves(n->state) ? MARK_UP
+								: MARK_CATCHING;
 		else if (!alive(sw, id))
 			to = MARK_DOWN;
 		else if (m == MARK_DOWN)
@@ -288,12 +431,16 @@ static bool remark(struct sw *sw, struct wire_view *next)
 			to = MARK_CATCHING; /* it restarted */
 		else if (m == MARK_CATCHING && answers_cur && n->state == WIRE_VIEW_CAUGHT_UP)
 			to = MARK_UP;
-		if (to != m || !v->published) {
-			set_mark(next, id, to);
-			changed |= to != m;
-		}
+		if (to == MARK_DOWN && (m != MARK_DOWN || !v->published))
+			n->down_since_us = now_us;
+		set_mark(next, id, to);
 	}
-	return changed || !v->published;
+	regroup(sw, next, now_us);
+	return !v->published || memcmp(next->down, v->cur.down, GROUP_BITMAP) != 0 ||
+	       memcmp(next->catching, v->cur.catching, GROUP_BITMAP) != 0 ||
+	       memcmp(next->out, v->cur.out, GROUP_BITMAP) != 0 ||
+	       memcmp(next->joining, v->cur.joining, GROUP_BITMAP) != 0 ||
+	       memcmp(next->was_out, v->cur.was_out, GROUP_BITMAP) != 0;
 }
 
 /* The publisher's round: a new view when the marks change, then VIEW to whoever is due. */
@@ -316,7 +463,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 			return;
 		}
 	}
-	if (remark(sw, &next)) {
+	if (remark(sw, &next, now_us)) {
 		struct wire_view prev = v->cur;
 
 		next.number = next_number(sw);
@@ -325,14 +472,17 @@ static void publish(struct sw *sw, uint64_t now_us)
 		for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 			uint16_t id = sw->cfg->nodes[i].id;
 			enum mark was = mark_of(&prev, id), is = mark_of(&next, id);
+			const char *was_state = state_name(&prev, id, was),
+				   *is_state = state_name(&next, id, is);
+			bool joined = group_bit(prev.joining, id) && !group_bit(next.joining, id);
 
-			if (v->published && was == is)
+			if (v->published && strcmp(was_state, is_state) == 0)
 				continue;
 			log_info("view %llu: node %s %s", (unsigned long long)next.number,
-				 sw->cfg->nodes[i].name, mark_name(is));
-			/* Back up after its catch-up (on a first view, one that
-			 * serves already is a primary as it is). */
-			if (is == MARK_UP && v->published)
+				 sw->cfg->nodes[i].name, is_state);
+			/* Back up after its catch-up, or its join (on a first view,
+			 * one that serves already is a primary as it is). */
+			if (is == MARK_UP && v->published && (was != MARK_UP || joined))
 				v->node[id].up_from = next.number;
 			if (is != MARK_UP)
 				v->node[id].up_from = 0;
@@ -381,8 +531,10 @@ void views_format_node(const struct sw *sw, uint16_t id, struct fmt *f)
 	n = &v->node[id];
 	m = mark_of(&v->cur, id);
 	/* Marked up but not told yet: still catching up as far as anyone can tell. */
-	fmt_state(f, "view", "The node in the replica groups' view: up, down or catching",
-		  mark_name(m == MARK_UP && n->up_from ? MARK_CATCHING : m));
+	fmt_state(f, "view",
+		  "The node in the replica groups' view: up, down, catching, out (left out of "
+		  "the groups) or joining (taking the records of groups new to it)",
+		  m == MARK_UP && n->up_from ? mark_name(MARK_CATCHING) : state_name(&v->cur, id, m));
 	fmt_counter(f, "view_held", "The newest view number the node answered holding", n->held);
 	fmt_gauge(f, "catchup_sources_left", "Nodes the node's catch-up has still to read",
 		  n->sources_left);
