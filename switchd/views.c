@@ -26,6 +26,7 @@ struct view_node {
 	uint64_t held;	  /* the newest view it answered holding */
 	uint64_t told;	  /* the newest view sent to it */
 	uint64_t up_from; /* marked up from this view and not told so yet (0: none) */
+	uint64_t joined_from; /* its join ended by this view, not told so yet (0: none) */
 	bool answered;	  /* since this switch started */
 	uint8_t state;	  /* its last answer's, enum wire_view_state */
 	uint16_t sources_left;
@@ -242,6 +243,8 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 		n->up_from = 0; /* told, and it holds it: the fast path sends it its keys */
 		publish_skip(sw);
 	}
+	if (n->joined_from && n->held >= n->joined_from)
+		n->joined_from = 0;
 	if (r.view.number > v->learned.number)
 		v->learned = r.view;
 	/* Not the publisher: route by the newest view any node holds. */
@@ -259,7 +262,8 @@ static bool alive(const struct sw *sw, uint16_t id)
 /*
  * Every node that may act as a primary (marked up and told so) holds view
  * number, but node `except`: none of them still takes writes of the keys
- * that view gives `except`.
+ * that view gives `except`. Nodes whose join that view ends are not asked:
+ * a group new to two of them had neither as its primary.
  */
 static bool others_hold(const struct sw *sw, uint16_t except, uint64_t number)
 {
@@ -267,12 +271,22 @@ static bool others_hold(const struct sw *sw, uint16_t except, uint64_t number)
 
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
+		const struct view_node *n = &v->node[id];
 
-		if (id != except && mark_of(&v->cur, id) == MARK_UP && !v->node[id].up_from &&
-		    v->node[id].held < number)
+		if (id != except && mark_of(&v->cur, id) == MARK_UP && !n->up_from &&
+		    !n->joined_from && n->held < number)
 			return false;
 	}
 	return true;
+}
+
+/* Told last (marked up, or its join ended): not before no other node acts as its keys' primary. */
+static bool held_back(const struct sw *sw, uint16_t id)
+{
+	const struct view_node *n = &sw->views->node[id];
+
+	return (n->up_from && !others_hold(sw, id, n->up_from)) ||
+	       (n->joined_from && !others_hold(sw, id, n->joined_from));
 }
 
 static void send_view(struct sw *sw, uint16_t id, uint64_t number)
@@ -480,12 +494,15 @@ static void publish(struct sw *sw, uint64_t now_us)
 				continue;
 			log_info("view %llu: node %s %s", (unsigned long long)next.number,
 				 sw->cfg->nodes[i].name, is_state);
-			/* Back up after its catch-up, or its join (on a first view,
-			 * one that serves already is a primary as it is). */
-			if (is == MARK_UP && v->published && (was != MARK_UP || joined))
+			/* Back up after its catch-up (on a first view, one that
+			 * serves already is a primary as it is), or its join done:
+			 * told last. A joined node keeps its old groups meanwhile. */
+			if (is == MARK_UP && v->published && was != MARK_UP)
 				v->node[id].up_from = next.number;
+			if (is == MARK_UP && joined)
+				v->node[id].joined_from = next.number;
 			if (is != MARK_UP)
-				v->node[id].up_from = 0;
+				v->node[id].up_from = v->node[id].joined_from = 0;
 			if (is != MARK_UP && (was == MARK_UP || !v->published))
 				drop_entries(sw, id);
 		}
@@ -497,8 +514,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 		uint16_t id = sw->cfg->nodes[i].id;
 		struct view_node *n = &v->node[id];
 
-		/* Marked up: told last, once no other node acts as its keys' primary. */
-		if (n->up_from && !others_hold(sw, id, n->up_from))
+		if (held_back(sw, id))
 			continue;
 		if (due || n->told < v->cur.number)
 			send_view(sw, id, v->cur.number);

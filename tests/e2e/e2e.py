@@ -728,13 +728,14 @@ def scenario_node_kill(tb):
 
 
 
-def with_replicas(tb, r):
-    """Set service.replicas in the testbed's private config before it is up,
-    and a deadline that outlasts a member's death being noticed
-    (docs/operations.md, "Replica groups")."""
+def with_replicas(tb, r, repair_after_ms):
+    """Set service.replicas and repair_after_ms in the testbed's private config
+    before it is up, and a deadline that outlasts a member's death being
+    noticed (docs/operations.md, "Replica groups")."""
     with open(tb.config) as f:
         cfg = json.load(f)
     cfg["service"]["replicas"] = r
+    cfg["service"]["repair_after_ms"] = repair_after_ms
     cfg["agent"]["deadline_ms"] = 1500
     cfg["agent"]["retries"] = 30
     with open(tb.config, "w") as f:
@@ -763,8 +764,11 @@ def scenario_node_loss(tb):
     write is lost, the history is linearizable, and n3 serves again only after
     it caught up. Then two members of one group killed at once: their keys
     answer UNAVAILABLE within the deadline, and nothing is lost once one of
-    them returns with its disk."""
-    with_replicas(tb, 2)
+    them returns with its disk. n3 stays down: past service.repair_after_ms
+    (3 s, so that it also runs while n3 is down in the first part) it is left
+    out of the groups and their next nodes take its records; then the other
+    member of that group dies too, and every key still reads back."""
+    with_replicas(tb, 2, 3000)
     tb.up()
     for name in (n["name"] for n in tb.cfg["nodes"]):
         check(wait_view(tb, name, "up", 20) is not None, f"{name} caught up and marked up")
@@ -781,6 +785,8 @@ def scenario_node_loss(tb):
         down = wait_view(tb, victim, "down", 5)
         log(f"kill -9 {victim} at {marks['kill']:.1f} s; marked down"
             f" {down and round(down * 1000)} ms later")
+        marks["out"] = wait_view(tb, victim, "out", 6)
+        log(f"{victim} left out of the groups {marks['out'] and round(marks['out'], 2)} s later")
         time.sleep(max(0, t0 + 14 - time.monotonic()))
         shutil.rmtree(data)
         tb.testbed("start", victim)
@@ -793,6 +799,7 @@ def scenario_node_loss(tb):
     s, history = run_bench(tb, "node-loss", [
         "--keys", str(keys), "--dist", "zipf:0.99", "--read-ratio", "0.7",
         "--concurrency", str(conc), "--duration", str(duration), "--seed", "11"], lose_n3)
+    check(marks.get("out") is not None, f"{victim}, down past repair_after_ms, was left out")
     check(marks.get("up") is not None, f"{victim} caught up and was marked up again")
     c = tb.node_counters(victim)
     check(c.get("catchup_records", 0) > 0,
@@ -832,6 +839,29 @@ def scenario_node_loss(tb):
     rc, rep, _ = tb.cli("get", mine[0])
     check(rc == 0 and rep.get("value") == f"kept-{mine[0]}",
           f"nothing lost once one member is back: {rep}")
+
+    # Repair: n3 left out, its groups' next nodes join; then its partner dies.
+    t = wait_view(tb, victim, "out", 15)
+    check(t is not None, f"{victim}, down past repair_after_ms, left out of the groups")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 30 and "joining" in view_states(tb).values():
+        time.sleep(0.1)
+    states = view_states(tb)
+    check("joining" not in states.values(),
+          f"the repair's joins done in {time.monotonic() - t0:.1f} s: {states}")
+    os.kill(tb.pid(partner), signal.SIGKILL)
+    check(wait_view(tb, partner, "down", 5) is not None, f"{partner} killed and marked down")
+    for k in (k for k in mine[:12] if group_of(tb, k)[1] == partner):
+        rc, rep, _ = tb.cli("get", k)
+        check(rc == 0 and rep.get("value") == f"kept-{k}",
+              f"{k}, whose group was {{{victim}, {partner}}}, read from its repaired copy: {rep}")
+    r, after = run_bench(tb, "node-loss-repaired", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "4", "--seed", "13"])
+    lost, _ = lost_acked([(history, False), (after, True)])
+    check(r["errors"] == 0 and not lost,
+          f"with {victim} repaired and {partner} dead, every key reads back ({r['status']};"
+          f" {len(lost)} acknowledged writes read older: {lost[:5]})")
 
 
 def group_of(tb, key):
