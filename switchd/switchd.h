@@ -270,21 +270,23 @@ static inline bool sw_group_skips(const struct sw *sw, uint16_t id)
  */
 static inline bool sw_group_view(const struct sw *sw, struct wire_view *v)
 {
-	bool any = false;
+	uint64_t out[4], any = 0;
 
+	for (unsigned w = 0; w < 4; w++)
+		any |= out[w] = __atomic_load_n(&sw->group_out[w], __ATOMIC_RELAXED);
+	if (!any)
+		return false;
 	for (unsigned w = 0; w < 4; w++) {
-		uint64_t out = __atomic_load_n(&sw->group_out[w], __ATOMIC_RELAXED),
-			 joining = __atomic_load_n(&sw->group_joining[w], __ATOMIC_RELAXED),
+		uint64_t joining = __atomic_load_n(&sw->group_joining[w], __ATOMIC_RELAXED),
 			 was_out = __atomic_load_n(&sw->group_was_out[w], __ATOMIC_RELAXED);
 
-		any |= out != 0;
 		for (unsigned b = 0; b < 8; b++) {
-			v->out[w * 8 + b] = (uint8_t)(out >> (8 * b));
+			v->out[w * 8 + b] = (uint8_t)(out[w] >> (8 * b));
 			v->joining[w * 8 + b] = (uint8_t)(joining >> (8 * b));
 			v->was_out[w * 8 + b] = (uint8_t)(was_out >> (8 * b));
 		}
 	}
-	return any;
+	return true;
 }
 
 /* ---- daemon.c: assembling and running a switch. ----------------------------------- */
