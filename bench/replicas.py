@@ -24,13 +24,16 @@ DURATION = float(os.environ.get("DURATION", "15"))
 WARMUP = 3
 WORKERS = 4
 SHARE = 0.4  # the cluster's emulated capacity: this share of the testbed's own ceiling
+REPAIR_MS = 2000  # the kill run's service.repair_after_ms: its repair runs in the window
 
 
-def testbed(build, tag, replicas, service_us):
+def testbed(build, tag, replicas, service_us, repair_ms=None):
     tb = e2e.Testbed(build, "testbed.json", tag)
     with open(tb.config) as f:
         cfg = json.load(f)
     cfg["service"]["replicas"] = replicas
+    if repair_ms is not None:
+        cfg["service"]["repair_after_ms"] = repair_ms
     agent = cfg.setdefault("agent", {})
     # A ring-only run queues up to tens of ms at its hottest node: queueing is not loss.
     queue_ms = CONC / WORKERS * service_us / 1000
@@ -63,8 +66,8 @@ def preload(tb):
                    timeout=300)
 
 
-def run(build, tag, replicas, service_us, fn):
-    tb = testbed(build, tag, replicas, service_us)
+def run(build, tag, replicas, service_us, fn, repair_ms=None):
+    tb = testbed(build, tag, replicas, service_us, repair_ms)
     failed = True
     try:
         up(tb)
@@ -95,7 +98,9 @@ def steady(tb):
 
 
 def kill_run(tb):
-    """n3 killed -9 a third into the window, not restarted; then every key read back."""
+    """n3 killed -9 a third into the window, not restarted, and repaired
+    REPAIR_MS later: left out of the groups, whose next nodes join them;
+    then every key read back."""
     victim = "n3"
     marks = {}
 
@@ -103,6 +108,14 @@ def kill_run(tb):
         time.sleep(max(0, t0 + WARMUP + DURATION / 3 - time.monotonic()))
         os.kill(tb.pid(victim), signal.SIGKILL)
         marks["kill"] = time.monotonic()
+        if e2e.wait_view(tb, victim, "out", REPAIR_MS / 1000 + 5) is None:
+            return
+        marks["out"] = time.monotonic()
+        while time.monotonic() - marks["out"] < 60:
+            if "joining" not in e2e.view_states(tb).values():
+                marks["repaired"] = time.monotonic()
+                return
+            time.sleep(0.05)
 
     s, history = bench(tb, "kill", ["--dist", "zipf:0.99", "--read-ratio", "0.95",
                                     "--warmup", str(WARMUP), "--duration", str(DURATION)], kill)
@@ -116,7 +129,15 @@ def kill_run(tb):
     f, final = bench(tb, "kill-final", ["--dist", "uniform", "--read-ratio", "1",
                                          "--duration", "5"])
     lost, _ = e2e.lost_acked([(history, False), (final, True)])
-    return s, before, after, len(lost), f
+    records = sum(n.get("catchup_records", 0) for n in tb.cdtctl("nodes")["nodes"])
+    if "repaired" in marks:
+        print(f"replicas: repair: {victim} left out {marks['out'] - t_kill:.1f} s after the kill,"
+              f" its groups' next nodes joined {marks['repaired'] - marks['out']:.1f} s later"
+              f" ({records} records taken); the window ends"
+              f" {t_kill + 2 * DURATION / 3 - marks['repaired']:.1f} s after", flush=True)
+    else:
+        print(f"replicas: repair: not done within the window ({marks})", flush=True)
+    return s, before, after, len(lost), f, "repaired" in marks
 
 
 def main():
@@ -139,7 +160,8 @@ def main():
         ops[r] = s["throughput_ops"]
         print(f"replicas: R={r}: {ops[r]:.0f} ops/s, errors {s['errors']}"
               f" ({s['status']}), max/mean {s['load']['max_over_mean']:.2f}", flush=True)
-    s, before, after, lost, f = run(build, "repkill", 2, service_us, kill_run)
+    s, before, after, lost, f, repaired = run(build, "repkill", 2, service_us, kill_run,
+                                              REPAIR_MS)
     dip = after / before if before else 0.0
     print(f"replicas: R=2, n3 killed: {before:.0f} ops/s before, {after:.0f} after"
           f" ({dip:.2f}; 7/8 - 5% = {7 / 8 - 0.05:.2f}), errors {s['errors']} ({s['status']}),"
@@ -147,7 +169,7 @@ def main():
     print(f"r1_ops={ops[1]:.0f} r2_ops={ops[2]:.0f} r3_ops={ops[3]:.0f}"
           f" r2_vs_r1={ops[2] / ops[1]:.2f} kill_errors={s['errors']} kill_dip={dip:.2f}"
           f" lost_acked={lost}")
-    bad = s["errors"] > s["ops"] // 1000 or lost
+    bad = s["errors"] > s["ops"] // 1000 or lost or not repaired
     sys.exit(3 if bad else 0)
 
 

@@ -49,6 +49,7 @@ struct cfg_service {
 	uint32_t max_value; /* bytes; larger values get TOO_LARGE */
 	uint32_t replicas;  /* R: a key's group, its home and the next R - 1 nodes */
 	uint32_t repair_after_ms; /* a node down this long leaves the groups (0: never) */
+	uint32_t view_lease_ms;   /* a node serves this long past a VIEW's lease (0: no leases) */
 };
 
 /* One switchd port: a DPDK vdev string or a PCI address, and the host behind it. */

@@ -35,6 +35,8 @@ int members_init(struct node *n)
 		free(g->behind);
 		return -1;
 	}
+	g->lease_us = n->cfg->service.view_lease_ms * 1000;
+	pthread_mutex_init(&g->answers_lock, NULL);
 	pthread_mutex_init(&g->behind_lock, NULL);
 	for (unsigned i = 0; i < MEMBERS_DIRTY_SETS; i++)
 		pthread_mutex_init(&g->dirty[i].lock, NULL);
@@ -58,6 +60,7 @@ void members_fini(struct node *n)
 		pthread_mutex_destroy(&g->dirty[i].lock);
 	free(g->dirty);
 	pthread_mutex_destroy(&g->behind_lock);
+	pthread_mutex_destroy(&g->answers_lock);
 	free(g->behind);
 }
 
@@ -96,13 +99,24 @@ static bool serving(const struct members *g)
 	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
 }
 
+/* Within its view lease (or leases off); counted when not. */
+static bool leased(struct node *n)
+{
+	const struct members *g = &n->members;
+
+	if (!g->lease_us || clock_mono_us() < atomic_load(&g->lease_until_us))
+		return true;
+	node_count(n, NODE_CTR_lease_refused);
+	return false;
+}
+
 uint16_t members_other(struct node *n, uint64_t keyhash)
 {
 	struct members *g = &n->members;
 	uint16_t ids[GROUP_MAX];
 	uint16_t primary = primary_of(g, keyhash, ids, group_of(g, keyhash, ids));
 
-	if (!primary || (primary == n->self->id && !serving(g)))
+	if (!primary || (primary == n->self->id && (!serving(g) || !leased(n))))
 		return RING_NO_NODE;
 	return primary == n->self->id ? 0 : primary;
 }
@@ -184,7 +198,7 @@ bool members_clean(struct node *n, uint64_t keyhash)
 		member |= ids[i] == n->self->id;
 	return member &&
 	       !group_is_new(&g->ring, &g->view, keyhash_point(keyhash), g->r, n->self->id) &&
-	       !dirty(g, keyhash, store_now_ms());
+	       !dirty(g, keyhash, store_now_ms()) && leased(n);
 }
 
 /* COMMIT(version) of a key to node `to`: its members may serve it clean from now. */
@@ -418,77 +432,121 @@ static void restart(struct members *g, enum wire_view_state state)
 	atomic_fetch_add(&g->restarts, 1);
 }
 
+/* Under the write lock: a view newer than the one held. 0, or -1 (its floor not stored). */
+static int take_view(struct node *n, const struct wire_view *v)
+{
+	struct members *g = &n->members;
+	int state = atomic_load(&g->state);
+
+	/*
+	 * No version assigned under this view is below its number (the
+	 * switch's wall clock in microseconds): above every version an
+	 * earlier primary of the same keys assigned, acknowledged or not
+	 * (no key takes a million writes a second), so that a write it
+	 * left behind never ties with one made since.
+	 */
+	if (store_raise_floor(n->store, v->number) != 0) {
+		node_count(n, NODE_CTR_store_errors);
+		return -1;
+	}
+	bool regrouped = memcmp(v->out, g->view.out, GROUP_BITMAP) != 0;
+	bool catching = state == WIRE_VIEW_CATCHING || state == WIRE_VIEW_CAUGHT_UP;
+	bool joins = state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
+
+	g->view = *v;
+	atomic_store(&g->number, v->number);
+	/*
+	 * Marked down: pushes to this node were skipped, so whatever it
+	 * took is incomplete. Marked catching up while serving: the switch
+	 * saw it restart. Catching up while the groups changed (a node
+	 * left out, or back): its groups are others now. Each way it
+	 * catches up again, from the start.
+	 */
+	if (marked(v->down, n) || (marked(v->catching, n) && !catching) ||
+	    (catching && regrouped)) {
+		if (state != WIRE_VIEW_CATCHING)
+			log_info("view %llu marks this node %s: catching up",
+				 (unsigned long long)v->number,
+				 marked(v->down, n) ? "down" : "catching up");
+		restart(g, WIRE_VIEW_CATCHING);
+		behind_clear(g);
+	} else if (marked(v->joining, n) && (state == WIRE_VIEW_SERVING || regrouped)) {
+		log_info("view %llu marks this node joining groups new to it",
+			 (unsigned long long)v->number);
+		restart(g, WIRE_VIEW_JOINING);
+	} else if (!marked(v->joining, n) && joins) {
+		log_info("view %llu ends this node's join: serving", (unsigned long long)v->number);
+		restart(g, WIRE_VIEW_SERVING);
+	} else if (!marked(v->catching, n) && !marked(v->down, n) &&
+		   state == WIRE_VIEW_CAUGHT_UP && v->number > g->caught_up_at) {
+		atomic_store(&g->state, WIRE_VIEW_SERVING);
+		log_info("view %llu marks this node up: serving", (unsigned long long)v->number);
+	}
+	return 0;
+}
+
+/* The lease a VIEW grants from this node's answer `req_id` (if it is still remembered). */
+static void lease_from(struct members *g, uint64_t req_id)
+{
+	pthread_mutex_lock(&g->answers_lock);
+	for (unsigned i = 0; i < MEMBERS_ANSWERS; i++)
+		if (g->answers[i].req_id == req_id) {
+			uint64_t until = g->answers[i].at_us + g->lease_us;
+
+			if (until > atomic_load(&g->lease_until_us))
+				atomic_store(&g->lease_until_us, until);
+			break;
+		}
+	pthread_mutex_unlock(&g->answers_lock);
+}
+
+/* This node answers VIEW req_id now (at_us, before the answer leaves). */
+static void note_answer(struct members *g, uint64_t req_id, uint64_t at_us)
+{
+	pthread_mutex_lock(&g->answers_lock);
+	g->answers[g->answers_next].req_id = req_id;
+	g->answers[g->answers_next].at_us = at_us;
+	g->answers_next = (g->answers_next + 1) % MEMBERS_ANSWERS;
+	pthread_mutex_unlock(&g->answers_lock);
+}
+
 void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 		     uint8_t *out, size_t cap)
 {
 	struct members *g = &n->members;
+	uint64_t now_us = clock_mono_us();
 	struct wire_view v;
 	struct wire_view_reply r;
 	uint8_t *val = out + WIRE_HDR_LEN;
-	int len;
+	int len, rc = 0;
 
 	if (!members_on(g) || wire_view_decode(m, &v) != 0) {
 		node_count(n, NODE_CTR_bad_payload);
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
-	pthread_rwlock_wrlock(&g->lock);
-	if (v.number > g->view.number) {
-		int state = atomic_load(&g->state);
-
-		/*
-		 * No version assigned under this view is below its number (the
-		 * switch's wall clock in microseconds): above every version an
-		 * earlier primary of the same keys assigned, acknowledged or not
-		 * (no key takes a million writes a second), so that a write it
-		 * left behind never ties with one made since.
-		 */
-		if (store_raise_floor(n->store, v.number) != 0) {
-			pthread_rwlock_unlock(&g->lock);
-			node_count(n, NODE_CTR_store_errors);
+	/* A newer view waits for the data ops under the one held; the same one, sent again, does not. */
+	if (v.number > atomic_load(&g->number)) {
+		pthread_rwlock_wrlock(&g->lock);
+		if (v.number > g->view.number)
+			rc = take_view(n, &v);
+		pthread_rwlock_unlock(&g->lock);
+		if (rc != 0) {
 			rep->status = WIRE_ST_INTERNAL;
 			return;
 		}
-		bool regrouped = memcmp(v.out, g->view.out, GROUP_BITMAP) != 0;
-		bool catching = state == WIRE_VIEW_CATCHING || state == WIRE_VIEW_CAUGHT_UP;
-		bool joins = state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
-
-		g->view = v;
-		atomic_store(&g->number, v.number);
-		/*
-		 * Marked down: pushes to this node were skipped, so whatever it
-		 * took is incomplete. Marked catching up while serving: the switch
-		 * saw it restart. Catching up while the groups changed (a node
-		 * left out, or back): its groups are others now. Each way it
-		 * catches up again, from the start.
-		 */
-		if (marked(v.down, n) || (marked(v.catching, n) && !catching) ||
-		    (catching && regrouped)) {
-			if (state != WIRE_VIEW_CATCHING)
-				log_info("view %llu marks this node %s: catching up",
-					 (unsigned long long)v.number,
-					 marked(v.down, n) ? "down" : "catching up");
-			restart(g, WIRE_VIEW_CATCHING);
-			behind_clear(g);
-		} else if (marked(v.joining, n) && (state == WIRE_VIEW_SERVING || regrouped)) {
-			log_info("view %llu marks this node joining groups new to it",
-				 (unsigned long long)v.number);
-			restart(g, WIRE_VIEW_JOINING);
-		} else if (!marked(v.joining, n) && joins) {
-			log_info("view %llu ends this node's join: serving", (unsigned long long)v.number);
-			restart(g, WIRE_VIEW_SERVING);
-		} else if (!marked(v.catching, n) && !marked(v.down, n) &&
-			   state == WIRE_VIEW_CAUGHT_UP && v.number > g->caught_up_at) {
-			atomic_store(&g->state, WIRE_VIEW_SERVING);
-			log_info("view %llu marks this node up: serving", (unsigned long long)v.number);
-		}
 	}
+	/* Only the publisher's views (queries have number 0) grant leases. */
+	if (v.number && v.lease && g->lease_us)
+		lease_from(g, v.lease);
+	pthread_rwlock_rdlock(&g->lock);
 	r = (struct wire_view_reply){.state = (uint8_t)atomic_load(&g->state),
 				     .sources_left = (uint16_t)atomic_load(&g->sources_left),
 				     .records = atomic_load(&g->records),
 				     .view = g->view};
 	rep->version = g->view.number;
 	pthread_rwlock_unlock(&g->lock);
+	note_answer(g, m->req_id, now_us);
 	len = wire_view_reply_encode(&r, val, cap - WIRE_HDR_LEN);
 	rep->status = WIRE_ST_OK;
 	rep->value = len > 0 ? val : NULL;

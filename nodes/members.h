@@ -11,13 +11,22 @@
  * reads every record of its groups from the other nodes (CATCHUP) before it
  * says it is caught up; the switch then publishes a view that marks it up.
  * A view that marks a serving node down or catching up sends it back to
- * catching up. Views only grow: a push from an older view than the node's
+ * catching up. A view that leaves a dead node out of the groups (repair)
+ * marks the nodes that gain its groups joining: each keeps serving its
+ * own groups and takes the new ones' records the same way (JOINING, then
+ * JOINED) before it serves them. Views only grow: a push from an older view than the node's
  * is refused, so a member the switch has skipped cannot have a write
  * acknowledged in its old role.
  *
  * Data ops hold the view lock for reading from the primary check to the
  * reply (members_read_lock()); a new view takes it for writing, so it waits
  * for every write in flight under the old one.
+ *
+ * View leases (service.view_lease_ms): the node serves only within a lease,
+ * which runs for view_lease_ms from its answer to a VIEW that a later VIEW
+ * names (the publisher heard that answer; it publishes no view that marks
+ * this node down before the lease ends). A node cut off from the switch
+ * stops serving before another can serve its keys.
  */
 #ifndef SKL_NODE_MEMBERS_H
 #define SKL_NODE_MEMBERS_H
@@ -56,6 +65,8 @@ struct node;
  */
 #define MEMBERS_BEHIND_SETS 4096
 #define MEMBERS_BEHIND_WAYS 4
+/* Answers to VIEWs remembered, for the lease a later VIEW grants from one. */
+#define MEMBERS_ANSWERS 32
 
 struct members {
 	unsigned r; /* service.replicas; 1: every key on its home alone, nothing here runs */
@@ -76,6 +87,13 @@ struct members {
 			uint64_t keyhash, version, since_ms;
 		} way[MEMBERS_DIRTY_WAYS];
 	} *dirty; /* [MEMBERS_DIRTY_SETS] */
+	uint32_t lease_us; /* service.view_lease_ms; 0: no leases */
+	_Atomic uint64_t lease_until_us; /* CLOCK_MONOTONIC */
+	pthread_mutex_t answers_lock;
+	struct {
+		uint64_t req_id, at_us;
+	} answers[MEMBERS_ANSWERS];
+	unsigned answers_next;
 	pthread_mutex_t behind_lock;
 	_Atomic uint32_t behind_count; /* 0: no key behind, nothing to look up */
 	struct members_behind {

@@ -144,6 +144,8 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(member_behind_full, NODE_CTR_EVENT,                                                      \
 	  "Keys that could not be marked behind: their set of marks was full")                     \
 	X(member_repaired, NODE_CTR_EVENT, "Keys behind pushed again by a read of them and confirmed") \
+	X(lease_refused, NODE_CTR_EVENT,                                                           \
+	  "Reads and writes this node refused as primary or member: its view lease had ended")    \
 	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
 	X(member_refused, NODE_CTR_EVENT,                                                          \
 	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")      \

@@ -77,19 +77,26 @@ uint16_t group_primary(const struct ring *ring, const struct wire_view *view, ui
 	return 0;
 }
 
+/* A view's bitmaps into GROUP_VIEW_LEN bytes at p. */
+static void view_to(const struct wire_view *v, uint8_t *p)
+{
+	memcpy(p, v->down, GROUP_BITMAP);
+	memcpy(p + GROUP_BITMAP, v->catching, GROUP_BITMAP);
+	memcpy(p + 2 * GROUP_BITMAP, v->out, GROUP_BITMAP);
+	memcpy(p + 3 * GROUP_BITMAP, v->joining, GROUP_BITMAP);
+	memcpy(p + 4 * GROUP_BITMAP, v->was_out, GROUP_BITMAP);
+}
+
 int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap)
 {
 	if (cap < WIRE_VIEW_LEN)
 		return -EMSGSIZE;
-	memcpy(buf, v->down, GROUP_BITMAP);
-	memcpy(buf + GROUP_BITMAP, v->catching, GROUP_BITMAP);
-	memcpy(buf + 2 * GROUP_BITMAP, v->out, GROUP_BITMAP);
-	memcpy(buf + 3 * GROUP_BITMAP, v->joining, GROUP_BITMAP);
-	memcpy(buf + 4 * GROUP_BITMAP, v->was_out, GROUP_BITMAP);
+	view_to(v, buf);
+	wire_put64(buf + GROUP_VIEW_LEN, v->lease);
 	return WIRE_VIEW_LEN;
 }
 
-/* A view's number and its bitmaps, from WIRE_VIEW_LEN bytes at p. */
+/* A view's number and its bitmaps, from GROUP_VIEW_LEN bytes at p (no lease). */
 static void view_from(uint64_t number, const uint8_t *p, struct wire_view *v)
 {
 	v->number = number;
@@ -98,6 +105,7 @@ static void view_from(uint64_t number, const uint8_t *p, struct wire_view *v)
 	memcpy(v->out, p + 2 * GROUP_BITMAP, GROUP_BITMAP);
 	memcpy(v->joining, p + 3 * GROUP_BITMAP, GROUP_BITMAP);
 	memcpy(v->was_out, p + 4 * GROUP_BITMAP, GROUP_BITMAP);
+	v->lease = 0;
 }
 
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
@@ -105,6 +113,7 @@ int wire_view_decode(const struct wire_msg *msg, struct wire_view *v)
 	if (msg->op != WIRE_OP_VIEW || msg->val_len != WIRE_VIEW_LEN)
 		return -EBADMSG;
 	view_from(msg->version, msg->value, v);
+	v->lease = wire_get64(msg->value + GROUP_VIEW_LEN);
 	return 0;
 }
 
@@ -116,7 +125,7 @@ int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t
 	buf[0] = r->state;
 	wire_put16(buf + 2, r->sources_left);
 	wire_put64(buf + 8, r->records);
-	wire_view_encode(&r->view, buf + 16, WIRE_VIEW_LEN);
+	view_to(&r->view, buf + 16);
 	return WIRE_VIEW_REPLY_LEN;
 }
 

@@ -7,7 +7,10 @@
  *            five 32-byte bitmaps (bit id % 8 of byte id / 8): the nodes
  *            the view marks down, catching up, out (left out of every
  *            group), joining (taking groups new to them), and the out set
- *            the joining nodes' old groups are computed with. Reply:
+ *            the joining nodes' old groups are computed with; then be64 the
+ *            lease: the req_id of the node's answer to an earlier VIEW from
+ *            which this one grants it a lease (0: none; docs/design.md
+ *            section 13, "View leases"). Reply:
  *            version = the view the node holds; value = WIRE_VIEW_REPLY_LEN
  *            bytes {u8 state, u8 0, be16 sources left, be32 0, be64
  *            records taken}: where its catch-up is.
@@ -46,8 +49,9 @@
 
 #define GROUP_MAX	     8 /* service.replicas' bound */
 #define GROUP_BITMAP	     32 /* bytes: node ids 0..255 */
-#define WIRE_VIEW_LEN	     (5 * GROUP_BITMAP)
-#define WIRE_VIEW_REPLY_LEN  (16 + WIRE_VIEW_LEN)
+#define GROUP_VIEW_LEN	     (5 * GROUP_BITMAP) /* a view's bitmaps */
+#define WIRE_VIEW_LEN	     (GROUP_VIEW_LEN + 8)
+#define WIRE_VIEW_REPLY_LEN  (16 + GROUP_VIEW_LEN)
 #define WIRE_MEMBER_VIEW_LEN 8
 
 /*
@@ -85,6 +89,7 @@ struct wire_view {
 	uint8_t out[GROUP_BITMAP];
 	uint8_t joining[GROUP_BITMAP];
 	uint8_t was_out[GROUP_BITMAP];
+	uint64_t lease; /* a VIEW's lease (its answers carry none): see above */
 };
 
 /* The group of the key at point under view: ring_group() without its out nodes. */
@@ -106,7 +111,7 @@ bool group_serves(const struct ring *ring, const struct wire_view *view, uint32_
 uint16_t group_primary(const struct ring *ring, const struct wire_view *view, uint32_t point,
 		       unsigned r, const uint16_t *ids, unsigned n);
 
-/* VIEW's value into buf[0..WIRE_VIEW_LEN). */
+/* VIEW's value (the view and its lease) into buf[0..WIRE_VIEW_LEN). */
 int wire_view_encode(const struct wire_view *v, uint8_t *buf, size_t cap);
 /* A VIEW request (number from the header, 0: a query); -EBADMSG for another length. */
 int wire_view_decode(const struct wire_msg *msg, struct wire_view *v);

@@ -27,6 +27,9 @@ struct view_node {
 	uint64_t told;	  /* the newest view sent to it */
 	uint64_t up_from; /* marked up from this view and not told so yet (0: none) */
 	uint64_t joined_from; /* its join ended by this view, not told so yet (0: none) */
+	uint64_t answer_req;  /* the req_id of its newest answer (a lease is granted from it) */
+	uint64_t answer_us;   /* CLOCK_MONOTONIC: when it came */
+	uint64_t granted_us;  /* the last VIEW that granted it a lease was sent */
 	bool answered;	  /* since this switch started */
 	uint8_t state;	  /* its last answer's, enum wire_view_state */
 	uint16_t sources_left;
@@ -235,6 +238,8 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 	n = &v->node[msg->node];
 	v->answers++;
 	n->answered = true;
+	n->answer_req = msg->req_id;
+	n->answer_us = clock_mono_us();
 	n->held = RTE_MAX(n->held, msg->version);
 	n->state = r.state;
 	n->sources_left = r.sources_left;
@@ -257,6 +262,14 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 static bool alive(const struct sw *sw, uint16_t id)
 {
 	return sw->scores.state[id] != SCORES_DOWN;
+}
+
+/* Alive by the digests, and answering VIEWs (once it has answered one). */
+static bool answers(const struct sw *sw, uint16_t id, uint64_t now_us)
+{
+	const struct view_node *n = &sw->views->node[id];
+
+	return alive(sw, id) && (!n->answered || now_us - n->answer_us <= VIEWS_SILENT_MS * 1000ull);
 }
 
 /*
@@ -289,9 +302,16 @@ static bool held_back(const struct sw *sw, uint16_t id)
 	       (n->joined_from && !others_hold(sw, id, n->joined_from));
 }
 
-static void send_view(struct sw *sw, uint16_t id, uint64_t number)
+/*
+ * VIEW `number` to node id (0: a query). The publisher's grants a lease
+ * from the node's newest answer, if that is fresh and the node alive: the
+ * node serves until view_lease_ms past that answer, and remark() marks it
+ * down no sooner than view_lease_ms past the grant.
+ */
+static void send_view(struct sw *sw, uint16_t id, uint64_t number, uint64_t now_us)
 {
 	struct views *v = sw->views;
+	struct view_node *n = &v->node[id];
 	uint8_t payload[WIRE_VIEW_LEN];
 	struct wire_msg msg = {
 	    .op = WIRE_OP_VIEW,
@@ -302,13 +322,20 @@ static void send_view(struct sw *sw, uint16_t id, uint64_t number)
 	    .val_len = WIRE_VIEW_LEN,
 	};
 
+	struct wire_view view = v->cur;
+	bool grant = number && n->answered && now_us - n->answer_us <= VIEWS_GRANT_MS * 1000ull &&
+		     answers(sw, id, now_us);
+
+	view.lease = grant ? n->answer_req : 0;
 	if (number)
-		wire_view_encode(&v->cur, payload, sizeof(payload));
+		wire_view_encode(&view, payload, sizeof(payload));
 	else
 		memset(payload, 0, sizeof(payload));
 	if (egress_to_node(sw, id, &msg) == 0) {
 		v->sent++;
-		v->node[id].told = RTE_MAX(v->node[id].told, number);
+		n->told = RTE_MAX(n->told, number);
+		if (grant)
+			n->granted_us = now_us;
 	}
 }
 
@@ -321,7 +348,7 @@ static void ask(struct sw *sw, uint64_t now_us)
 		return;
 	v->last_send_us = now_us;
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-		send_view(sw, sw->cfg->nodes[i].id, 0);
+		send_view(sw, sw->cfg->nodes[i].id, 0, now_us);
 }
 
 /* Strictly above every view number seen: the wall clock's microseconds, or one more. */
@@ -417,6 +444,7 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 static bool remark(struct sw *sw, struct wire_view *next, uint64_t now_us)
 {
 	struct views *v = sw->views;
+	uint64_t lease_us = (uint64_t)sw->cfg->service.view_lease_ms * 1000;
 
 	*next = v->cur;
 	if (!v->published) {
@@ -434,11 +462,12 @@ static bool remark(struct sw *sw, struct wire_view *next, uint64_t now_us)
 		if (!v->published)
 			/* The first view: a node that serves stays up (a restarted switch
 			 * must not undo its predecessor's view); any other catches up. */
-			to = !alive(sw, id)			      ? MARK_DOWN
+			to = !answers(sw, id, now_us)		      ? MARK_DOWN
 			     : n->answered && serves(n->state) ? MARK_UP
 								: MARK_CATCHING;
-		else if (!alive(sw, id))
-			to = MARK_DOWN;
+		else if (!answers(sw, id, now_us))
+			/* Not before the lease it was given ends: it may serve until then. */
+			to = now_us < n->granted_us + lease_us ? m : MARK_DOWN;
 		else if (m == MARK_DOWN)
 			to = MARK_CATCHING; /* its digests resumed */
 		else if (m == MARK_UP && answers_cur && n->state == WIRE_VIEW_CATCHING)
@@ -517,7 +546,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 		if (held_back(sw, id))
 			continue;
 		if (due || n->told < v->cur.number)
-			send_view(sw, id, v->cur.number);
+			send_view(sw, id, v->cur.number, now_us);
 	}
 	if (due)
 		v->last_send_us = now_us;

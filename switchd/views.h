@@ -5,8 +5,10 @@
  *
  * The switch with the lowest id publishes. Each control round it turns what
  * its digests and the nodes' VIEW answers say into marks:
- *   up -> down          the digests declare the node dead;
- *   down -> catching    its digests resume;
+ *   up -> down          the digests declare the node dead, or it answers no
+ *                       VIEW for VIEWS_SILENT_MS; not before the lease the
+ *                       switch last granted it has ended;
+ *   down -> catching    its digests and answers resume;
  *   up -> catching      it answers "catching up" (it restarted, or it was
  *                       never caught up: a cluster's first start);
  *   catching -> up      it answers "caught up" under the current view.
@@ -20,6 +22,10 @@
  * Before its first view a publisher asks every node (for at most
  * VIEWS_LEARN_MS): a node that serves stays up, one that does not is marked
  * catching up, so a restarted switch does not undo its predecessor's view.
+ * A node down past service.repair_after_ms is left out of the groups
+ * (out), and the nodes that gain its groups join them (joining); one repair
+ * at a time. Each VIEW the publisher sends grants a lease from the node's
+ * newest answer, when that is fresh (design section 13, "View leases").
  * Control thread only; off (nothing sent, nothing skipped) with R = 1.
  */
 #ifndef SKL_SW_VIEWS_H
@@ -30,7 +36,9 @@
 
 #include "wire.h"
 
-#define VIEWS_RESEND_MS 100  /* VIEW (or the query) to every node this often */
+#define VIEWS_RESEND_MS 25   /* VIEW (or the query) to every node this often: leases renew */
+#define VIEWS_GRANT_MS	50   /* a lease is granted from an answer at most this old */
+#define VIEWS_SILENT_MS 300  /* a node that answers no VIEW this long is marked down */
 #define VIEWS_LEARN_MS	1000 /* a new publisher's questions before its first view */
 
 struct sw;

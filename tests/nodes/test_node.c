@@ -2025,6 +2025,9 @@ END_TEST
 
 /* ---- Replica groups (nodes/members.h): the test is the switch that publishes views. ---- */
 
+/* The req_id of each node's newest answer to a VIEW (a later one may grant a lease from it). */
+static uint64_t view_answer[4];
+
 /* VIEW v to node id from the switch's socket: the state it answers, or -1. */
 static int send_whole_view(int id, const struct wire_view *v)
 {
@@ -2052,10 +2055,19 @@ static int send_whole_view(int id, const struct wire_view *v)
 			continue;
 		got = recv(sw_fd, in, sizeof(in), 0);
 		if (got > 0 && wire_decode(in, (size_t)got, &rep) == WIRE_OK &&
-		    rep.req_id == m.req_id && wire_view_reply_decode(&rep, &r) == 0)
+		    rep.req_id == m.req_id && wire_view_reply_decode(&rep, &r) == 0) {
+			view_answer[id] = rep.req_id;
 			return r.state;
+		}
 	}
 	return -1;
+}
+
+/* VIEW v granting node id a lease from its answer to the last VIEW sent to it. */
+static int send_leased_view(int id, struct wire_view *v)
+{
+	v->lease = view_answer[id];
+	return send_whole_view(id, v);
 }
 
 /* VIEW(number, down, catching), no node out or joining. */
@@ -2107,13 +2119,16 @@ static uint16_t primary_of(const char *key, const uint8_t *down)
 /*
  * Three nodes with R = 2 (durability sync), brought up as the switch would:
  * each starts catching up and serves nothing until a view marks it up after
- * its catch-up. Views from number view on; the last one sent.
+ * its catch-up. Views from number view on; the last one sent. lease_ms:
+ * service.view_lease_ms (0: the views the tests send need grant none).
  */
-static uint64_t start_group_of_3(uint64_t view)
+static uint64_t start_group_of_3(uint64_t view, unsigned lease_ms)
 {
 	uint8_t none[GROUP_BITMAP] = {0}, all[GROUP_BITMAP] = {0};
+	static char params[64];
 
-	cluster_service_params = ",\"replicas\":2";
+	snprintf(params, sizeof(params), ",\"replicas\":2,\"view_lease_ms\":%u", lease_ms);
+	cluster_service_params = params;
 	write_config(3, "\"durability\":\"sync\"");
 	cluster_service_params = "";
 	for (int id = 1; id <= 3; id++) {
@@ -2153,7 +2168,7 @@ START_TEST(replica_group_failover_and_refill)
 
 	for (int id = 1; id <= 3; id++)
 		group_set_bit(all, (unsigned)id);
-	view = start_group_of_3(view);
+	view = start_group_of_3(view, 0);
 	/* VIEW 0 asks: a query that marks every node down changes nothing. */
 	ck_assert_int_eq(send_view(1, 0, all, none), WIRE_VIEW_SERVING);
 
@@ -2382,7 +2397,7 @@ static struct wire_msg member_read(int id, const char *key)
 START_TEST(replica_group_unconfirmed_push)
 {
 	uint8_t none[GROUP_BITMAP] = {0}, down[GROUP_BITMAP] = {0}, one[GROUP_BITMAP] = {0};
-	uint64_t view = start_group_of_3(1000000), v1, v2, acked;
+	uint64_t view = start_group_of_3(1000000, 0), v1, v2, acked;
 	const char *k = "unconfirmed";
 	uint16_t ids[GROUP_MAX];
 	struct wire_msg r = {0};
@@ -2480,7 +2495,7 @@ START_TEST(replica_group_repair)
 {
 	enum { NK = 48 };
 	static char keys[NK][24], vals[NK][24];
-	struct wire_view v = {.number = start_group_of_3(2000000)};
+	struct wire_view v = {.number = start_group_of_3(2000000, 0)};
 	unsigned of3 = 0;
 	int state;
 
@@ -2551,6 +2566,47 @@ START_TEST(replica_group_repair)
 }
 END_TEST
 
+/*
+ * View leases (service.view_lease_ms): a node serves only within the lease
+ * a VIEW grants from its answer to an earlier one. Without it the primary
+ * answers UNAVAILABLE and a member sends its reads to the primary; a VIEW
+ * that names its answer gives the lease back, one that names another does not.
+ */
+START_TEST(replica_group_view_lease)
+{
+	struct wire_view v = {.number = start_group_of_3(3000000, 1000)};
+	const char *k = "leased";
+	uint16_t ids[GROUP_MAX];
+	struct wire_msg r = {0};
+
+	ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
+	/* The views that brought them up granted nothing. */
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	ck_assert_uint_ge(counter(ids[0], "lease_refused"), 1);
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_leased_view(id, &v), WIRE_VIEW_SERVING);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_OK);
+	for (int t = 0; t < 50 && (r = member_read(ids[1], k)).status != WIRE_ST_OK; t++)
+		sleep_ms(10);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+
+	/* Past the lease, with no VIEW since: neither serves. */
+	sleep_ms(1100);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	r = member_read(ids[1], k);
+	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	/* A VIEW naming an answer the node never gave grants nothing. */
+	v.lease = 12345;
+	ck_assert_int_eq(send_whole_view(ids[0], &v), WIRE_VIEW_SERVING);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	/* Naming its last answer: it serves again. */
+	ck_assert_int_eq(send_leased_view(ids[0], &v), WIRE_VIEW_SERVING);
+	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert(r.val_len == 3 && memcmp(r.value, "one", 3) == 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -2585,6 +2641,7 @@ int main(void)
 	tcase_add_test(tc, replica_group_failover_and_refill);
 	tcase_add_test(tc, replica_group_unconfirmed_push);
 	tcase_add_test(tc, replica_group_repair);
+	tcase_add_test(tc, replica_group_view_lease);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }

@@ -205,6 +205,7 @@ START_TEST(view_codec)
 	group_set_bit(v.out, 2);
 	group_set_bit(v.joining, 4);
 	group_set_bit(v.was_out, 5);
+	v.lease = 0x1122334455667788ull;
 	ck_assert_int_eq(wire_view_encode(&v, buf, sizeof(buf)), WIRE_VIEW_LEN);
 	ck_assert_int_eq(wire_view_decode(&m, &back), 0);
 	ck_assert(memcmp(&v, &back, sizeof(v)) == 0);
