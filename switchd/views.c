@@ -269,7 +269,8 @@ static bool answers(const struct sw *sw, uint16_t id, uint64_t now_us)
 {
 	const struct view_node *n = &sw->views->node[id];
 
-	return alive(sw, id) && (!n->answered || now_us - n->answer_us <= VIEWS_SILENT_MS * 1000ull);
+	/* (answer_us may be a little past now_us: answers are taken after the round's clock read) */
+	return alive(sw, id) && (!n->answered || n->answer_us + VIEWS_SILENT_MS * 1000ull >= now_us);
 }
 
 /*
@@ -323,7 +324,7 @@ static void send_view(struct sw *sw, uint16_t id, uint64_t number, uint64_t now_
 	};
 
 	struct wire_view view = v->cur;
-	bool grant = number && n->answered && now_us - n->answer_us <= VIEWS_GRANT_MS * 1000ull &&
+	bool grant = number && n->answered && n->answer_us + VIEWS_GRANT_MS * 1000ull >= now_us &&
 		     answers(sw, id, now_us);
 
 	view.lease = grant ? n->answer_req : 0;

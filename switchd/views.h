@@ -38,7 +38,7 @@
 
 #define VIEWS_RESEND_MS 25   /* VIEW (or the query) to every node this often: leases renew */
 #define VIEWS_GRANT_MS	50   /* a lease is granted from an answer at most this old */
-#define VIEWS_SILENT_MS 300  /* a node that answers no VIEW this long is marked down */
+#define VIEWS_SILENT_MS 2000 /* a node that answers no VIEW this long is marked down */
 #define VIEWS_LEARN_MS	1000 /* a new publisher's questions before its first view */
 
 struct sw;
