@@ -1192,9 +1192,13 @@ static void on_moved(struct skl_agent *a, struct req *r, const struct wire_msg *
 	 * MAX_REPLACE times, or sent to a node other than its home): a member
 	 * that holds the view marking the primary up answers MOVED to it until
 	 * the switch, which tells the primary last, routes to it; the primary
-	 * itself, not told yet, would send the reader back.
+	 * itself, not told yet, would send the reader back. Without the switch,
+	 * a second MOVED is tried again the same way: a node whose view lease
+	 * ended sends reads to a primary that may not serve them either, until
+	 * the switch is back (docs/design.md section 13, "View leases").
 	 */
-	if (from_switch && a->cfg->service.replicas > 1 && !newer_ring && retry_refused(a, r))
+	if ((from_switch || r->moved_once) && a->cfg->service.replicas > 1 && !newer_ring &&
+	    retry_refused(a, r))
 		return;
 	if (r->moved_once) {
 		complete(a, r, SKL_MOVED, m, from_switch);

@@ -110,13 +110,13 @@ static bool leased(struct node *n)
 	return false;
 }
 
-uint16_t members_other(struct node *n, uint64_t keyhash)
+uint16_t members_other(struct node *n, uint64_t keyhash, bool reading)
 {
 	struct members *g = &n->members;
 	uint16_t ids[GROUP_MAX];
 	uint16_t primary = primary_of(g, keyhash, ids, group_of(g, keyhash, ids));
 
-	if (!primary || (primary == n->self->id && (!serving(g) || !leased(n))))
+	if (!primary || (primary == n->self->id && (!serving(g) || (reading && !leased(n)))))
 		return RING_NO_NODE;
 	return primary == n->self->id ? 0 : primary;
 }

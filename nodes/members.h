@@ -117,9 +117,10 @@ static inline bool members_on(const struct members *g)
 /*
  * Under the read lock: 0 when this node serves keyhash now; else the node
  * that does (its primary), or RING_NO_NODE when none does (answer
- * UNAVAILABLE).
+ * UNAVAILABLE). reading: this node serves reads only within its view lease;
+ * a write needs none (a member that holds a newer view refuses its push).
  */
-uint16_t members_other(struct node *n, uint64_t keyhash);
+uint16_t members_other(struct node *n, uint64_t keyhash, bool reading);
 /* Under the read lock: whether the view marks node id down (false without groups). */
 bool members_marks_down(struct node *n, uint16_t id);
 void members_read_lock(struct node *n);

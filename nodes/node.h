@@ -145,7 +145,7 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	  "Keys that could not be marked behind: their set of marks was full")                     \
 	X(member_repaired, NODE_CTR_EVENT, "Keys behind pushed again by a read of them and confirmed") \
 	X(lease_refused, NODE_CTR_EVENT,                                                           \
-	  "Reads and writes this node refused as primary or member: its view lease had ended")    \
+	  "Reads this node refused as primary or member: its view lease had ended")               \
 	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
 	X(member_refused, NODE_CTR_EVENT,                                                          \
 	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")      \
@@ -289,21 +289,28 @@ static inline uint16_t node_load(struct node *n)
 /*
  * The key's home when it is not this node, 0 when this node owns it: a
  * request that needs the owner is answered MOVED to that home. With
- * replica groups, the key's primary (members.h), under the view lock. During a ring
+ * replica groups, the key's primary (members.h), under the view lock, for
+ * a read (reading: within this node's view lease) or a write. During a ring
  * change the home is the effective one (migrate.h); RING_NO_NODE while this
  * node has joined and not yet been told the change (nobody's home is known).
  */
-static inline uint16_t node_other_home(struct node *n, uint64_t keyhash)
+static inline uint16_t node_home_for(struct node *n, uint64_t keyhash, bool reading)
 {
 	uint16_t home;
 
 	if (members_on(&n->members))
-		return members_other(n, keyhash);
+		return members_other(n, keyhash, reading);
 	home = mig_home(&n->mig, keyhash);
 
 	if (!home)
 		return RING_NO_NODE;
 	return home == n->self->id ? 0 : home;
+}
+
+/* For a read, or a copy of the key's version (REPLICATE). */
+static inline uint16_t node_other_home(struct node *n, uint64_t keyhash)
+{
+	return node_home_for(n, keyhash, true);
 }
 
 /* Answer MOVED: the key lives at node home; version = this node's ring epoch. */

@@ -1202,7 +1202,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	mig_lock(&n->mig, m->keyhash);
 	/* No REPLICATE of the key pushes from here until the push below is done. */
 	store_write_begin(n->store, m->keyhash);
-	home = node_other_home(n, m->keyhash);
+	home = node_home_for(n, m->keyhash, false);
 	if (home) {
 		node_count(n, NODE_CTR_moved);
 		node_reply_moved(n, rep, home);
@@ -1517,8 +1517,8 @@ static unsigned read_ahead(struct node *n, const struct node_req *reqs, uint32_t
 
 		ahead_of[i] = -1;
 		if (d[WIRE_OFF_OP] != WIRE_OP_GET || wire_decode(d, reqs[i].len, &m) != WIRE_OK ||
-		    node_other_home(n, m.keyhash))
-			continue;
+		    node_home_for(n, m.keyhash, false))
+			continue; /* not read ahead (whether it is served, on_get() says) */
 		keys[count] = m.key;
 		klens[count] = m.key_len;
 		ahead_of[i] = (int8_t)count++;

@@ -2567,10 +2567,11 @@ START_TEST(replica_group_repair)
 END_TEST
 
 /*
- * View leases (service.view_lease_ms): a node serves only within the lease
- * a VIEW grants from its answer to an earlier one. Without it the primary
- * answers UNAVAILABLE and a member sends its reads to the primary; a VIEW
- * that names its answer gives the lease back, one that names another does not.
+ * View leases (service.view_lease_ms): a node serves reads only within the
+ * lease a VIEW grants from its answer to an earlier one. Without it the
+ * primary answers reads UNAVAILABLE and a member sends them to the primary,
+ * while writes go on (member pushes fence them); a VIEW that names its
+ * answer gives the lease back, one that names another does not.
  */
 START_TEST(replica_group_view_lease)
 {
@@ -2580,21 +2581,24 @@ START_TEST(replica_group_view_lease)
 	struct wire_msg r = {0};
 
 	ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
-	/* The views that brought them up granted nothing. */
-	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	/* The views that brought them up granted nothing: no reads, but writes. */
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
 	ck_assert_uint_ge(counter(ids[0], "lease_refused"), 1);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_OK);
 	for (int id = 1; id <= 3; id++)
 		ck_assert_int_eq(send_leased_view(id, &v), WIRE_VIEW_SERVING);
-	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_OK);
+	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert(r.status == WIRE_ST_OK && r.val_len == 3 && memcmp(r.value, "one", 3) == 0);
 	for (int t = 0; t < 50 && (r = member_read(ids[1], k)).status != WIRE_ST_OK; t++)
 		sleep_ms(10);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 
-	/* Past the lease, with no VIEW since: neither serves. */
+	/* Past the lease, with no VIEW since: neither serves reads. */
 	sleep_ms(1100);
 	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
 	r = member_read(ids[1], k);
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "two", 3, 0, 0).status, WIRE_ST_OK);
 	/* A VIEW naming an answer the node never gave grants nothing. */
 	v.lease = 12345;
 	ck_assert_int_eq(send_whole_view(ids[0], &v), WIRE_VIEW_SERVING);
@@ -2603,7 +2607,7 @@ START_TEST(replica_group_view_lease)
 	ck_assert_int_eq(send_leased_view(ids[0], &v), WIRE_VIEW_SERVING);
 	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
-	ck_assert(r.val_len == 3 && memcmp(r.value, "one", 3) == 0);
+	ck_assert(r.val_len == 3 && memcmp(r.value, "two", 3) == 0);
 }
 END_TEST
 
