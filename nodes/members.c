@@ -682,6 +682,118 @@ static bool interrupted(struct node *n, uint32_t restarts)
 	return atomic_load(&n->stop_bg) || atomic_load(&n->members.restarts) != restarts;
 }
 
+/* ---- Catch-up: records a source no longer holds. ---- */
+
+#define UNHELD_MAX 64 /* keys a step of drop_unheld() removes */
+
+struct unheld {
+	const struct members *g;
+	uint16_t self, from;
+	bool join;	/* only groups new to this node */
+	uint64_t below; /* the catch-up's view */
+	const uint8_t *upto;
+	uint16_t upto_len;
+	bool upto_in; /* upto itself is in the range */
+	bool past;    /* the scan reached upto */
+	unsigned count;
+	struct {
+		uint64_t hash;
+		uint16_t klen;
+		uint8_t key[WIRE_MAX_KEY];
+	} key[UNHELD_MAX];
+	uint16_t clen; /* the last key visited: the next step goes on after it */
+	uint8_t cursor[WIRE_MAX_KEY];
+};
+
+/* RocksDB's order of keys: bytewise, a prefix first. */
+static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* Whether the catch-up takes keyhash from `from`: a key of its groups, whose primary `from` is. */
+static bool taken_from(const struct unheld *c, uint64_t hash)
+{
+	uint16_t ids[GROUP_MAX];
+	uint32_t point = keyhash_point(hash);
+	unsigned k = view_group(&c->g->ring, &c->g->view, point, c->g->r, ids);
+	bool member = false;
+
+	for (unsigned i = 0; i < k; i++)
+		member |= ids[i] == c->self;
+	return member &&
+	       (!c->join || group_is_new(&c->g->ring, &c->g->view, point, c->g->r, c->self)) &&
+	       group_primary(&c->g->ring, &c->g->view, point, c->g->r, ids, k) == c->from;
+}
+
+static int unheld_one(void *arg, const void *key, size_t klen, const struct store_record *rec)
+{
+	struct unheld *c = arg;
+	uint64_t hash;
+
+	if (c->upto) {
+		int cmp = key_cmp(key, klen, c->upto, c->upto_len);
+
+		if (cmp > 0 || (cmp == 0 && !c->upto_in)) {
+			c->past = true;
+			return 1;
+		}
+	}
+	memcpy(c->cursor, key, klen);
+	c->clen = (uint16_t)klen;
+	hash = keyhash(key, klen);
+	if (rec->version < c->below && taken_from(c, hash)) {
+		c->key[c->count].hash = hash;
+		c->key[c->count].klen = (uint16_t)klen;
+		memcpy(c->key[c->count].key, key, klen);
+		if (++c->count == UNHELD_MAX)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * `from` sent nothing of the keys after after[0..alen) and before upto
+ * (upto too when upto_in; NULL: to the end) that this catch-up takes. What
+ * this node holds of those keys with `from` as their primary, `from` no
+ * longer holds: deleted (its tombstone collected since), or never
+ * acknowledged; it goes, so that it is not served again. Not what was
+ * pushed here since the catch-up began: its version is at or above the
+ * catch-up's view. 0, or -1 (the store failed).
+ */
+static int drop_unheld(struct node *n, struct unheld *c, const uint8_t *after, uint16_t alen)
+{
+	struct members *g = &n->members;
+	bool end = false;
+
+	memcpy(c->cursor, after, alen);
+	c->clen = alen;
+	c->past = false;
+	while (!end && !c->past) {
+		int rc;
+
+		c->count = 0;
+		pthread_rwlock_rdlock(&g->lock);
+		rc = store_scan_owned(n->store, c->cursor, c->clen, MEMBERS_SCAN_STEP, unheld_one, c,
+				      &end);
+		pthread_rwlock_unlock(&g->lock);
+		if (rc < 0)
+			return -1;
+		end &= c->count < UNHELD_MAX;
+		for (unsigned i = 0; i < c->count; i++) {
+			rc = store_handover(n->store, c->key[i].hash, c->key[i].key, c->key[i].klen,
+					    c->below - 1);
+			if (rc < 0)
+				return -1;
+			if (rc > 0)
+				node_count(n, NODE_CTR_catchup_dropped);
+		}
+	}
+	return 0;
+}
+
 /*
  * Take every record of this node's groups that node `from` holds, newer than
  * the one here, at ring.warmup_keys_per_s. 0 when done, -1 when `from` did
@@ -691,11 +803,17 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 			 uint32_t restarts)
 {
 	static uint8_t in[NODE_MAX_DGRAM + WIRE_MAX_KEY];
+	static struct unheld unheld;
 	uint8_t cursor[WIRE_MAX_KEY], body[CATCHUP_REQ_LEN] = {0};
 	uint16_t clen = 0;
 	uint32_t rate = n->cfg->warmup_keys_per_s, taken = 0;
 	uint64_t second = clock_mono_ns();
 
+	unheld = (struct unheld){.g = &n->members,
+				 .self = n->self->id,
+				 .from = from,
+				 .join = flags & CATCHUP_NEW_ONLY,
+				 .below = view};
 	wire_put16(body, n->self->id);
 	wire_put16(body + 2, flags);
 	wire_put64(body + 4, view);
@@ -710,13 +828,26 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 		struct mig_record rec;
 		const uint8_t *val;
 		uint32_t vlen;
+		uint64_t hash;
+		bool primary;
 
 		if (interrupted(n, restarts) ||
 		    mignet_request(n, from, &req, in, sizeof(in), &rep) != 0)
 			return -1;
-		if (rep.status == WIRE_ST_NOT_FOUND)
-			return store_raise_floor(n->store, rep.version) == 0 ? 0 : -1;
+		if (rep.status == WIRE_ST_NOT_FOUND) {
+			unheld.upto = NULL;
+			return drop_unheld(n, &unheld, cursor, clen) == 0 &&
+					   store_raise_floor(n->store, rep.version) == 0
+				   ? 0
+				   : -1;
+		}
 		if (rep.status != WIRE_ST_OK || rep.key_len == 0 || rep.key_len > WIRE_MAX_KEY)
+			return -1;
+		/* Between the cursor and this key `from` holds nothing this catch-up takes. */
+		unheld.upto = rep.key;
+		unheld.upto_len = rep.key_len;
+		unheld.upto_in = !rep.val_len;
+		if (drop_unheld(n, &unheld, cursor, clen) != 0)
 			return -1;
 		memcpy(cursor, rep.key, rep.key_len);
 		clen = rep.key_len;
@@ -730,7 +861,17 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 					  .value = val,
 					  .value_len = vlen};
 		mignet_writes_from_wire(&pre, &rec);
-		if (mig_adopt(&n->mig, keyhash(cursor, clen), cursor, clen, &rec, store_now_ms()) < 0)
+		hash = keyhash(cursor, clen);
+		/*
+		 * From the key's primary, which holds every acknowledged write of it:
+		 * a version here above its (and below the view) was never
+		 * acknowledged, and goes for the primary's.
+		 */
+		pthread_rwlock_rdlock(&n->members.lock);
+		primary = taken_from(&unheld, hash);
+		pthread_rwlock_unlock(&n->members.lock);
+		if ((primary && store_handover(n->store, hash, cursor, clen, view - 1) < 0) ||
+		    mig_adopt(&n->mig, hash, cursor, clen, &rec, store_now_ms()) < 0)
 			return -1;
 		atomic_fetch_add(&n->members.records, 1);
 		node_count(n, NODE_CTR_catchup_records);

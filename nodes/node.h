@@ -152,7 +152,9 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(member_commits, NODE_CTR_EVENT, "COMMITs taken: keys clean again at this member")       \
 	X(member_reads, NODE_CTR_EVENT, "Reads of a clean key served as a member of its group")  \
 	X(catchup_served, NODE_CTR_EVENT, "Records sent to a node catching up")                  \
-	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")
+	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")           \
+	X(catchup_dropped, NODE_CTR_EVENT,                                                         \
+	  "Records this node dropped while catching up: their primary no longer held them")
 
 enum node_counter {
 #define X(name, kind, help) NODE_CTR_##name,

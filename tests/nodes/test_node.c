@@ -2120,16 +2120,18 @@ static uint16_t primary_of(const char *key, const uint8_t *down)
  * Three nodes with R = 2 (durability sync), brought up as the switch would:
  * each starts catching up and serves nothing until a view marks it up after
  * its catch-up. Views from number view on; the last one sent. lease_ms:
- * service.view_lease_ms (0: the views the tests send need grant none).
+ * service.view_lease_ms (0: the views the tests send need grant none);
+ * node_params: more "node" members (",\"tombstone_gc_s\":1").
  */
-static uint64_t start_group_of_3(uint64_t view, unsigned lease_ms)
+static uint64_t start_group_of_3(uint64_t view, unsigned lease_ms, const char *node_params)
 {
 	uint8_t none[GROUP_BITMAP] = {0}, all[GROUP_BITMAP] = {0};
-	static char params[64];
+	static char params[64], nodes[128];
 
 	snprintf(params, sizeof(params), ",\"replicas\":2,\"view_lease_ms\":%u", lease_ms);
+	snprintf(nodes, sizeof(nodes), "\"durability\":\"sync\"%s", node_params);
 	cluster_service_params = params;
-	write_config(3, "\"durability\":\"sync\"");
+	write_config(3, nodes);
 	cluster_service_params = "";
 	for (int id = 1; id <= 3; id++) {
 		start_node(id, NULL);
@@ -2168,7 +2170,7 @@ START_TEST(replica_group_failover_and_refill)
 
 	for (int id = 1; id <= 3; id++)
 		group_set_bit(all, (unsigned)id);
-	view = start_group_of_3(view, 0);
+	view = start_group_of_3(view, 0, "");
 	/* VIEW 0 asks: a query that marks every node down changes nothing. */
 	ck_assert_int_eq(send_view(1, 0, all, none), WIRE_VIEW_SERVING);
 
@@ -2397,7 +2399,7 @@ static struct wire_msg member_read(int id, const char *key)
 START_TEST(replica_group_unconfirmed_push)
 {
 	uint8_t none[GROUP_BITMAP] = {0}, down[GROUP_BITMAP] = {0}, one[GROUP_BITMAP] = {0};
-	uint64_t view = start_group_of_3(1000000, 0), v1, v2, acked;
+	uint64_t view = start_group_of_3(1000000, 0, ""), v1, v2, acked;
 	const char *k = "unconfirmed";
 	uint16_t ids[GROUP_MAX];
 	struct wire_msg r = {0};
@@ -2489,15 +2491,38 @@ static uint16_t primary_under(const struct wire_view *v, const char *key)
  * each by the next node, marked joining: it pulls those groups' records
  * (and takes pushes while it does). Then n1 dies too, and n2, the only
  * node left, serves every acknowledged write. Without the join, the keys
- * of group {n1, n3} would be gone.
+ * of group {n1, n3} would be gone. A record n2 held of such a group from
+ * before (here pushed by the test: a key that no longer exists anywhere
+ * else) is dropped by its join, not served.
  */
 START_TEST(replica_group_repair)
 {
 	enum { NK = 48 };
 	static char keys[NK][24], vals[NK][24];
-	struct wire_view v = {.number = start_group_of_3(2000000, 0)};
+	struct wire_view v = {.number = start_group_of_3(2000000, 0, "")};
+	uint8_t pushed[WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN + 8] = {0};
+	char leftover[24] = "";
 	unsigned of3 = 0;
+	struct wire_msg r;
 	int state;
+
+	/* A key of group {n1, n3}, of which n2 holds an old record. */
+	for (int i = 0; !leftover[0]; i++) {
+		uint16_t ids[GROUP_MAX];
+		char k[24];
+
+		snprintf(k, sizeof(k), "gone-%d", i);
+		ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
+		if (ids[0] != 2 && ids[1] != 2)
+			memcpy(leftover, k, sizeof(k));
+	}
+	wire_put64(pushed, v.number);
+	memcpy(pushed + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN, "leftover", 8);
+	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = 7, .key = (const void *)leftover,
+			      .key_len = (uint16_t)strlen(leftover), .value = pushed,
+			      .val_len = sizeof(pushed)};
+	ck_assert_int_eq(rpc_to(2, &r, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 
 	for (int i = 0; i < NK; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "rp-%d", i);
@@ -2557,12 +2582,14 @@ START_TEST(replica_group_repair)
 	group_set_bit(v.down, 1);
 	ck_assert_int_eq(send_whole_view(2, &v), WIRE_VIEW_SERVING);
 	for (int i = 0; i < NK; i++) {
-		struct wire_msg r = req(2, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
-
+		r = req(2, WIRE_OP_GET, keys[i], NULL, 0, 0, 0);
 		ck_assert_msg(r.status == WIRE_ST_OK && r.val_len == strlen(vals[i]) &&
 				  memcmp(r.value, vals[i], r.val_len) == 0,
 			      "%s at n2: %s", keys[i], wire_status_name(r.status));
 	}
+	r = req(2, WIRE_OP_GET, leftover, NULL, 0, 0, 0);
+	ck_assert_msg(r.status == WIRE_ST_NOT_FOUND, "%s, a leftover at n2: %s", leftover,
+		      wire_status_name(r.status));
 }
 END_TEST
 
@@ -2575,7 +2602,7 @@ END_TEST
  */
 START_TEST(replica_group_view_lease)
 {
-	struct wire_view v = {.number = start_group_of_3(3000000, 1000)};
+	struct wire_view v = {.number = start_group_of_3(3000000, 1000, "")};
 	const char *k = "leased";
 	uint16_t ids[GROUP_MAX];
 	struct wire_msg r = {0};
@@ -2608,6 +2635,53 @@ START_TEST(replica_group_view_lease)
 	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert(r.val_len == 3 && memcmp(r.value, "two", 3) == 0);
+}
+END_TEST
+
+/*
+ * A member that comes back with its disk holds a key deleted while it was
+ * down, whose tombstone its group collected since: its catch-up drops each
+ * record the key's primary no longer holds, so the key is not served again.
+ */
+START_TEST(replica_group_deleted_while_down)
+{
+	uint8_t none[GROUP_BITMAP] = {0}, down[GROUP_BITMAP] = {0}, three[GROUP_BITMAP] = {0};
+	uint64_t view = start_group_of_3(4000000, 0, ",\"tombstone_gc_s\":1");
+	uint16_t ids[GROUP_MAX];
+	char k[24] = "";
+	struct wire_msg r;
+
+	for (int i = 0; !k[0]; i++) {
+		char c[24];
+
+		snprintf(c, sizeof(c), "doomed-%d", i);
+		ring_group(&ring, keyhash_point(keyhash(c, strlen(c))), 2, ids);
+		if (ids[0] == 3 || ids[1] == 3)
+			memcpy(k, c, sizeof(c));
+	}
+	ck_assert_uint_eq(req(primary_of(k, none), WIRE_OP_PUT, k, "doomed", 6, 0, 0).status,
+			  WIRE_ST_OK);
+	stop_node(3);
+	group_set_bit(down, 3);
+	view++;
+	for (int id = 1; id <= 2; id++)
+		ck_assert_int_eq(send_view(id, view, down, none), WIRE_VIEW_SERVING);
+	ck_assert_uint_eq(req(primary_of(k, down), WIRE_OP_DEL, k, NULL, 0, 0, 0).status, WIRE_ST_OK);
+	sleep_ms(2500); /* its tombstone collected: 1 s, in rounds every 100 ms */
+
+	start_node(3, NULL);
+	group_set_bit(three, 3);
+	view++;
+	for (int id = 1; id <= 2; id++)
+		ck_assert_int_eq(send_view(id, view, none, three), WIRE_VIEW_SERVING);
+	view_until(3, view, none, three, WIRE_VIEW_CAUGHT_UP);
+	ck_assert_uint_ge(counter(3, "catchup_dropped"), 1);
+	view++;
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_view(id, view, none, none), WIRE_VIEW_SERVING);
+	r = req(3, WIRE_OP_GET, k, NULL, 0, 0, ids[0] == 3 ? 0 : WIRE_F_REPLICA_READ);
+	ck_assert_msg(r.status == WIRE_ST_NOT_FOUND, "%s, deleted while n3 was down, at n3: %s", k,
+		      wire_status_name(r.status));
 }
 END_TEST
 
@@ -2646,6 +2720,7 @@ int main(void)
 	tcase_add_test(tc, replica_group_unconfirmed_push);
 	tcase_add_test(tc, replica_group_repair);
 	tcase_add_test(tc, replica_group_view_lease);
+	tcase_add_test(tc, replica_group_deleted_while_down);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
