@@ -26,8 +26,9 @@
  *            node's id, be16 flags (CATCHUP_NEW_ONLY: only groups the
  *            view marks it joining), be64 the view that marks it catching
  *            up or joining. Reply: OK with key = the next key of a group
- *            the asker is a member of (and new to, with CATCHUP_NEW_ONLY), version = its record's and value = a
- *            record prefix and the value bytes; OK with a key and no value
+ *            the asker is a member of (and new to, with CATCHUP_NEW_ONLY),
+ *            version = its record's and value = a record prefix and the
+ *            value bytes; OK with a key and no value
  *            when the scan's step visited only other groups' keys (go on
  *            after it); NOT_FOUND at the end, version = the answering node's
  *            version floor.
