@@ -691,10 +691,9 @@ struct unheld {
 	uint16_t self, from;
 	bool join;	/* only groups new to this node */
 	uint64_t below; /* the catch-up's view */
-	const uint8_t *upto;
+	const uint8_t *upto; /* the range's end, not in it (NULL: none) */
 	uint16_t upto_len;
-	bool upto_in; /* upto itself is in the range */
-	bool past;    /* the scan reached upto */
+	bool past; /* the scan reached upto */
 	unsigned count;
 	struct {
 		uint64_t hash;
@@ -736,7 +735,7 @@ static int unheld_one(void *arg, const void *key, size_t klen, const struct stor
 	if (c->upto) {
 		int cmp = key_cmp(key, klen, c->upto, c->upto_len);
 
-		if (cmp > 0 || (cmp == 0 && !c->upto_in)) {
+		if (cmp >= 0) {
 			c->past = true;
 			return 1;
 		}
@@ -756,7 +755,7 @@ static int unheld_one(void *arg, const void *key, size_t klen, const struct stor
 
 /*
  * `from` sent nothing of the keys after after[0..alen) and before upto
- * (upto too when upto_in; NULL: to the end) that this catch-up takes. What
+ * (NULL: to the end) that this catch-up takes. What
  * this node holds of those keys with `from` as their primary, `from` no
  * longer holds: deleted (its tombstone collected since), or never
  * acknowledged; it goes, so that it is not served again. Not what was
@@ -843,10 +842,14 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 		}
 		if (rep.status != WIRE_ST_OK || rep.key_len == 0 || rep.key_len > WIRE_MAX_KEY)
 			return -1;
-		/* Between the cursor and this key `from` holds nothing this catch-up takes. */
+		/*
+		 * Between the cursor and this key `from` holds nothing this
+		 * catch-up takes. (The key itself, without a value, is either one
+		 * it does not take or one too large for the reply, pushed to this
+		 * node as a MEMBER just before: kept either way.)
+		 */
 		unheld.upto = rep.key;
 		unheld.upto_len = rep.key_len;
-		unheld.upto_in = !rep.val_len;
 		if (drop_unheld(n, &unheld, cursor, clen) != 0)
 			return -1;
 		memcpy(cursor, rep.key, rep.key_len);
