@@ -94,9 +94,26 @@ static uint16_t primary_of(const struct members *g, uint64_t keyhash, const uint
 /* Serving: caught up, or taking only groups new to it (which it does not serve yet). */
 static bool serving(const struct members *g)
 {
-	int state = atomic_load(&g->state);
+	return wire_view_state_serves(atomic_load(&g->state));
+}
 
-	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
+static bool in_group(const uint16_t *ids, unsigned k, uint16_t id)
+{
+	for (unsigned i = 0; i < k; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Whether a catch-up of node `asker` takes the key at point, of group
+ * ids[0..k): one of its groups (new_only, a join: one new to it).
+ */
+static bool catchup_takes(const struct members *g, uint32_t point, const uint16_t *ids,
+			  unsigned k, uint16_t asker, bool new_only)
+{
+	return in_group(ids, k, asker) &&
+	       (!new_only || group_is_new(&g->ring, &g->view, point, g->r, asker));
 }
 
 /* Within its view lease (or leases off); counted when not. */
@@ -190,13 +207,10 @@ bool members_clean(struct node *n, uint64_t keyhash)
 	struct members *g = &n->members;
 	uint16_t ids[GROUP_MAX];
 	unsigned k = group_of(g, keyhash, ids);
-	bool member = false;
 
 	if (!serving(g) || primary_of(g, keyhash, ids, k) == 0)
 		return false;
-	for (unsigned i = 0; i < k; i++)
-		member |= ids[i] == n->self->id;
-	return member &&
+	return in_group(ids, k, n->self->id) &&
 	       !group_is_new(&g->ring, &g->view, keyhash_point(keyhash), g->r, n->self->id) &&
 	       !dirty(g, keyhash, store_now_ms()) && leased(n);
 }
@@ -578,14 +592,8 @@ static int scan_one(void *arg, const void *key, size_t klen, const struct store_
 	memcpy(c->key, key, klen);
 	c->klen = (uint16_t)klen;
 	c->hash = hash;
-	for (unsigned i = 0; i < k; i++)
-		if (ids[i] == c->asker) {
-			c->found = !c->new_only || group_is_new(&c->g->ring, &c->g->view,
-								 keyhash_point(hash), c->g->r,
-								 c->asker);
-			return c->found;
-		}
-	return 0;
+	c->found = catchup_takes(c->g, keyhash_point(hash), ids, k, c->asker, c->new_only);
+	return c->found;
 }
 
 void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
@@ -717,14 +725,10 @@ static bool taken_from(const struct unheld *c, uint64_t hash)
 {
 	uint16_t ids[GROUP_MAX];
 	uint32_t point = keyhash_point(hash);
-	unsigned k = view_group(&c->g->ring, &c->g->view, point, c->g->r, ids);
-	bool member = false;
+	unsigned k = group_of(c->g, hash, ids);
 
-	for (unsigned i = 0; i < k; i++)
-		member |= ids[i] == c->self;
-	return member &&
-	       (!c->join || group_is_new(&c->g->ring, &c->g->view, point, c->g->r, c->self)) &&
-	       group_primary(&c->g->ring, &c->g->view, point, c->g->r, ids, k) == c->from;
+	return catchup_takes(c->g, point, ids, k, c->self, c->join) &&
+	       primary_of(c->g, hash, ids, k) == c->from;
 }
 
 static int unheld_one(void *arg, const void *key, size_t klen, const struct store_record *rec)
@@ -794,9 +798,12 @@ static int drop_unheld(struct node *n, struct unheld *c, const uint8_t *after, u
 }
 
 /*
- * Take every record of this node's groups that node `from` holds, newer than
- * the one here, at ring.warmup_keys_per_s. 0 when done, -1 when `from` did
- * not answer (or is not at view yet) or the catch-up was interrupted.
+ * Take every record of this node's groups (flags: CATCHUP_NEW_ONLY, those
+ * new to it) that node `from` holds, newer than the one here, at
+ * ring.warmup_keys_per_s; of the keys whose primary `from` is, take its
+ * record even when older, and drop one `from` does not send
+ * (drop_unheld()). 0 when done, -1 when `from` did not answer (or is not
+ * at view yet) or the catch-up was interrupted.
  */
 static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t flags,
 			 uint32_t restarts)

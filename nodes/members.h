@@ -14,19 +14,21 @@
  * catching up. A view that leaves a dead node out of the groups (repair)
  * marks the nodes that gain its groups joining: each keeps serving its
  * own groups and takes the new ones' records the same way (JOINING, then
- * JOINED) before it serves them. Views only grow: a push from an older view than the node's
- * is refused, so a member the switch has skipped cannot have a write
- * acknowledged in its old role.
+ * JOINED) before it serves them. Views only grow: a push from an older
+ * view than the node's is refused, so a member the switch has skipped
+ * cannot have a write acknowledged in its old role.
  *
  * Data ops hold the view lock for reading from the primary check to the
  * reply (members_read_lock()); a new view takes it for writing, so it waits
  * for every write in flight under the old one.
  *
- * View leases (service.view_lease_ms): the node serves only within a lease,
- * which runs for view_lease_ms from its answer to a VIEW that a later VIEW
- * names (the publisher heard that answer; it publishes no view that marks
- * this node down before the lease ends). A node cut off from the switch
- * stops serving before another can serve its keys.
+ * View leases (service.view_lease_ms): the node serves reads only within a
+ * lease, which runs for view_lease_ms from its answer to a VIEW that a
+ * later VIEW names (the publisher heard that answer; it publishes no view
+ * that marks this node down before the lease ends). A node cut off from
+ * the switch stops serving reads before another can serve its keys;
+ * writes need no lease (a member that holds a newer view refuses their
+ * push).
  */
 #ifndef SKL_NODE_MEMBERS_H
 #define SKL_NODE_MEMBERS_H

@@ -76,6 +76,12 @@ static inline void group_set_bit(uint8_t *map, unsigned id)
 		map[id / 8] |= (uint8_t)(1u << (id % 8));
 }
 
+static inline void group_clear_bit(uint8_t *map, unsigned id)
+{
+	if (id < 8 * GROUP_BITMAP)
+		map[id / 8] &= (uint8_t)~(1u << (id % 8));
+}
+
 /*
  * A view: the nodes it marks down, and those it marks catching up. Nodes
  * out (down past service.repair_after_ms) are in no group; nodes joining
@@ -124,6 +130,12 @@ enum wire_view_state {
 	WIRE_VIEW_JOINING = 3,	 /* serving, and taking the records of groups new to it */
 	WIRE_VIEW_JOINED = 4	 /* serving, done: waits for a view that ends its join */
 };
+
+/* A node in this state serves its groups (a joining one: those not new to it). */
+static inline bool wire_view_state_serves(int state)
+{
+	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
+}
 
 /* CATCHUP's flags: only the groups the view marks the asker new to (a join). */
 #define CATCHUP_NEW_ONLY 1

@@ -61,10 +61,8 @@ static enum mark mark_of(const struct wire_view *v, uint16_t id)
 
 static void set_mark(struct wire_view *v, uint16_t id, enum mark m)
 {
-	if (id >= 8 * GROUP_BITMAP)
-		return;
-	v->down[id / 8] &= (uint8_t)~(1u << (id % 8));
-	v->catching[id / 8] &= (uint8_t)~(1u << (id % 8));
+	group_clear_bit(v->down, id);
+	group_clear_bit(v->catching, id);
 	if (m == MARK_DOWN)
 		group_set_bit(v->down, id);
 	else if (m == MARK_CATCHING)
@@ -82,12 +80,6 @@ static const char *state_name(const struct wire_view *v, uint16_t id, enum mark 
 	if (group_bit(v->out, id))
 		return "out";
 	return m == MARK_UP && group_bit(v->joining, id) ? "joining" : mark_name(m);
-}
-
-static void clear_bit(uint8_t *map, uint16_t id)
-{
-	if (id < 8 * GROUP_BITMAP)
-		map[id / 8] &= (uint8_t)~(1u << (id % 8));
 }
 
 static bool no_bits(const uint8_t *map)
@@ -363,11 +355,6 @@ static uint64_t next_number(const struct sw *sw)
 	return n;
 }
 
-static bool serves(uint8_t state)
-{
-	return state == WIRE_VIEW_SERVING || state == WIRE_VIEW_JOINING || state == WIRE_VIEW_JOINED;
-}
-
 /*
  * Repair (docs/design.md section 13): leave node `id` out of next's groups,
  * and mark joining every node marked up that this makes a member of a group
@@ -417,12 +404,12 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 		enum mark m = mark_of(next, id);
 
 		if (m != MARK_DOWN) {
-			clear_bit(next->out, id);
-			clear_bit(next->was_out, id);
+			group_clear_bit(next->out, id);
+			group_clear_bit(next->was_out, id);
 		}
 		if (m != MARK_UP ||
 		    (n->held == v->cur.number && n->state == WIRE_VIEW_JOINED))
-			clear_bit(next->joining, id);
+			group_clear_bit(next->joining, id);
 		if (m == MARK_DOWN && !group_bit(next->out, id) &&
 		    (!longest || n->down_since_us < v->node[longest].down_since_us))
 			longest = id;
@@ -464,7 +451,7 @@ static bool remark(struct sw *sw, struct wire_view *next, uint64_t now_us)
 			/* The first view: a node that serves stays up (a restarted switch
 			 * must not undo its predecessor's view); any other catches up. */
 			to = !answers(sw, id, now_us)		      ? MARK_DOWN
-			     : n->answered && serves(n->state) ? MARK_UP
+			     : n->answered && wire_view_state_serves(n->state) ? MARK_UP
 								: MARK_CATCHING;
 		else if (!answers(sw, id, now_us))
 			/* Not before the lease it was given ends: it may serve until then. */
