@@ -4,9 +4,12 @@
 # the same run RocksDB's raw single-thread get/put with the node's options,
 # and, as a reference for a single-threaded in-memory server on this machine,
 # redis-server (no persistence) under redis-benchmark (GET/SET of the same
-# value size and key count, 32 requests outstanding).
+# value size and key count, 32 requests outstanding). The transport's
+# ceiling: the same client against a server that stores nothing and answers
+# every request as a GET is answered (node_bench echo).
 # Last line: node_get_ops=X node_put_ops=Y rocksdb_get_ops=Z rocksdb_put_ops=W
-# redis_get_ops=R redis_set_ops=S get_vs_raw=X/Z put_vs_raw=Y/W
+# redis_get_ops=R redis_set_ops=S echo_ops=E get_vs_raw=X/Z put_vs_raw=Y/W
+# echo_vs_raw=E/Z get_vs_echo=X/E
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keys=1000000
@@ -53,6 +56,13 @@ echo "node.sh: $put"
 kill "$pid"
 wait "$pid" || true
 pid=
+$nb echo "$port" $((secs + 2)) &
+pid=$!
+sleep 0.5
+echo_out=$(timeout $((secs + 10)) $nb udp "$port" "$keys" "$secs" get "$window")
+echo "node.sh: echo: $echo_out"
+wait "$pid" || true
+pid=
 raw=$(timeout $((secs * 4 + 120)) $nb raw "$tmp/raw" "$keys" "$secs")
 echo "node.sh: $raw"
 
@@ -92,8 +102,9 @@ else
 fi
 val() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-ng=$(val "$get" get_ops) np=$(val "$put" put_ops)
+ng=$(val "$get" get_ops) np=$(val "$put" put_ops) ne=$(val "$echo_out" get_ops)
 rg=$(val "$raw" rocksdb_get_ops) rp=$(val "$raw" rocksdb_put_ops)
 echo "node_get_ops=$ng node_put_ops=$np rocksdb_get_ops=$rg rocksdb_put_ops=$rp" \
-	"redis_get_ops=${redis_get:--} redis_set_ops=${redis_set:--}" \
-	"get_vs_raw=$(ratio "$ng" "$rg") put_vs_raw=$(ratio "$np" "$rp")"
+	"redis_get_ops=${redis_get:--} redis_set_ops=${redis_set:--} echo_ops=$ne" \
+	"get_vs_raw=$(ratio "$ng" "$rg") put_vs_raw=$(ratio "$np" "$rp")" \
+	"echo_vs_raw=$(ratio "$ne" "$rg") get_vs_echo=$(ratio "$ng" "$ne")"

@@ -8,10 +8,16 @@
  *   node_bench raw DIR KEYS SECS        RocksDB alone: KEYS loaded, reopened,
  *                                       random gets, then random puts, SECS
  *                                       each, one thread
+ *   node_bench echo PORT SECS           the transport alone: a server that
+ *                                       answers every request as a node's GET
+ *                                       is answered (OK, key, 128-byte value),
+ *                                       stores nothing, 2 threads on one
+ *                                       socket (as the node's workers), SECS
  * Values are 128 bytes; keys are "key-<i>". Each mode prints name=value.
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +252,92 @@ static int cmd_raw(const char *dir, uint64_t keys, double secs)
 	return found == gets ? 0 : 1;
 }
 
+struct echo {
+	int fd;
+	double end;
+};
+
+/*
+ * What the node's workers do minus the node: block in recvmmsg() for a batch,
+ * answer each request with a reply as large as a GET's, send the batch with
+ * one sendmmsg(). A 100 ms receive timeout ends the loop at e->end.
+ */
+static void *echo_worker(void *arg)
+{
+	enum { BATCH = 32 };
+	const struct echo *e = arg;
+	static __thread uint8_t in[BATCH][2048], out[BATCH][512];
+	static __thread struct sockaddr_in from[BATCH];
+	uint8_t val[VALUE_LEN];
+	struct mmsghdr rm[BATCH], sm[BATCH];
+	struct iovec riov[BATCH], siov[BATCH];
+
+	memset(val, 'e', sizeof(val));
+	memset(rm, 0, sizeof(rm));
+	memset(sm, 0, sizeof(sm));
+	for (int i = 0; i < BATCH; i++) {
+		riov[i] = (struct iovec){.iov_base = in[i], .iov_len = sizeof(in[i])};
+		rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1,
+						.msg_name = &from[i], .msg_namelen = sizeof(from[i])};
+	}
+	while (now_s() < e->end) {
+		int got = recvmmsg(e->fd, rm, BATCH, MSG_WAITFORONE, NULL), ns = 0;
+
+		for (int b = 0; b < got; b++) {
+			struct wire_msg q;
+
+			rm[b].msg_hdr.msg_namelen = sizeof(from[b]);
+			if (wire_decode(in[b], rm[b].msg_len, &q) != WIRE_OK)
+				continue;
+			struct wire_msg r = {.op = q.op | WIRE_REPLY,
+					     .status = WIRE_ST_OK,
+					     .req_id = q.req_id,
+					     .keyhash = q.keyhash,
+					     .version = 1,
+					     .key = q.key,
+					     .key_len = q.key_len,
+					     .value = val,
+					     .val_len = VALUE_LEN};
+			int len = wire_encode(&r, out[ns], sizeof(out[ns]));
+
+			if (len < 0)
+				continue;
+			siov[ns] = (struct iovec){.iov_base = out[ns], .iov_len = (size_t)len};
+			sm[ns].msg_hdr = (struct msghdr){.msg_iov = &siov[ns], .msg_iovlen = 1,
+							 .msg_name = &from[b],
+							 .msg_namelen = sizeof(from[b])};
+			ns++;
+		}
+		if (ns > 0)
+			sendmmsg(e->fd, sm, (unsigned)ns, 0);
+	}
+	return NULL;
+}
+
+/* The transport's ceiling: bench/node.sh drives this as it drives the node. */
+static int cmd_echo(uint16_t port, double secs)
+{
+	struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct timeval rcv_timeout = {.tv_usec = 100000};
+	int bufsz = 4 << 20;
+	struct echo e = {.fd = socket(AF_INET, SOCK_DGRAM, 0), .end = now_s() + secs};
+	pthread_t t[2];
+
+	at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(e.fd, SOL_SOCKET, SO_RCVTIMEO, &rcv_timeout, sizeof(rcv_timeout));
+	setsockopt(e.fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	if (bind(e.fd, (struct sockaddr *)&at, sizeof(at)) != 0) {
+		perror("node_bench: echo: bind");
+		return 1;
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, echo_worker, &e);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	close(e.fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && strcmp(argv[1], "load") == 0)
@@ -255,7 +347,9 @@ int main(int argc, char **argv)
 			       strcmp(argv[5], "put") == 0, argc >= 7 ? atoi(argv[6]) : 32);
 	if (argc >= 5 && strcmp(argv[1], "raw") == 0)
 		return cmd_raw(argv[2], strtoull(argv[3], NULL, 10), atof(argv[4]));
+	if (argc >= 4 && strcmp(argv[1], "echo") == 0)
+		return cmd_echo((uint16_t)atoi(argv[2]), atof(argv[3]));
 	fprintf(stderr, "usage: node_bench load DIR KEYS | udp PORT KEYS SECS get|put [WINDOW] | "
-			"raw DIR KEYS SECS\n");
+			"raw DIR KEYS SECS | echo PORT SECS\n");
 	return 64;
 }
