@@ -665,9 +665,11 @@ void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_ms
 	rep->version = rec.version;
 	rep->value = val;
 	rep->val_len = (uint32_t)plen + (rec.kind == STORE_VALUE ? rec.value_len : 0);
-	/* A record too large for one datagram goes as a push, in chunks; the reply says go on. */
+	/*
+	 * A record too large for one datagram goes as a push, in chunks; the
+	 * reply names its key and version, without the value, and says go on.
+	 */
 	if (wire_chunk_needed(rep, n->cfg->service.mtu - (n->keyed ? WIRE_MAC_LEN : 0), &chunks)) {
-		rep->version = 0;
 		rep->value = NULL;
 		rep->val_len = 0;
 		if (push_record(n, c.asker, 0, c.hash, c.key, c.klen, &rec, buf) != 0)
@@ -798,6 +800,35 @@ static int drop_unheld(struct node *n, struct unheld *c, const uint8_t *after, u
 }
 
 /*
+ * `from` pushed key rep->key at rep->version, a record too large for its
+ * reply. A push is kept only when newer, so what this node holds of the key
+ * may still be a newer record from below the catch-up's view. When `from`
+ * is the key's primary that record was never acknowledged: it goes (1), and
+ * the key is asked for again. 0: kept; -1: the store failed.
+ */
+static int drop_unacked_newer(struct node *n, const struct unheld *c, const struct wire_msg *rep)
+{
+	uint64_t hash = keyhash(rep->key, rep->key_len);
+	struct store_record held;
+	bool primary;
+	int rc = store_get(n->store, STORE_OWNED, rep->key, rep->key_len, &held, NULL, 0);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0 || held.version <= rep->version || held.version >= c->below)
+		return 0;
+	pthread_rwlock_rdlock(&n->members.lock);
+	primary = taken_from(c, hash);
+	pthread_rwlock_unlock(&n->members.lock);
+	if (!primary)
+		return 0;
+	rc = store_handover(n->store, hash, rep->key, rep->key_len, c->below - 1);
+	if (rc > 0)
+		node_count(n, NODE_CTR_catchup_dropped);
+	return rc < 0 ? -1 : 1;
+}
+
+/*
  * Take every record of this node's groups (flags: CATCHUP_NEW_ONLY, those
  * new to it) that node `from` holds, newer than the one here, at
  * ring.warmup_keys_per_s; of the keys whose primary `from` is, take its
@@ -814,6 +845,7 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 	uint16_t clen = 0;
 	uint32_t rate = n->cfg->warmup_keys_per_s, taken = 0;
 	uint64_t second = clock_mono_ns();
+	uint64_t asked_again = 0; /* the keyhash of a key dropped and asked for again */
 
 	unheld = (struct unheld){.g = &n->members,
 				 .self = n->self->id,
@@ -852,17 +884,31 @@ static int catch_up_from(struct node *n, uint16_t from, uint64_t view, uint16_t 
 		/*
 		 * Between the cursor and this key `from` holds nothing this
 		 * catch-up takes. (The key itself, without a value, is either one
-		 * it does not take or one too large for the reply, pushed to this
-		 * node as a MEMBER just before: kept either way.)
+		 * it does not take, or, with a version, one too large for the
+		 * reply, pushed to this node as a MEMBER just before.)
 		 */
 		unheld.upto = rep.key;
 		unheld.upto_len = rep.key_len;
 		if (drop_unheld(n, &unheld, cursor, clen) != 0)
 			return -1;
+		if (!rep.val_len) {
+			int dropped = rep.version && rep.keyhash != asked_again
+					  ? drop_unacked_newer(n, &unheld, &rep)
+					  : 0;
+
+			if (dropped < 0)
+				return -1;
+			/* Dropped: the cursor stays, and the key comes again, once. */
+			asked_again = dropped > 0 ? rep.keyhash : 0;
+			if (!dropped) {
+				memcpy(cursor, rep.key, rep.key_len);
+				clen = rep.key_len;
+			}
+			continue;
+		}
+		asked_again = 0;
 		memcpy(cursor, rep.key, rep.key_len);
 		clen = rep.key_len;
-		if (!rep.val_len)
-			continue;
 		if (wire_mig_prefix_decode(&rep, &pre, &val, &vlen) != 0 || rep.version == 0)
 			return -1;
 		rec = (struct mig_record){.kind = pre.kind,

@@ -2691,6 +2691,53 @@ START_TEST(replica_group_deleted_while_down)
 }
 END_TEST
 
+/*
+ * A record too large for a catch-up's reply arrives as a push, which a node
+ * keeps only when newer. Here n3 holds a newer version of such a key than
+ * its primary's, one that was never acknowledged (pushed by the test, as a
+ * dead primary's write that no member confirmed would be): its catch-up
+ * must drop it and take the primary's, not serve it.
+ */
+START_TEST(replica_group_large_unacked_dropped)
+{
+	uint8_t none[GROUP_BITMAP] = {0};
+	uint8_t pushed[WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN + 7] = {0};
+	uint64_t view = start_group_of_3(5000000, 0, ""), id;
+	uint16_t ids[GROUP_MAX], primary = 0;
+	char k[24] = "";
+	struct wire_msg r;
+
+	for (int i = 0; !k[0]; i++) {
+		char c[24];
+
+		snprintf(c, sizeof(c), "large-%d", i);
+		ring_group(&ring, keyhash_point(keyhash(c, strlen(c))), 2, ids);
+		primary = primary_of(c, none);
+		if (primary != 3 && (ids[0] == 3 || ids[1] == 3))
+			memcpy(k, c, sizeof(c));
+	}
+	fill_big(7);
+	id = send_value_op(cl_fd, primary, WIRE_OP_PUT, k, big_val, 4000, 0, 0, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	/* View 0: a catch-up copy, stored because it is newer. */
+	memcpy(pushed + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN, "unacked", 7);
+	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = r.version + 100, .key = (const void *)k,
+			      .key_len = (uint16_t)strlen(k), .value = pushed, .val_len = sizeof(pushed)};
+	ck_assert_int_eq(rpc_to(3, &r, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+
+	/* Its catch-up's view is above that version, as every later view is. */
+	view = readmit(3, view + 1000);
+	id = send_value_op(cl_fd, 3, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
+	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
+	ck_assert_msg(r.status == WIRE_ST_OK && r.val_len == 4000 && memcmp(big_got, big_val, 4000) == 0,
+		      "%s at n3: %s, %u bytes, not the primary's 4000", k, wire_status_name(r.status),
+		      r.val_len);
+	ck_assert_uint_ge(counter(3, "catchup_dropped"), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("node_integration");
@@ -2727,6 +2774,7 @@ int main(void)
 	tcase_add_test(tc, replica_group_repair);
 	tcase_add_test(tc, replica_group_view_lease);
 	tcase_add_test(tc, replica_group_deleted_while_down);
+	tcase_add_test(tc, replica_group_large_unacked_dropped);
 	suite_add_tcase(s, tc);
 	return cluster_main(s, "skl-test-node");
 }
