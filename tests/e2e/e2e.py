@@ -1112,6 +1112,11 @@ def scenario_switch_loss(tb):
         f"{k} {sum(c.get(k, 0) for c in nodes)}" for k in (
             "write_retried", "retry_notified", "bypass_writes", "bypass_refused",
             "through_turn_timeout", "expired")))
+    # Where the switch's own UNAVAILABLE would come from: a node it held down
+    # (its digests lost, nothing else heard from it).
+    sw = tb.counters()
+    log("switch: " + ", ".join(f"{k} {v}" for k, v in sorted(sw.items())
+                               if any(w in k for w in ("down", "unavailable", "lost"))))
     check(s["errors"] == 0, f"{s['ops']} operations, not one failed ({s['status']})")
     # (A switch whose lcore a loaded host starves for 150 ms may also be
     # given up as silent, and come back at its next answer: switch_down.)
