@@ -36,6 +36,7 @@
 #include "rehome.h"
 #include "ringmsg.h"
 #include "switchd.h"
+#include "views.h"
 
 /* The keys whose home moves in a ring step: between `from` and `to` active arcs, or (follower)
  * between the workers' ring and `target`. */
@@ -537,6 +538,75 @@ void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
 
 /* ---- ring apply: validate, then start the change. ------------------------------------ */
 
+/*
+ * With replica groups a ring change only drains (docs/design.md section 13,
+ * "Draining a node"): every node keeps its weight or goes to 0, and the
+ * ring of the others is exactly the running one without the drained nodes'
+ * points. So every party computes the same groups, whether it runs the old
+ * config (where the view leaves the drained nodes out) or the new one.
+ * Adding nodes or changing weights moves groups between live nodes: not
+ * built. Why next cannot follow cur, in err; 0 when it can.
+ */
+static int validate_drain(const struct sw *sw, const struct cfg *next, const char *path,
+			  char *err, size_t errlen)
+{
+	const struct cfg *cur = sw->cfg;
+	const struct ring *running = &sw->ring_change->next;
+	struct ring ring = {0};
+	uint32_t k = 0;
+	bool same = true;
+
+	if (next->service.replicas != cur->service.replicas) {
+		snprintf(err, errlen, "%s: service.replicas: expected %u (the running config's)",
+			 path, cur->service.replicas);
+		return -1;
+	}
+	if (!views_publisher(sw)) {
+		snprintf(err, errlen,
+			 "%s: with replica groups, apply a ring change at the switch that "
+			 "publishes views (the lowest id)",
+			 path);
+		return -1;
+	}
+	for (unsigned i = 0; i < next->nnodes; i++) {
+		const struct cfg_node *n = &next->nodes[i], *o = cfg_node_by_id(cur, n->id);
+
+		if (!o || (n->weight != o->weight && n->weight != 0)) {
+			snprintf(err, errlen,
+				 "%s: nodes: node %s: with replica groups a ring change only drains "
+				 "nodes (\"weight\": 0); adding nodes or changing weights is not "
+				 "supported",
+				 path, n->name);
+			return -1;
+		}
+	}
+	if (cfg_build_ring(next, &ring) != 0) {
+		snprintf(err, errlen, "%s: nodes: no ring can be built of them (every weight 0?)",
+			 path);
+		return -1;
+	}
+	for (uint32_t i = 0; i < running->npoints && same; i++) {
+		const struct cfg_node *n = cfg_node_by_id(next, running->points[i].node_id);
+
+		if (n && n->weight == 0)
+			continue;
+		same = k < ring.npoints && ring.points[k].value == running->points[i].value &&
+		       ring.points[k].node_id == running->points[i].node_id;
+		k++;
+	}
+	same &= k == ring.npoints;
+	ring_free(&ring);
+	if (!same) {
+		snprintf(err, errlen,
+			 "%s: nodes: without the drained nodes the others' ring points move "
+			 "(ketama gives each node floor(weight / total x 40 x n) x 4 points): with "
+			 "replica groups only nodes of equal weights can be drained",
+			 path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Why next cannot follow cur, in err; 0 when it can. */
 static int validate(const struct sw *sw, const struct cfg *next, const char *path, char *err,
 		    size_t errlen)
@@ -548,14 +618,6 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 		snprintf(err, errlen,
 			 "%s: ring.version: expected more than %lu (the running ring), got %lu",
 			 path, (unsigned long)m->next.version, (unsigned long)next->ring_version);
-		return -1;
-	}
-	/* A ring change moves homes; moving replica groups is not built (docs/design.md 13). */
-	if (cur->service.replicas > 1 || next->service.replicas > 1) {
-		snprintf(err, errlen,
-			 "%s: service.replicas: a ring change with replica groups (replicas above "
-			 "1) is not supported",
-			 path);
 		return -1;
 	}
 	if (next->nswitches != cur->nswitches || next->service.vip != cur->service.vip ||
@@ -588,6 +650,8 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 			return -1;
 		}
 	}
+	if (cur->service.replicas > 1 || next->service.replicas > 1)
+		return validate_drain(sw, next, path, err, errlen);
 	return 0;
 }
 
@@ -723,6 +787,14 @@ static json_t *apply(struct sw *sw, const char *path)
 	    validate(sw, next, path, err, sizeof(err)) != 0) {
 		free(next);
 		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	}
+	/* Replica groups: the views leave the drained nodes out (views.c); no home moves. */
+	if (next->service.replicas > 1) {
+		log_info("ring apply %s: version %lu: its nodes of weight 0 are drained out of the "
+			 "replica groups, one at a time",
+			 path, (unsigned long)next->ring_version);
+		publish_cfg(sw, next);
+		return show(sw);
 	}
 	if (cfg_build_ring(next, &ring) != 0 || rch_build(&change, &m->next, &ring) != 0) {
 		ring_free(&ring);

@@ -27,6 +27,7 @@ struct view_node {
 	uint64_t told;	  /* the newest view sent to it */
 	uint64_t up_from; /* marked up from this view and not told so yet (0: none) */
 	uint64_t joined_from; /* its join ended by this view, not told so yet (0: none) */
+	uint64_t left_from;   /* left out by this view while up (drained): told first (0: none) */
 	uint64_t answer_req;  /* the req_id of its newest answer (a lease is granted from it) */
 	uint64_t answer_us;   /* CLOCK_MONOTONIC: when it came */
 	uint64_t granted_us;  /* the last VIEW that granted it a lease was sent */
@@ -50,6 +51,19 @@ struct views {
 static bool views_on(const struct sw *sw)
 {
 	return sw->views != NULL;
+}
+
+bool views_publisher(const struct sw *sw)
+{
+	return views_on(sw) && sw->views->publisher;
+}
+
+/* Weight 0 in the switch's config: drained (ring_change.c), out of every group for good. */
+static bool drained(const struct sw *sw, uint16_t id)
+{
+	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
+
+	return n && n->weight == 0;
 }
 
 static enum mark mark_of(const struct wire_view *v, uint16_t id)
@@ -122,7 +136,7 @@ static void publish_skip(struct sw *sw)
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
-		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from)
+		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || drained(sw, id))
 			group_set_bit(skip, id);
 	}
 	store_words(sw->group_skip, skip);
@@ -177,13 +191,14 @@ static void metrics_views(struct sw *sw, struct prom *p)
 	prom_add(p, "skewless_switch_view_answers_total", "VIEW answers taken", PROM_COUNTER,
 		 NULL, 0, (double)v->answers);
 	prom_add(p, "skewless_switch_view_out",
-		 "Nodes left out of the replica groups (down past service.repair_after_ms)",
+		 "Nodes left out of the replica groups (down past service.repair_after_ms, or drained)",
 		 PROM_GAUGE, NULL, 0, (double)count_bits(sw, v->cur.out));
 	prom_add(p, "skewless_switch_view_joining",
 		 "Nodes taking the records of groups a repair made them members of", PROM_GAUGE,
 		 NULL, 0, (double)count_bits(sw, v->cur.joining));
 	prom_add(p, "skewless_switch_repairs_total",
-		 "Nodes this switch left out of the groups, so that their groups regain R copies",
+		 "Nodes this switch left out of the groups (down too long, or drained), their groups "
+		 "copied to the next nodes",
 		 PROM_COUNTER, NULL, 0, (double)v->repairs);
 }
 
@@ -286,13 +301,40 @@ static bool others_hold(const struct sw *sw, uint16_t except, uint64_t number)
 	return true;
 }
 
-/* Told last (marked up, or its join ended): not before no other node acts as its keys' primary. */
-static bool held_back(const struct sw *sw, uint16_t id)
+/*
+ * Whether a node left out while up (drained) may still serve under a view
+ * from before: it does not hold the view that left it out, answers, and
+ * the last lease granted to it has not ended (with leases off: until it
+ * holds the view or stops answering).
+ */
+static bool leaver_serves(const struct sw *sw, uint16_t id, uint64_t now_us)
+{
+	const struct view_node *n = &sw->views->node[id];
+	uint64_t lease_us = (uint64_t)sw->cfg->service.view_lease_ms * 1000;
+
+	return n->left_from && n->held < n->left_from && answers(sw, id, now_us) &&
+	       (!lease_us || now_us < n->granted_us + lease_us);
+}
+
+/*
+ * Told last (marked up, or its join ended): not before no other node acts
+ * as its keys' primary. And no node but a leaver is told a view before
+ * every node it left out while up holds it: the leaver's keys' new
+ * primaries must not take writes while it still serves reads of them.
+ */
+static bool held_back(const struct sw *sw, uint16_t id, uint64_t now_us)
 {
 	const struct view_node *n = &sw->views->node[id];
 
-	return (n->up_from && !others_hold(sw, id, n->up_from)) ||
-	       (n->joined_from && !others_hold(sw, id, n->joined_from));
+	if ((n->up_from && !others_hold(sw, id, n->up_from)) ||
+	    (n->joined_from && !others_hold(sw, id, n->joined_from)))
+		return true;
+	if (n->left_from)
+		return false;
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
+		if (leaver_serves(sw, sw->cfg->nodes[i].id, now_us))
+			return true;
+	return false;
 }
 
 /*
@@ -388,43 +430,52 @@ static bool leave_out(struct sw *sw, struct wire_view *next, uint16_t id)
 
 /*
  * Out, joining and was_out in next, once its marks are set: a node back up
- * is no longer out; a node not marked up joins nothing; one that answered
- * "joined" under cur is done; with no join running, was_out is out, and the
- * node down longest past service.repair_after_ms is left out.
+ * is no longer out, unless drained; a node not marked up joins nothing; one
+ * that answered "joined" under cur is done; with no join running, was_out
+ * is out, and a drained node not out yet, else the node down longest past
+ * service.repair_after_ms, is left out.
  */
 static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 {
 	struct views *v = sw->views;
 	uint64_t after_us = (uint64_t)sw->cfg->service.repair_after_ms * 1000;
-	uint16_t longest = 0;
+	uint16_t longest = 0, drain = 0, id;
 
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
-		uint16_t id = sw->cfg->nodes[i].id;
-		const struct view_node *n = &v->node[id];
+		const struct view_node *n = &v->node[id = sw->cfg->nodes[i].id];
 		enum mark m = mark_of(next, id);
 
-		if (m != MARK_DOWN) {
+		if (m != MARK_DOWN && !drained(sw, id)) {
 			group_clear_bit(next->out, id);
 			group_clear_bit(next->was_out, id);
 		}
 		if (m != MARK_UP ||
 		    (n->held == v->cur.number && n->state == WIRE_VIEW_JOINED))
 			group_clear_bit(next->joining, id);
-		if (m == MARK_DOWN && !group_bit(next->out, id) &&
-		    (!longest || n->down_since_us < v->node[longest].down_since_us))
+		if (group_bit(next->out, id))
+			continue;
+		if (drained(sw, id))
+			drain = drain ? drain : id;
+		else if (m == MARK_DOWN &&
+			 (!longest || n->down_since_us < v->node[longest].down_since_us))
 			longest = id;
 	}
 	if (!no_bits(next->joining))
 		return;
 	memcpy(next->was_out, next->out, GROUP_BITMAP);
-	if (!after_us || !longest || now_us - v->node[longest].down_since_us < after_us)
+	if (drain)
+		log_info("node %s drained (weight 0): left out of the replica groups; their next "
+			 "nodes take its records",
+			 cfg_node_by_id(sw->cfg, id = drain)->name);
+	else if (after_us && longest && now_us - v->node[longest].down_since_us >= after_us)
+		log_info("node %s down for %llu ms: left out of the replica groups; their next "
+			 "nodes take its records",
+			 cfg_node_by_id(sw->cfg, id = longest)->name,
+			 (unsigned long long)((now_us - v->node[longest].down_since_us) / 1000));
+	else
 		return;
 	v->repairs++;
-	log_info("node %s down for %llu ms: left out of the replica groups; their next nodes "
-		 "take its records",
-		 cfg_node_by_id(sw->cfg, longest)->name,
-		 (unsigned long long)((now_us - v->node[longest].down_since_us) / 1000));
-	if (!leave_out(sw, next, longest))
+	if (!leave_out(sw, next, id))
 		memcpy(next->was_out, next->out, GROUP_BITMAP);
 }
 
@@ -506,6 +557,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 			const char *was_state = state_name(&prev, id, was),
 				   *is_state = state_name(&next, id, is);
 			bool joined = group_bit(prev.joining, id) && !group_bit(next.joining, id);
+			bool left = !group_bit(prev.out, id) && group_bit(next.out, id);
 
 			if (v->published && strcmp(was_state, is_state) == 0)
 				continue;
@@ -518,9 +570,13 @@ static void publish(struct sw *sw, uint64_t now_us)
 				v->node[id].up_from = next.number;
 			if (is == MARK_UP && joined)
 				v->node[id].joined_from = next.number;
+			if (is == MARK_UP && left)
+				v->node[id].left_from = next.number;
 			if (is != MARK_UP)
-				v->node[id].up_from = v->node[id].joined_from = 0;
-			if (is != MARK_UP && (was == MARK_UP || !v->published))
+				v->node[id].up_from = v->node[id].joined_from = v->node[id].left_from = 0;
+			/* Skipped from now on (down, or left out while up: drained). */
+			if ((is != MARK_UP && (was == MARK_UP || !v->published)) ||
+			    (is == MARK_UP && left))
 				drop_entries(sw, id);
 		}
 		v->published = true;
@@ -531,7 +587,7 @@ static void publish(struct sw *sw, uint64_t now_us)
 		uint16_t id = sw->cfg->nodes[i].id;
 		struct view_node *n = &v->node[id];
 
-		if (held_back(sw, id))
+		if (held_back(sw, id, now_us))
 			continue;
 		if (due || n->told < v->cur.number)
 			send_view(sw, id, v->cur.number, now_us);

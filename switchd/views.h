@@ -23,8 +23,9 @@
  * VIEWS_LEARN_MS): a node that serves stays up, one that does not is marked
  * catching up, so a restarted switch does not undo its predecessor's view.
  * A node down past service.repair_after_ms is left out of the groups
- * (out), and the nodes that gain its groups join them (joining); one repair
- * at a time. Each VIEW the publisher sends grants a lease from the node's
+ * (out), and the nodes that gain its groups join them (joining); so is a
+ * node the config gives weight 0 (drained by `ring apply`), up or down, and
+ * it stays out; one repair at a time, drains first. Each VIEW the publisher sends grants a lease from the node's
  * newest answer, when that is fresh (design section 13, "View leases").
  * Control thread only; off (nothing sent, nothing skipped) with R = 1.
  */
@@ -45,6 +46,8 @@ struct sw;
 
 int views_init(struct sw *sw, char *err, size_t errlen);
 void views_fini(struct sw *sw);
+/* Whether this switch publishes the views (the lowest id; with R above 1). */
+bool views_publisher(const struct sw *sw);
 /* A node's VIEW answer (intake.c; pipeline.c checked its source). */
 void views_take_reply(struct sw *sw, const struct wire_msg *msg);
 /* The views' part of a control round, after intake (the digests' verdicts). */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|switch-kill|hint-kill|
+usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|drain|switch-kill|hint-kill|
        switch-loss|switch-pause|resp-pause|overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
@@ -28,6 +28,10 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                start it again: not one request fails, nothing acknowledged is
                lost, linearizable; then two members of one group down at once:
                UNAVAILABLE within the deadline, nothing lost once one is back
+  drain        replica groups (R = 2): n5 drained (weight 0, ring apply) under
+               load: left out while it runs, its groups' next nodes take its
+               records, not one request fails; then n5 and a former partner
+               killed: every key reads back, nothing lost, linearizable
   switch-kill  kill -9 switchd under load (one-arm), restarted 2 s later: attempts
                that time out at the switch are resent to the ring home, not one
                request fails, the history is linearizable, and agents are
@@ -867,6 +871,88 @@ def scenario_node_loss(tb):
     check(r["errors"] == 0 and not lost,
           f"with {victim} repaired and {partner} dead, every key reads back ({r['status']};"
           f" {len(lost)} acknowledged writes read older: {lost[:5]})")
+
+
+def scenario_drain(tb):
+    """Replica groups (R = 2): n5 drained under load by `cdtctl ring apply` of a
+    config that gives it weight 0. It is left out of the groups while it still
+    runs, the next nodes of its groups take its records, and not one request
+    fails. A config that changes another weight is refused and changes nothing.
+    Then n5 and the other member of one of its former groups are killed: every
+    key still reads back, nothing acknowledged is lost, the history is
+    linearizable."""
+    with_replicas(tb, 2, 0)  # repair off: only the drain leaves a node out
+    tb.up()
+    for name in (n["name"] for n in tb.cfg["nodes"]):
+        check(wait_view(tb, name, "up", 20) is not None, f"{name} caught up and marked up")
+    victim = "n5"
+    probe = [f"key:{i}" for i in range(200)]
+    homes = tb.homes(probe)
+    partner = group_of(tb, next(k for k in probe if homes[k] == victim))[1]
+    keys, conc, duration = 2000, 16, 12
+    marks = {}
+
+    def edited(edit):
+        with open(tb.config) as f:
+            cfg = json.load(f)
+        cfg.setdefault("ring", {})["version"] = cfg.get("ring", {}).get("version", 1) + 1
+        edit(cfg)
+        return cfg
+
+    def weight(cfg, name, w):
+        next(n for n in cfg["nodes"] if n["name"] == name)["weight"] = w
+
+    def drain(t0):
+        time.sleep(max(0, t0 + 3 - time.monotonic()))
+        # Not a drain: refused, one clear line.
+        bad = os.path.join(tb.dir, "reweighted.json")
+        with open(bad, "w") as f:
+            json.dump(edited(lambda c: weight(c, "n4", 2)), f)
+        r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
+                            "ring", "apply", bad], capture_output=True, text=True, timeout=30)
+        marks["refused"] = r.returncode != 0 and "only drains" in r.stderr
+        log(f"a weight changed to 2: {r.stderr.strip()}")
+        cfg = edited(lambda c: weight(c, victim, 0))
+        tmp = tb.config + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(cfg, f, indent=1)
+        os.replace(tmp, tb.config)  # every process reads that one file
+        tb.cdtctl("ring", "apply", tb.config)
+        marks["apply"] = time.monotonic() - t0
+        marks["out"] = wait_view(tb, victim, "out", 5)
+        t1 = time.monotonic()
+        while time.monotonic() - t1 < 20 and "joining" in view_states(tb).values():
+            time.sleep(0.1)
+        marks["joined"] = time.monotonic() - t1
+        log(f"ring apply at {marks['apply']:.1f} s: {victim} out"
+            f" {marks['out'] and round(marks['out'], 2)} s later; joins done"
+            f" {marks['joined']:.1f} s after that: {view_states(tb)}")
+
+    s, history = run_bench(tb, "drain", [
+        "--keys", str(keys), "--dist", "zipf:0.99", "--read-ratio", "0.7",
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "21"], drain)
+    check(marks.get("refused"), "a ring change that is not a drain is refused (R = 2)")
+    check(marks.get("out") is not None, f"{victim}, drained, was left out while it ran")
+    states = view_states(tb)
+    check("joining" not in states.values() and states.get(victim) == "out",
+          f"its groups' next nodes joined them in {marks.get('joined', 0):.1f} s: {states}")
+    check(s["errors"] == 0, f"not one request failed while {victim} was drained ({s['status']})")
+    # n5's groups are on two other nodes again: n5 and the other member of one
+    # of them die, and every key still reads back.
+    os.kill(tb.pid(victim), signal.SIGKILL)
+    os.kill(tb.pid(partner), signal.SIGKILL)
+    check(wait_view(tb, partner, "down", 5) is not None, f"{victim} and {partner} killed")
+    f, final = run_bench(tb, "drain-final", [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", "4", "--seed", "22"])
+    lost, unread = lost_acked([(history, False), (final, True)])
+    check(f["errors"] == 0 and not lost,
+          f"with {victim} drained and {partner} dead, every key reads back ({f['status']};"
+          f" {len(lost)} acknowledged writes read older: {lost[:5]}; {unread} not read)")
+    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
+                        history, final], capture_output=True, text=True, timeout=300)
+    print(r.stdout.strip())
+    check(r.returncode == 0, "the recorded history is linearizable (tests/lincheck)")
 
 
 def group_of(tb, key):
@@ -1770,6 +1856,7 @@ SCENARIOS = {
     "malformed": ("testbed.json", scenario_malformed, "tap"),
     "node-kill": ("testbed.json", scenario_node_kill),
     "node-loss": ("testbed.json", scenario_node_loss),
+    "drain": ("testbed.json", scenario_drain),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
     "hint-kill": ("testbed-onearm.json", scenario_hint_kill),
     "switch-loss": ("testbed-onearm.json", scenario_switch_loss),
