@@ -889,7 +889,7 @@ def scenario_drain(tb):
     probe = [f"key:{i}" for i in range(200)]
     homes = tb.homes(probe)
     partner = group_of(tb, next(k for k in probe if homes[k] == victim))[1]
-    keys, conc, duration = 2000, 16, 12
+    keys, conc, duration = 2000, 16, 8
     marks = {}
 
     def edited(edit):
@@ -944,7 +944,7 @@ def scenario_drain(tb):
     check(wait_view(tb, partner, "down", 5) is not None, f"{victim} and {partner} killed")
     f, final = run_bench(tb, "drain-final", [
         "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "4", "--seed", "22"])
+        "--concurrency", str(conc), "--duration", "3", "--seed", "22"])
     lost, unread = lost_acked([(history, False), (final, True)])
     check(f["errors"] == 0 and not lost,
           f"with {victim} drained and {partner} dead, every key reads back ({f['status']};"
