@@ -27,7 +27,7 @@ struct view_node {
 	uint64_t told;	  /* the newest view sent to it */
 	uint64_t up_from; /* marked up from this view and not told so yet (0: none) */
 	uint64_t joined_from; /* its join ended by this view, not told so yet (0: none) */
-	uint64_t left_from;   /* left out by this view while up (drained): told first (0: none) */
+	uint64_t left_from;   /* took groups from it while up: told first (0: none) */
 	uint64_t answer_req;  /* the req_id of its newest answer (a lease is granted from it) */
 	uint64_t answer_us;   /* CLOCK_MONOTONIC: when it came */
 	uint64_t granted_us;  /* the last VIEW that granted it a lease was sent */
@@ -302,8 +302,8 @@ static bool others_hold(const struct sw *sw, uint16_t except, uint64_t number)
 }
 
 /*
- * Whether a node left out while up (drained) may still serve under a view
- * from before: it does not hold the view that left it out, answers, and
+ * Whether a node a view took groups from while it was up may still serve
+ * them under a view from before: it does not hold that view, answers, and
  * the last lease granted to it has not ended (with leases off: until it
  * holds the view or stops answering).
  */
@@ -319,8 +319,9 @@ static bool leaver_serves(const struct sw *sw, uint16_t id, uint64_t now_us)
 /*
  * Told last (marked up, or its join ended): not before no other node acts
  * as its keys' primary. And no node but a leaver is told a view before
- * every node it left out while up holds it: the leaver's keys' new
- * primaries must not take writes while it still serves reads of them.
+ * every node it took groups from while up holds it: those groups'
+ * primaries must not take writes it does not get while it still serves
+ * reads of them.
  */
 static bool held_back(const struct sw *sw, uint16_t id, uint64_t now_us)
 {
@@ -525,6 +526,43 @@ static bool remark(struct sw *sw, struct wire_view *next, uint64_t now_us)
 	       memcmp(next->was_out, v->cur.was_out, GROUP_BITMAP) != 0;
 }
 
+/*
+ * Nodes marked up in next that are members of a group under prev and not
+ * under next (a drained node; the stand-ins of a node back from being out):
+ * told first (held_back()), since a member serves clean reads of its groups
+ * until it holds the view that takes them away, and their primaries stop
+ * pushing to it from that view on.
+ */
+static void mark_leavers(struct sw *sw, const struct wire_view *prev, const struct wire_view *next)
+{
+	const struct ring *ring = sw_ring(sw);
+	uint8_t lost[GROUP_BITMAP] = {0};
+
+	if (!memcmp(prev->out, next->out, GROUP_BITMAP))
+		return; /* the same groups */
+	for (uint32_t k = 0; k < ring->npoints; k++) {
+		uint32_t point = ring->points[k].value;
+		uint16_t before[GROUP_MAX], after[GROUP_MAX];
+		unsigned nb = view_group(ring, prev, point, sw->group_r, before),
+			 na = view_group(ring, next, point, sw->group_r, after);
+
+		for (unsigned i = 0; i < nb; i++) {
+			bool kept = false;
+
+			for (unsigned j = 0; j < na; j++)
+				kept |= after[j] == before[i];
+			if (!kept)
+				group_set_bit(lost, before[i]);
+		}
+	}
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+
+		if (group_bit(lost, id) && mark_of(next, id) == MARK_UP)
+			sw->views->node[id].left_from = next->number;
+	}
+}
+
 /* The publisher's round: a new view when the marks change, then VIEW to whoever is due. */
 static void publish(struct sw *sw, uint64_t now_us)
 {
@@ -557,7 +595,6 @@ static void publish(struct sw *sw, uint64_t now_us)
 			const char *was_state = state_name(&prev, id, was),
 				   *is_state = state_name(&next, id, is);
 			bool joined = group_bit(prev.joining, id) && !group_bit(next.joining, id);
-			bool left = !group_bit(prev.out, id) && group_bit(next.out, id);
 
 			if (v->published && strcmp(was_state, is_state) == 0)
 				continue;
@@ -570,15 +607,15 @@ static void publish(struct sw *sw, uint64_t now_us)
 				v->node[id].up_from = next.number;
 			if (is == MARK_UP && joined)
 				v->node[id].joined_from = next.number;
-			if (is == MARK_UP && left)
-				v->node[id].left_from = next.number;
 			if (is != MARK_UP)
 				v->node[id].up_from = v->node[id].joined_from = v->node[id].left_from = 0;
 			/* Skipped from now on (down, or left out while up: drained). */
 			if ((is != MARK_UP && (was == MARK_UP || !v->published)) ||
-			    (is == MARK_UP && left))
+			    (is == MARK_UP && !group_bit(prev.out, id) && group_bit(next.out, id)))
 				drop_entries(sw, id);
 		}
+		if (v->published)
+			mark_leavers(sw, &prev, &next);
 		v->published = true;
 		publish_skip(sw);
 		due = true;
