@@ -1244,13 +1244,15 @@ static void on_data_reply(struct skl_agent *a, struct req *r, const struct wire_
 	 * whose primary the switch holds down, is served by the next member
 	 * once the switch's next view skips it (docs/design.md section 13).
 	 * The switch's own answer for a group with no member up names none: it
-	 * ends the request at once.
+	 * ends the request at once. Behind a one-arm switch a node answers a
+	 * request the switch forwarded itself, and its refusal is retried the
+	 * same way.
 	 */
 	if (st == WIRE_ST_UNAVAILABLE && from_switch && r->phase != PH_SWITCH)
 		return; /* an earlier attempt's, through a switch since given up: the running one decides */
 	if (st == WIRE_ST_UNAVAILABLE &&
 	    (from_switch ? a->cfg->service.replicas > 1 && r->phase == PH_SWITCH && m->node != 0
-			 : r->phase == PH_NODE) &&
+			 : r->phase == PH_NODE || r->phase == PH_SWITCH) &&
 	    retry_refused(a, r))
 		return;
 	/* Remember where a relaxed read was served so the next one skips HINT. */

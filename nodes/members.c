@@ -524,6 +524,58 @@ static void note_answer(struct members *g, uint64_t req_id, uint64_t at_us)
 	pthread_mutex_unlock(&g->answers_lock);
 }
 
+/* Whether view v names a node this node's config does not have. */
+static bool names_unknown(const struct node *n, const struct wire_view *v)
+{
+	const uint8_t *maps[] = {v->down, v->catching, v->out, v->joining, v->was_out};
+
+	for (unsigned id = 1; id < 8 * GROUP_BITMAP; id++)
+		for (unsigned i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+			if (group_bit(maps[i], id) && !cfg_node_by_id(n->cfg, (uint16_t)id))
+				return true;
+	return false;
+}
+
+/*
+ * Under the write lock: the config file again, for a view that names a
+ * node this one does not know. A node a ring change adds with R above 1
+ * is left out of every group until every node has its config
+ * (docs/design.md section 13, "Adding a node"), so groups are the same
+ * with either config until then. Tried at most once a second; until the
+ * new config is installed the view is taken as it is.
+ */
+static void reload_config(struct node *n)
+{
+	static uint64_t last_try_ms;
+	struct members *g = &n->members;
+	struct cfg *c;
+	struct ring ring = {0};
+	char err[CFG_ERR_LEN] = "";
+	uint64_t now = clock_mono_ms();
+
+	if (now - last_try_ms < 1000)
+		return;
+	last_try_ms = now;
+	c = malloc(sizeof(*c));
+	if (!c || cfg_load(n->cfg->path, c, err, sizeof(err)) != 0 ||
+	    c->ring_version <= n->cfg->ring_version ||
+	    c->service.replicas != n->cfg->service.replicas ||
+	    !cfg_node_by_id(c, n->self->id) || cfg_build_ring(c, &ring) != 0) {
+		log_warn("a view names a node not in %s (ring version %lu): install the config "
+			 "that adds it%s%s",
+			 n->cfg->path, (unsigned long)n->cfg->ring_version, err[0] ? ": " : "", err);
+		ring_free(&ring);
+		free(c);
+		return;
+	}
+	ring_free(&g->ring);
+	g->ring = ring;
+	/* Kept for the process's life: readers may hold the previous one (as mignet.c's). */
+	__atomic_store_n(&n->cfg, c, __ATOMIC_RELEASE);
+	log_info("config %s: ring version %lu, %u nodes", c->path, (unsigned long)c->ring_version,
+		 c->nnodes);
+}
+
 void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 		     uint8_t *out, size_t cap)
 {
@@ -540,8 +592,10 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 		return;
 	}
 	/* A newer view waits for the data ops under the one held; the same one, sent again, does not. */
-	if (v.number > atomic_load(&g->number)) {
+	if (v.number > atomic_load(&g->number) || names_unknown(n, &v)) {
 		pthread_rwlock_wrlock(&g->lock);
+		if (names_unknown(n, &v))
+			reload_config(n);
 		if (v.number > g->view.number)
 			rc = take_view(n, &v);
 		pthread_rwlock_unlock(&g->lock);
@@ -557,6 +611,7 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 	r = (struct wire_view_reply){.state = (uint8_t)atomic_load(&g->state),
 				     .sources_left = (uint16_t)atomic_load(&g->sources_left),
 				     .records = atomic_load(&g->records),
+				     .ring_version = (uint32_t)n->cfg->ring_version,
 				     .view = g->view};
 	rep->version = g->view.number;
 	pthread_rwlock_unlock(&g->lock);

@@ -539,13 +539,14 @@ void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
 /* ---- ring apply: validate, then start the change. ------------------------------------ */
 
 /*
- * With replica groups a ring change only drains (docs/design.md section 13,
- * "Draining a node"): every node keeps its weight or goes to 0, and the
- * ring of the others is exactly the running one without the drained nodes'
- * points. So every party computes the same groups, whether it runs the old
- * config (where the view leaves the drained nodes out) or the new one.
- * Adding nodes or changing weights moves groups between live nodes: not
- * built. Why next cannot follow cur, in err; 0 when it can.
+ * With replica groups a ring change adds nodes or drains them
+ * (docs/design.md section 13, "Draining a node", "Adding a node"): every
+ * other node keeps its weight, and the ring of the nodes kept is exactly
+ * the running one without the drained nodes' points (the new one without
+ * the added nodes'). So every party computes the same groups, whether it
+ * runs the old config or the new one, while the view leaves the drained
+ * and the added nodes out. Changing weights moves groups between live
+ * nodes: not built. Why next cannot follow cur, in err; 0 when it can.
  */
 static int validate_drain(const struct sw *sw, const struct cfg *next, const char *path,
 			  char *err, size_t errlen)
@@ -568,39 +569,54 @@ static int validate_drain(const struct sw *sw, const struct cfg *next, const cha
 			 path);
 		return -1;
 	}
+	unsigned added = 0, drained = 0;
+
 	for (unsigned i = 0; i < next->nnodes; i++) {
 		const struct cfg_node *n = &next->nodes[i], *o = cfg_node_by_id(cur, n->id);
 
-		if (!o || (n->weight != o->weight && n->weight != 0)) {
+		added += !o;
+		drained += o && o->weight && !n->weight;
+		if (o && n->weight != o->weight && n->weight != 0) {
 			snprintf(err, errlen,
-				 "%s: nodes: node %s: with replica groups a ring change only drains "
-				 "nodes (\"weight\": 0); adding nodes or changing weights is not "
-				 "supported",
+				 "%s: nodes: node %s: with replica groups a ring change adds nodes "
+				 "or drains them (\"weight\": 0); changing a weight is not supported",
 				 path, n->name);
 			return -1;
 		}
+	}
+	if (added && drained) {
+		snprintf(err, errlen,
+			 "%s: nodes: with replica groups a ring change adds nodes or drains them, "
+			 "not both",
+			 path);
+		return -1;
 	}
 	if (cfg_build_ring(next, &ring) != 0) {
 		snprintf(err, errlen, "%s: nodes: no ring can be built of them (every weight 0?)",
 			 path);
 		return -1;
 	}
+	/* The running ring without the drained, the new one without the added: the same points. */
 	for (uint32_t i = 0; i < running->npoints && same; i++) {
 		const struct cfg_node *n = cfg_node_by_id(next, running->points[i].node_id);
 
 		if (n && n->weight == 0)
 			continue;
+		while (k < ring.npoints && !cfg_node_by_id(cur, ring.points[k].node_id))
+			k++;
 		same = k < ring.npoints && ring.points[k].value == running->points[i].value &&
 		       ring.points[k].node_id == running->points[i].node_id;
 		k++;
 	}
+	while (same && k < ring.npoints && !cfg_node_by_id(cur, ring.points[k].node_id))
+		k++;
 	same &= k == ring.npoints;
 	ring_free(&ring);
 	if (!same) {
 		snprintf(err, errlen,
-			 "%s: nodes: without the drained nodes the others' ring points move "
-			 "(ketama gives each node floor(weight / total x 40 x n) x 4 points): with "
-			 "replica groups only nodes of equal weights can be drained",
+			 "%s: nodes: the other nodes' ring points move (ketama gives each node "
+			 "floor(weight / total x 40 x n) x 4 points): with replica groups only "
+			 "nodes of the others' weight can be added or drained",
 			 path);
 		return -1;
 	}
@@ -768,6 +784,56 @@ static json_t *resume(struct sw *sw, const char *path)
 	return show(sw);
 }
 
+/*
+ * With replica groups (validate_drain()): drained nodes are left out by the
+ * views (views.c) and no ring point moves. Added nodes are put out of every
+ * group in a view first; then the workers route by the ring that has them,
+ * the directory entries whose home moves to them removed first (rehome.c).
+ */
+static json_t *apply_groups(struct sw *sw, struct cfg *next, const char *path)
+{
+	struct ring_change *m = sw->ring_change;
+	uint8_t added[GROUP_BITMAP] = {0};
+	struct ring ring = {0};
+	unsigned nadded = 0;
+
+	for (unsigned i = 0; i < next->nnodes; i++)
+		if (!cfg_node_by_id(sw->cfg, next->nodes[i].id)) {
+			group_set_bit(added, next->nodes[i].id);
+			nadded++;
+		}
+	if (!nadded) {
+		log_info("ring apply %s: version %lu: its nodes of weight 0 are drained out of the "
+			 "replica groups, one at a time",
+			 path, (unsigned long)next->ring_version);
+		publish_cfg(sw, next);
+		return show(sw);
+	}
+	if (cfg_build_ring(next, &ring) != 0 || add_nodes(sw, next) != 0) {
+		ring_free(&ring);
+		free(next);
+		return ctl_error("%s: nodes: no room for the new nodes in the switch's tables",
+				 path);
+	}
+	publish_cfg(sw, next);
+	views_add(sw, added);
+	ring_free(&m->target);
+	m->target = ring;
+	m->step = (struct step_arg){.target = &m->target, .sw = sw};
+	m->rehomed += rehome_remove(sw, home_differs, &m->step);
+	ring_free(&m->prev);
+	m->prev = m->next;
+	memset(&m->next, 0, sizeof(m->next));
+	if (ring_build(&m->next, ring.nodes, ring.nnodes, ring.version) != 0 ||
+	    publish_ring(sw, RCH_COMPLETE) != 0)
+		log_warn("ring apply %s: out of memory building the ring", path);
+	m->rehomed += rehome_install(sw);
+	log_info("ring apply %s: version %lu adds %u node(s): out of the replica groups until "
+		 "every node has this config, then they catch up their groups",
+		 path, (unsigned long)next->ring_version, nadded);
+	return show(sw);
+}
+
 static json_t *apply(struct sw *sw, const char *path)
 {
 	struct ring_change *m = sw->ring_change;
@@ -788,14 +854,8 @@ static json_t *apply(struct sw *sw, const char *path)
 		free(next);
 		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
 	}
-	/* Replica groups: the views leave the drained nodes out (views.c); no home moves. */
-	if (next->service.replicas > 1) {
-		log_info("ring apply %s: version %lu: its nodes of weight 0 are drained out of the "
-			 "replica groups, one at a time",
-			 path, (unsigned long)next->ring_version);
-		publish_cfg(sw, next);
-		return show(sw);
-	}
+	if (next->service.replicas > 1)
+		return apply_groups(sw, next, path);
 	if (cfg_build_ring(next, &ring) != 0 || rch_build(&change, &m->next, &ring) != 0) {
 		ring_free(&ring);
 		free(next);

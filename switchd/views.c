@@ -35,6 +35,7 @@ struct view_node {
 	uint8_t state;	  /* its last answer's, enum wire_view_state */
 	uint16_t sources_left;
 	uint64_t records;
+	uint32_t ring_version; /* its config's, from its last answer */
 };
 
 struct views {
@@ -45,6 +46,7 @@ struct views {
 	struct wire_view cur; /* the publisher's view; the newest one answers show, otherwise */
 	struct wire_view learned; /* the newest view any node answered holding */
 	struct view_node node[CFG_MAX_NODES + 1];
+	uint8_t adding[GROUP_BITMAP]; /* added by a ring change: out until every node knows them */
 	uint64_t changes, sent, answers, repairs;
 };
 
@@ -64,6 +66,12 @@ static bool drained(const struct sw *sw, uint16_t id)
 	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
 
 	return n && n->weight == 0;
+}
+
+/* Kept out of every group: drained, or added and not yet known to every node. */
+static bool held_out(const struct sw *sw, uint16_t id)
+{
+	return drained(sw, id) || group_bit(sw->views->adding, id);
 }
 
 static enum mark mark_of(const struct wire_view *v, uint16_t id)
@@ -136,7 +144,7 @@ static void publish_skip(struct sw *sw)
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
-		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || drained(sw, id))
+		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || held_out(sw, id))
 			group_set_bit(skip, id);
 	}
 	store_words(sw->group_skip, skip);
@@ -251,6 +259,7 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 	n->state = r.state;
 	n->sources_left = r.sources_left;
 	n->records = r.records;
+	n->ring_version = r.ring_version;
 	if (n->up_from && n->held >= n->up_from) {
 		n->up_from = 0; /* told, and it holds it: the fast path sends it its keys */
 		publish_skip(sw);
@@ -429,6 +438,20 @@ static bool leave_out(struct sw *sw, struct wire_view *next, uint16_t id)
 	return any;
 }
 
+/* Every node that answers VIEWs has the switch's config (its ring version): it knows the nodes added. */
+static bool all_know(const struct sw *sw, uint64_t now_us)
+{
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+		const struct view_node *n = &sw->views->node[id];
+
+		if (answers(sw, id, now_us) && (!n->answered || n->ring_version <
+							     (uint32_t)sw->cfg->ring_version))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Out, joining and was_out in next, once its marks are set: a node back up
  * is no longer out, unless drained; a node not marked up joins nothing; one
@@ -446,7 +469,15 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 		const struct view_node *n = &v->node[id = sw->cfg->nodes[i].id];
 		enum mark m = mark_of(next, id);
 
-		if (m != MARK_DOWN && !drained(sw, id)) {
+		/* Added, known to every node and alive: in, catching up as a node back from out. */
+		if (group_bit(v->adding, id) && m != MARK_DOWN && all_know(sw, now_us)) {
+			group_clear_bit(v->adding, id);
+			if (m == MARK_UP)
+				set_mark(next, id, m = MARK_CATCHING);
+			log_info("node %s, added, is known to every node: it takes its groups",
+				 sw->cfg->nodes[i].name);
+		}
+		if (m != MARK_DOWN && !held_out(sw, id)) {
 			group_clear_bit(next->out, id);
 			group_clear_bit(next->was_out, id);
 		}
@@ -631,6 +662,23 @@ static void publish(struct sw *sw, uint64_t now_us)
 	}
 	if (due)
 		v->last_send_us = now_us;
+}
+
+void views_add(struct sw *sw, const uint8_t *added)
+{
+	struct views *v = sw->views;
+
+	for (unsigned w = 0; w < GROUP_BITMAP; w++) {
+		v->adding[w] |= added[w];
+		v->cur.out[w] |= added[w];
+		v->cur.was_out[w] |= added[w];
+	}
+	v->cur.number = next_number(sw);
+	v->changes++;
+	publish_skip(sw);
+	log_info("view %llu: nodes added by a ring change are out until every node has the "
+		 "config",
+		 (unsigned long long)v->cur.number);
 }
 
 void views_run(struct sw *sw, uint64_t now_us)

@@ -25,7 +25,9 @@
  * A node down past service.repair_after_ms is left out of the groups
  * (out), and the nodes that gain its groups join them (joining); so is a
  * node the config gives weight 0 (drained by `ring apply`), up or down, and
- * it stays out; one repair at a time, drains first. Each VIEW the publisher sends grants a lease from the node's
+ * it stays out; one repair at a time, drains first. A node `ring apply`
+ * adds is out until every node answers with its config (views_add()).
+ * Nodes a view takes groups from while they serve are told it first. Each VIEW the publisher sends grants a lease from the node's
  * newest answer, when that is fresh (design section 13, "View leases").
  * Control thread only; off (nothing sent, nothing skipped) with R = 1.
  */
@@ -48,6 +50,14 @@ int views_init(struct sw *sw, char *err, size_t errlen);
 void views_fini(struct sw *sw);
 /* Whether this switch publishes the views (the lowest id; with R above 1). */
 bool views_publisher(const struct sw *sw);
+/*
+ * Nodes a ring change adds with R above 1 (bitmap added): out of every group
+ * in a view published now, before the switch routes by a ring that has
+ * them, until every node answers with that config's ring version; then in,
+ * catching up as a node back from being out (docs/design.md section 13,
+ * "Adding a node").
+ */
+void views_add(struct sw *sw, const uint8_t *added);
 /* A node's VIEW answer (intake.c; pipeline.c checked its source). */
 void views_take_reply(struct sw *sw, const struct wire_msg *msg);
 /* The views' part of a control round, after intake (the digests' verdicts). */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests on the namespace testbed (scripts/testbed.sh).
 
-usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|drain|switch-kill|hint-kill|
+usage: e2e.py BUILD_DIR ops|values|values-onearm|malformed|node-kill|node-loss|groups-membership|switch-kill|hint-kill|
        switch-loss|switch-pause|resp-pause|overload|spoof|membership|membership-restart
 
 Each scenario brings up its own copy of a testbed config (conf/testbed.json,
@@ -28,10 +28,12 @@ skewless-node, the skewless CLI) and tears everything down on every exit path
                start it again: not one request fails, nothing acknowledged is
                lost, linearizable; then two members of one group down at once:
                UNAVAILABLE within the deadline, nothing lost once one is back
-  drain        replica groups (R = 2): n5 drained (weight 0, ring apply) under
-               load: left out while it runs, its groups' next nodes take its
-               records, not one request fails; then n5 and a former partner
-               killed: every key reads back, nothing lost, linearizable
+  groups-membership  replica groups (R = 2), one-arm: n9 added and then n5
+               drained (weight 0) by ring apply under load: n9 out until every
+               node has the config, then caught up; n5 left out while it runs,
+               its groups' next nodes take its records; not one request fails;
+               then n5 and a member of one of n9's groups killed: every key
+               reads back, nothing lost, linearizable
   switch-kill  kill -9 switchd under load (one-arm), restarted 2 s later: attempts
                that time out at the switch are resent to the ring home, not one
                request fails, the history is linearizable, and agents are
@@ -873,81 +875,102 @@ def scenario_node_loss(tb):
           f" {len(lost)} acknowledged writes read older: {lost[:5]})")
 
 
-def scenario_drain(tb):
-    """Replica groups (R = 2): n5 drained under load by `cdtctl ring apply` of a
-    config that gives it weight 0. It is left out of the groups while it still
-    runs, the next nodes of its groups take its records, and not one request
-    fails. A config that changes another weight is refused and changes nothing.
-    Then n5 and the other member of one of its former groups are killed: every
-    key still reads back, nothing acknowledged is lost, the history is
-    linearizable."""
+def scenario_groups_membership(tb):
+    """Replica groups (R = 2), one-arm: under load, n9 added by `cdtctl ring
+    apply` (it is out of every group until every node has the new config,
+    then it catches up its groups and is marked up), then n5 drained by a
+    config that gives it weight 0 (left out while it still runs; the next
+    nodes of its groups take its records). Not one request fails; a config
+    that changes a weight is refused and changes nothing. Then n5 and a
+    member of one of n9's groups are killed: every key still reads back,
+    nothing acknowledged is lost, the history is linearizable."""
     with_replicas(tb, 2, 0)  # repair off: only the drain leaves a node out
     tb.up()
     for name in (n["name"] for n in tb.cfg["nodes"]):
         check(wait_view(tb, name, "up", 20) is not None, f"{name} caught up and marked up")
-    victim = "n5"
-    probe = [f"key:{i}" for i in range(200)]
-    homes = tb.homes(probe)
-    partner = group_of(tb, next(k for k in probe if homes[k] == victim))[1]
-    keys, conc, duration = 2000, 16, 8
+    keys, conc, duration = 2000, 16, 14
     marks = {}
 
-    def edited(edit):
+    def change(edit):
+        """Write the config with edit(cfg) and a higher ring.version; every process reads it."""
         with open(tb.config) as f:
             cfg = json.load(f)
-        cfg.setdefault("ring", {})["version"] = cfg.get("ring", {}).get("version", 1) + 1
+        cfg["ring"]["version"] = cfg["ring"].get("version", 1) + 1
         edit(cfg)
         return cfg
+
+    def install(cfg):
+        tmp = tb.config + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(cfg, f, indent=1)
+        os.replace(tmp, tb.config)
+        tb.cfg = cfg
 
     def weight(cfg, name, w):
         next(n for n in cfg["nodes"] if n["name"] == name)["weight"] = w
 
-    def drain(t0):
-        time.sleep(max(0, t0 + 3 - time.monotonic()))
-        # Not a drain: refused, one clear line.
+    def add_n9(cfg):
+        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
+                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+
+    def wait_joins(limit):
+        t1 = time.monotonic()
+        while time.monotonic() - t1 < limit and "joining" in view_states(tb).values():
+            time.sleep(0.1)
+        return time.monotonic() - t1
+
+    def add_then_drain(t0):
+        time.sleep(max(0, t0 + 2 - time.monotonic()))
+        install(change(add_n9))
+        tb.testbed("start", "n9")
+        tb.cdtctl("ring", "apply", tb.config)
+        marks["add"] = time.monotonic() - t0
+        marks["n9_up"] = wait_view(tb, "n9", "up", 10)
+        log(f"ring apply adding n9 at {marks['add']:.1f} s; n9 caught up and marked up"
+            f" {marks['n9_up'] and round(marks['n9_up'], 2)} s later")
+        # Not an addition or a drain: refused, one clear line.
         bad = os.path.join(tb.dir, "reweighted.json")
         with open(bad, "w") as f:
-            json.dump(edited(lambda c: weight(c, "n4", 2)), f)
+            json.dump(change(lambda c: weight(c, "n4", 2)), f)
         r = subprocess.run([os.path.join(tb.build, "switchd", "cdtctl"), "--socket", tb.socket,
                             "ring", "apply", bad], capture_output=True, text=True, timeout=30)
-        marks["refused"] = r.returncode != 0 and "only drains" in r.stderr
+        marks["refused"] = r.returncode != 0 and "changing a weight is not" in r.stderr
         log(f"a weight changed to 2: {r.stderr.strip()}")
-        cfg = edited(lambda c: weight(c, victim, 0))
-        tmp = tb.config + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(cfg, f, indent=1)
-        os.replace(tmp, tb.config)  # every process reads that one file
+        install(change(lambda c: weight(c, "n5", 0)))
         tb.cdtctl("ring", "apply", tb.config)
-        marks["apply"] = time.monotonic() - t0
-        marks["out"] = wait_view(tb, victim, "out", 5)
-        t1 = time.monotonic()
-        while time.monotonic() - t1 < 20 and "joining" in view_states(tb).values():
-            time.sleep(0.1)
-        marks["joined"] = time.monotonic() - t1
-        log(f"ring apply at {marks['apply']:.1f} s: {victim} out"
-            f" {marks['out'] and round(marks['out'], 2)} s later; joins done"
+        marks["drain"] = time.monotonic() - t0
+        marks["n5_out"] = wait_view(tb, "n5", "out", 5)
+        marks["joined"] = wait_joins(20)
+        log(f"ring apply draining n5 at {marks['drain']:.1f} s: out"
+            f" {marks['n5_out'] and round(marks['n5_out'], 2)} s later; joins done"
             f" {marks['joined']:.1f} s after that: {view_states(tb)}")
 
-    s, history = run_bench(tb, "drain", [
+    s, history = run_bench(tb, "groups-membership", [
         "--keys", str(keys), "--dist", "zipf:0.99", "--read-ratio", "0.7",
-        "--concurrency", str(conc), "--duration", str(duration), "--seed", "21"], drain)
-    check(marks.get("refused"), "a ring change that is not a drain is refused (R = 2)")
-    check(marks.get("out") is not None, f"{victim}, drained, was left out while it ran")
+        "--concurrency", str(conc), "--duration", str(duration), "--seed", "21"], add_then_drain)
+    check(marks.get("n9_up") is not None, "n9, added, caught up its groups and was marked up")
+    check(marks.get("refused"), "a ring change that changes a weight is refused (R = 2)")
+    check(marks.get("n5_out") is not None, "n5, drained, was left out while it ran")
     states = view_states(tb)
-    check("joining" not in states.values() and states.get(victim) == "out",
-          f"its groups' next nodes joined them in {marks.get('joined', 0):.1f} s: {states}")
-    check(s["errors"] == 0, f"not one request failed while {victim} was drained ({s['status']})")
-    # n5's groups are on two other nodes again: n5 and the other member of one
-    # of them die, and every key still reads back.
-    os.kill(tb.pid(victim), signal.SIGKILL)
+    check("joining" not in states.values() and states.get("n5") == "out",
+          f"n5's groups' next nodes joined them in {marks.get('joined', 0):.1f} s: {states}")
+    check(s["errors"] == 0, f"not one request failed while n9 was added and n5 drained"
+          f" ({s['status']})")
+    # n9's groups and n5's former ones are on two live nodes: n5 and a
+    # member of one of n9's groups die, and every key still reads back.
+    partner = next(m for k in (f"key:{i}" for i in range(1000))
+                   for g in [group_of(tb, k)] if "n9" in g for m in g if m != "n9")
+    os.kill(tb.pid("n5"), signal.SIGKILL)
     os.kill(tb.pid(partner), signal.SIGKILL)
-    check(wait_view(tb, partner, "down", 5) is not None, f"{victim} and {partner} killed")
-    f, final = run_bench(tb, "drain-final", [
+    check(wait_view(tb, partner, "down", 5) is not None, f"n5 and {partner} killed")
+    f, final = run_bench(tb, "groups-membership-final", [
         "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
         "--concurrency", str(conc), "--duration", "3", "--seed", "22"])
     lost, unread = lost_acked([(history, False), (final, True)])
     check(f["errors"] == 0 and not lost,
-          f"with {victim} drained and {partner} dead, every key reads back ({f['status']};"
+          f"with n5 drained and {partner} dead, every key reads back ({f['status']};"
           f" {len(lost)} acknowledged writes read older: {lost[:5]}; {unread} not read)")
     r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
                         history, final], capture_output=True, text=True, timeout=300)
@@ -1856,7 +1879,7 @@ SCENARIOS = {
     "malformed": ("testbed.json", scenario_malformed, "tap"),
     "node-kill": ("testbed.json", scenario_node_kill),
     "node-loss": ("testbed.json", scenario_node_loss),
-    "drain": ("testbed.json", scenario_drain),
+    "groups-membership": ("testbed-onearm.json", scenario_groups_membership),
     "switch-kill": ("testbed-onearm.json", scenario_switch_kill),
     "hint-kill": ("testbed-onearm.json", scenario_hint_kill),
     "switch-loss": ("testbed-onearm.json", scenario_switch_loss),
