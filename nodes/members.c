@@ -524,15 +524,21 @@ static void note_answer(struct members *g, uint64_t req_id, uint64_t at_us)
 	pthread_mutex_unlock(&g->answers_lock);
 }
 
-/* Whether view v names a node this node's config does not have. */
+/*
+ * Whether view v names a node this node's config does not have, and the
+ * config file is due to be read again (at most once a second).
+ */
 static bool names_unknown(const struct node *n, const struct wire_view *v)
 {
+	static _Atomic uint64_t last_try_ms;
 	const uint8_t *maps[] = {v->down, v->catching, v->out, v->joining, v->was_out};
+	uint64_t now = clock_mono_ms(), last = atomic_load(&last_try_ms);
 
 	for (unsigned id = 1; id < 8 * GROUP_BITMAP; id++)
 		for (unsigned i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 			if (group_bit(maps[i], id) && !cfg_node_by_id(n->cfg, (uint16_t)id))
-				return true;
+				return now - last >= 1000 &&
+				       atomic_compare_exchange_strong(&last_try_ms, &last, now);
 	return false;
 }
 
@@ -541,22 +547,16 @@ static bool names_unknown(const struct node *n, const struct wire_view *v)
  * node this one does not know. A node a ring change adds with R above 1
  * is left out of every group until every node has its config
  * (docs/design.md section 13, "Adding a node"), so groups are the same
- * with either config until then. Tried at most once a second; until the
- * new config is installed the view is taken as it is.
+ * with either config until then: until the new config is installed the
+ * view is taken as it is.
  */
 static void reload_config(struct node *n)
 {
-	static uint64_t last_try_ms;
 	struct members *g = &n->members;
-	struct cfg *c;
+	struct cfg *c = malloc(sizeof(*c));
 	struct ring ring = {0};
 	char err[CFG_ERR_LEN] = "";
-	uint64_t now = clock_mono_ms();
 
-	if (now - last_try_ms < 1000)
-		return;
-	last_try_ms = now;
-	c = malloc(sizeof(*c));
 	if (!c || cfg_load(n->cfg->path, c, err, sizeof(err)) != 0 ||
 	    c->ring_version <= n->cfg->ring_version ||
 	    c->service.replicas != n->cfg->service.replicas ||
@@ -592,9 +592,11 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 		return;
 	}
 	/* A newer view waits for the data ops under the one held; the same one, sent again, does not. */
-	if (v.number > atomic_load(&g->number) || names_unknown(n, &v)) {
+	bool reload = names_unknown(n, &v);
+
+	if (v.number > atomic_load(&g->number) || reload) {
 		pthread_rwlock_wrlock(&g->lock);
-		if (names_unknown(n, &v))
+		if (reload)
 			reload_config(n);
 		if (v.number > g->view.number)
 			rc = take_view(n, &v);
@@ -611,7 +613,7 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 	r = (struct wire_view_reply){.state = (uint8_t)atomic_load(&g->state),
 				     .sources_left = (uint16_t)atomic_load(&g->sources_left),
 				     .records = atomic_load(&g->records),
-				     .ring_version = (uint32_t)n->cfg->ring_version,
+				     .config_nodes = n->cfg->nnodes,
 				     .view = g->view};
 	rep->version = g->view.number;
 	pthread_rwlock_unlock(&g->lock);

@@ -124,7 +124,7 @@ int wire_view_reply_encode(const struct wire_view_reply *r, uint8_t *buf, size_t
 	memset(buf, 0, WIRE_VIEW_REPLY_LEN);
 	buf[0] = r->state;
 	wire_put16(buf + 2, r->sources_left);
-	wire_put32(buf + 4, r->ring_version);
+	wire_put32(buf + 4, r->config_nodes);
 	wire_put64(buf + 8, r->records);
 	view_to(&r->view, buf + 16);
 	return WIRE_VIEW_REPLY_LEN;
@@ -139,7 +139,7 @@ int wire_view_reply_decode(const struct wire_msg *msg, struct wire_view_reply *r
 		return -EBADMSG;
 	r->state = p[0];
 	r->sources_left = wire_get16(p + 2);
-	r->ring_version = wire_get32(p + 4);
+	r->config_nodes = wire_get32(p + 4);
 	r->records = wire_get64(p + 8);
 	view_from(msg->version, p + 16, &r->view);
 	return 0;

@@ -12,11 +12,11 @@
  *            which this one grants it a lease (0: none; docs/design.md
  *            section 13, "View leases"). Reply:
  *            version = the view the node holds; value = WIRE_VIEW_REPLY_LEN
- *            bytes {u8 state, u8 0, be16 sources left, be32 the ring
- *            version of its config, be64 records taken}: where its
- *            catch-up is, and whether it knows the nodes a ring change
- *            added. A node that gets a VIEW naming a node its config does
- *            not have reads its config file again.
+ *            bytes {u8 state, u8 0, be16 sources left, be32 the nodes
+ *            its config has, be64 records taken}: where its catch-up is,
+ *            and whether it knows the nodes a ring change added. A node
+ *            that gets a VIEW naming a node its config does not have reads
+ *            its config file again.
  *   MEMBER   primary -> member: key; header version = the record's
  *            version; value = be64 the pusher's view, then a record prefix
  *            (ringmsg.h: kind, at-most-once outcomes, ttl; its ring-version
@@ -146,7 +146,7 @@ static inline bool wire_view_state_serves(int state)
 struct wire_view_reply {
 	uint8_t state;	       /* enum wire_view_state */
 	uint16_t sources_left; /* nodes its catch-up has still to read */
-	uint32_t ring_version; /* its config's ring.version (low 32 bits) */
+	uint32_t config_nodes; /* the nodes its config has (a config only gains nodes) */
 	uint64_t records;      /* records its catch-up took */
 	struct wire_view view; /* the view it holds (number: the header's version) */
 };

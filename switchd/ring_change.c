@@ -548,12 +548,13 @@ void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
  * and the added nodes out. Changing weights moves groups between live
  * nodes: not built. Why next cannot follow cur, in err; 0 when it can.
  */
-static int validate_drain(const struct sw *sw, const struct cfg *next, const char *path,
+static int validate_groups(const struct sw *sw, const struct cfg *next, const char *path,
 			  char *err, size_t errlen)
 {
 	const struct cfg *cur = sw->cfg;
 	const struct ring *running = &sw->ring_change->next;
 	struct ring ring = {0};
+	unsigned added = 0, drained = 0;
 	uint32_t k = 0;
 	bool same = true;
 
@@ -569,8 +570,13 @@ static int validate_drain(const struct sw *sw, const struct cfg *next, const cha
 			 path);
 		return -1;
 	}
-	unsigned added = 0, drained = 0;
-
+	if (views_joining(sw)) {
+		snprintf(err, errlen,
+			 "%s: nodes are joining groups (a drain or a repair: `cdtctl nodes`); apply "
+			 "the change once none is",
+			 path);
+		return -1;
+	}
 	for (unsigned i = 0; i < next->nnodes; i++) {
 		const struct cfg_node *n = &next->nodes[i], *o = cfg_node_by_id(cur, n->id);
 
@@ -667,7 +673,7 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 		}
 	}
 	if (cur->service.replicas > 1 || next->service.replicas > 1)
-		return validate_drain(sw, next, path, err, errlen);
+		return validate_groups(sw, next, path, err, errlen);
 	return 0;
 }
 
@@ -785,7 +791,7 @@ static json_t *resume(struct sw *sw, const char *path)
 }
 
 /*
- * With replica groups (validate_drain()): drained nodes are left out by the
+ * With replica groups (validate_groups()): drained nodes are left out by the
  * views (views.c) and no ring point moves. Added nodes are put out of every
  * group in a view first; then the workers route by the ring that has them,
  * the directory entries whose home moves to them removed first (rehome.c).

@@ -35,7 +35,7 @@ struct view_node {
 	uint8_t state;	  /* its last answer's, enum wire_view_state */
 	uint16_t sources_left;
 	uint64_t records;
-	uint32_t ring_version; /* its config's, from its last answer */
+	uint32_t config_nodes; /* the nodes its config has, from its last answer */
 };
 
 struct views {
@@ -46,7 +46,6 @@ struct views {
 	struct wire_view cur; /* the publisher's view; the newest one answers show, otherwise */
 	struct wire_view learned; /* the newest view any node answered holding */
 	struct view_node node[CFG_MAX_NODES + 1];
-	uint8_t adding[GROUP_BITMAP]; /* added by a ring change: out until every node knows them */
 	uint64_t changes, sent, answers, repairs;
 };
 
@@ -66,12 +65,6 @@ static bool drained(const struct sw *sw, uint16_t id)
 	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
 
 	return n && n->weight == 0;
-}
-
-/* Kept out of every group: drained, or added and not yet known to every node. */
-static bool held_out(const struct sw *sw, uint16_t id)
-{
-	return drained(sw, id) || group_bit(sw->views->adding, id);
 }
 
 static enum mark mark_of(const struct wire_view *v, uint16_t id)
@@ -144,7 +137,8 @@ static void publish_skip(struct sw *sw)
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
-		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || held_out(sw, id))
+		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || group_bit(v->cur.out, id) ||
+		    drained(sw, id))
 			group_set_bit(skip, id);
 	}
 	store_words(sw->group_skip, skip);
@@ -259,7 +253,7 @@ void views_take_reply(struct sw *sw, const struct wire_msg *msg)
 	n->state = r.state;
 	n->sources_left = r.sources_left;
 	n->records = r.records;
-	n->ring_version = r.ring_version;
+	n->config_nodes = r.config_nodes;
 	if (n->up_from && n->held >= n->up_from) {
 		n->up_from = 0; /* told, and it holds it: the fast path sends it its keys */
 		publish_skip(sw);
@@ -438,15 +432,18 @@ static bool leave_out(struct sw *sw, struct wire_view *next, uint16_t id)
 	return any;
 }
 
-/* Every node that answers VIEWs has the switch's config (its ring version): it knows the nodes added. */
+/*
+ * Every node that answers VIEWs knows every node of the switch's config: a
+ * config only gains nodes (a drained one stays, at weight 0), so its count
+ * tells. A node added by `ring apply` is in no group before.
+ */
 static bool all_know(const struct sw *sw, uint64_t now_us)
 {
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 		const struct view_node *n = &sw->views->node[id];
 
-		if (answers(sw, id, now_us) && (!n->answered || n->ring_version <
-							     (uint32_t)sw->cfg->ring_version))
+		if (answers(sw, id, now_us) && (!n->answered || n->config_nodes < sw->cfg->nnodes))
 			return false;
 	}
 	return true;
@@ -454,7 +451,8 @@ static bool all_know(const struct sw *sw, uint64_t now_us)
 
 /*
  * Out, joining and was_out in next, once its marks are set: a node back up
- * is no longer out, unless drained; a node not marked up joins nothing; one
+ * is no longer out, unless drained or some node does not know every node;
+ * a node not marked up joins nothing; one
  * that answered "joined" under cur is done; with no join running, was_out
  * is out, and a drained node not out yet, else the node down longest past
  * service.repair_after_ms, is left out.
@@ -469,17 +467,21 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 		const struct view_node *n = &v->node[id = sw->cfg->nodes[i].id];
 		enum mark m = mark_of(next, id);
 
-		/* Added, known to every node and alive: in, catching up as a node back from out. */
-		if (group_bit(v->adding, id) && m != MARK_DOWN && all_know(sw, now_us)) {
-			group_clear_bit(v->adding, id);
-			if (m == MARK_UP)
-				set_mark(next, id, m = MARK_CATCHING);
-			log_info("node %s, added, is known to every node: it takes its groups",
-				 sw->cfg->nodes[i].name);
-		}
-		if (m != MARK_DOWN && !held_out(sw, id)) {
+		/*
+		 * Back in, alive and not drained, once every node that answers
+		 * knows every node of this switch's config (an added node's ring
+		 * points are in it).
+		 * One that serves (added, caught up with no groups) catches up.
+		 */
+		if (group_bit(next->out, id) && m != MARK_DOWN && !drained(sw, id) &&
+		    all_know(sw, now_us)) {
 			group_clear_bit(next->out, id);
 			group_clear_bit(next->was_out, id);
+			if (m == MARK_UP) {
+				set_mark(next, id, m = MARK_CATCHING);
+				log_info("node %s into the replica groups: it catches up its groups",
+					 sw->cfg->nodes[i].name);
+			}
 		}
 		if (m != MARK_UP ||
 		    (n->held == v->cur.number && n->state == WIRE_VIEW_JOINED))
@@ -664,12 +666,16 @@ static void publish(struct sw *sw, uint64_t now_us)
 		v->last_send_us = now_us;
 }
 
+bool views_joining(const struct sw *sw)
+{
+	return views_on(sw) && !no_bits(sw->views->cur.joining);
+}
+
 void views_add(struct sw *sw, const uint8_t *added)
 {
 	struct views *v = sw->views;
 
 	for (unsigned w = 0; w < GROUP_BITMAP; w++) {
-		v->adding[w] |= added[w];
 		v->cur.out[w] |= added[w];
 		v->cur.was_out[w] |= added[w];
 	}

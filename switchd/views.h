@@ -25,8 +25,9 @@
  * A node down past service.repair_after_ms is left out of the groups
  * (out), and the nodes that gain its groups join them (joining); so is a
  * node the config gives weight 0 (drained by `ring apply`), up or down, and
- * it stays out; one repair at a time, drains first. A node `ring apply`
- * adds is out until every node answers with its config (views_add()).
+ * it stays out; one repair at a time, drains first. No node is taken back
+ * in before every node that answers knows every node of the switch's
+ * config: a node `ring apply` adds is out until then (views_add()).
  * Nodes a view takes groups from while they serve are told it first. Each VIEW the publisher sends grants a lease from the node's
  * newest answer, when that is fresh (design section 13, "View leases").
  * Control thread only; off (nothing sent, nothing skipped) with R = 1.
@@ -58,6 +59,8 @@ bool views_publisher(const struct sw *sw);
  * "Adding a node").
  */
 void views_add(struct sw *sw, const uint8_t *added);
+/* Whether the current view marks a node joining (a drain or a repair runs). */
+bool views_joining(const struct sw *sw);
 /* A node's VIEW answer (intake.c; pipeline.c checked its source). */
 void views_take_reply(struct sw *sw, const struct wire_msg *msg);
 /* The views' part of a control round, after intake (the digests' verdicts). */
