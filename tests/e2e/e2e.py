@@ -888,7 +888,7 @@ def scenario_groups_membership(tb):
     tb.up()
     for name in (n["name"] for n in tb.cfg["nodes"]):
         check(wait_view(tb, name, "up", 20) is not None, f"{name} caught up and marked up")
-    keys, conc, duration = 2000, 16, 14
+    keys, conc, duration = 2000, 16, 12
     marks = {}
 
     def change(edit):
