@@ -909,12 +909,6 @@ def scenario_groups_membership(tb):
     def weight(cfg, name, w):
         next(n for n in cfg["nodes"] if n["name"] == name)["weight"] = w
 
-    def add_n9(cfg):
-        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
-        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
-                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
-                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
-
     def wait_joins(limit):
         t1 = time.monotonic()
         while time.monotonic() - t1 < limit and "joining" in view_states(tb).values():
@@ -1371,6 +1365,13 @@ def scenario_overload(tb):
     check(all(n["state"] == "up" for n in nodes), "the switch holds every node up")
 
 
+def add_n9(cfg):
+    """A ring change's edit: a 9th node, n9, after the last one (the next address)."""
+    ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
+    cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9", ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                             data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
+
+
 def ring_change(tb, edit, t0, events, interrupt=None):
     """Rewrite the private config with edit(cfg) and a ring.version one higher (every
     process reads that one file: agents and nodes reload it), start the nodes it adds
@@ -1512,12 +1513,7 @@ def scenario_membership(tb):
     def add_then_remove(t0):
         time.sleep(3)
 
-        def add(cfg):
-            ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
-            cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
-                                     ip=f"{ip[0]}.{int(ip[1]) + 1}",
-                                     data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
-        ring_change(tb, add, t0, events)
+        ring_change(tb, add_n9, t0, events)
         time.sleep(2)
 
         def remove(cfg):
@@ -1617,12 +1613,6 @@ def scenario_membership_restart(tb):
     with open(first, "w") as f:
         json.dump(cfg, f, indent=1)
 
-    def add(cfg):
-        ip = cfg["nodes"][-1]["ip"].rsplit(".", 1)
-        cfg["nodes"].append(dict(cfg["nodes"][-1], id=9, name="n9",
-                                 ip=f"{ip[0]}.{int(ip[1]) + 1}",
-                                 data_dir=cfg["nodes"][-1]["data_dir"][:-2] + "n9"))
-
     def kill_and_resume():
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and tb.cdtctl("ring", "show")["active"] < 20:
@@ -1638,7 +1628,7 @@ def scenario_membership_restart(tb):
 
     def during(t0):
         time.sleep(3)
-        ring_change(tb, add, t0, events, kill_and_resume)
+        ring_change(tb, add_n9, t0, events, kill_and_resume)
 
     s, history = run_bench(tb, "restart", [
         "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
