@@ -277,8 +277,10 @@ static void *echo_worker(void *arg)
 	memset(sm, 0, sizeof(sm));
 	for (int i = 0; i < BATCH; i++) {
 		riov[i] = (struct iovec){.iov_base = in[i], .iov_len = sizeof(in[i])};
-		rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i], .msg_iovlen = 1,
-						.msg_name = &from[i], .msg_namelen = sizeof(from[i])};
+		rm[i].msg_hdr = (struct msghdr){.msg_iov = &riov[i],
+						.msg_iovlen = 1,
+						.msg_name = &from[i],
+						.msg_namelen = sizeof(from[i])};
 	}
 	while (now_s() < e->end) {
 		int got = recvmmsg(e->fd, rm, BATCH, MSG_WAITFORONE, NULL), ns = 0;
@@ -303,7 +305,8 @@ static void *echo_worker(void *arg)
 			if (len < 0)
 				continue;
 			siov[ns] = (struct iovec){.iov_base = out[ns], .iov_len = (size_t)len};
-			sm[ns].msg_hdr = (struct msghdr){.msg_iov = &siov[ns], .msg_iovlen = 1,
+			sm[ns].msg_hdr = (struct msghdr){.msg_iov = &siov[ns],
+							 .msg_iovlen = 1,
 							 .msg_name = &from[b],
 							 .msg_namelen = sizeof(from[b])};
 			ns++;

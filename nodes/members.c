@@ -559,11 +559,12 @@ static void reload_config(struct node *n)
 
 	if (!c || cfg_load(n->cfg->path, c, err, sizeof(err)) != 0 ||
 	    c->ring_version <= n->cfg->ring_version ||
-	    c->service.replicas != n->cfg->service.replicas ||
-	    !cfg_node_by_id(c, n->self->id) || cfg_build_ring(c, &ring) != 0) {
+	    c->service.replicas != n->cfg->service.replicas || !cfg_node_by_id(c, n->self->id) ||
+	    cfg_build_ring(c, &ring) != 0) {
 		log_warn("a view names a node not in %s (ring version %lu): install the config "
 			 "that adds it%s%s",
-			 n->cfg->path, (unsigned long)n->cfg->ring_version, err[0] ? ": " : "", err);
+			 n->cfg->path, (unsigned long)n->cfg->ring_version, err[0] ? ": " : "",
+			 err);
 		ring_free(&ring);
 		free(c);
 		return;

@@ -548,8 +548,8 @@ void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
  * and the added nodes out. Changing weights moves groups between live
  * nodes: not built. Why next cannot follow cur, in err; 0 when it can.
  */
-static int validate_groups(const struct sw *sw, const struct cfg *next, const char *path,
-			  char *err, size_t errlen)
+static int validate_groups(const struct sw *sw, const struct cfg *next, const char *path, char *err,
+			   size_t errlen)
 {
 	const struct cfg *cur = sw->cfg;
 	const struct ring *running = &sw->ring_change->next;
@@ -571,10 +571,11 @@ static int validate_groups(const struct sw *sw, const struct cfg *next, const ch
 		return -1;
 	}
 	if (views_joining(sw)) {
-		snprintf(err, errlen,
-			 "%s: nodes are joining groups (a drain or a repair: `cdtctl nodes`); apply "
-			 "the change once none is",
-			 path);
+		snprintf(
+		    err, errlen,
+		    "%s: nodes are joining groups (a drain or a repair: `cdtctl nodes`); apply "
+		    "the change once none is",
+		    path);
 		return -1;
 	}
 	for (unsigned i = 0; i < next->nnodes; i++) {
@@ -583,10 +584,11 @@ static int validate_groups(const struct sw *sw, const struct cfg *next, const ch
 		added += !o;
 		drained += o && o->weight && !n->weight;
 		if (o && n->weight != o->weight && n->weight != 0) {
-			snprintf(err, errlen,
-				 "%s: nodes: node %s: with replica groups a ring change adds nodes "
-				 "or drains them (\"weight\": 0); changing a weight is not supported",
-				 path, n->name);
+			snprintf(
+			    err, errlen,
+			    "%s: nodes: node %s: with replica groups a ring change adds nodes "
+			    "or drains them (\"weight\": 0); changing a weight is not supported",
+			    path, n->name);
 			return -1;
 		}
 	}

@@ -137,8 +137,8 @@ static void publish_skip(struct sw *sw)
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 
-		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from || group_bit(v->cur.out, id) ||
-		    drained(sw, id))
+		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from ||
+		    group_bit(v->cur.out, id) || drained(sw, id))
 			group_set_bit(skip, id);
 	}
 	store_words(sw->group_skip, skip);
@@ -192,16 +192,18 @@ static void metrics_views(struct sw *sw, struct prom *p)
 		 PROM_COUNTER, NULL, 0, (double)v->sent);
 	prom_add(p, "skewless_switch_view_answers_total", "VIEW answers taken", PROM_COUNTER,
 		 NULL, 0, (double)v->answers);
-	prom_add(p, "skewless_switch_view_out",
-		 "Nodes left out of the replica groups (down past service.repair_after_ms, or drained)",
-		 PROM_GAUGE, NULL, 0, (double)count_bits(sw, v->cur.out));
+	prom_add(
+	    p, "skewless_switch_view_out",
+	    "Nodes left out of the replica groups (down past service.repair_after_ms, or drained)",
+	    PROM_GAUGE, NULL, 0, (double)count_bits(sw, v->cur.out));
 	prom_add(p, "skewless_switch_view_joining",
 		 "Nodes taking the records of groups a repair made them members of", PROM_GAUGE,
 		 NULL, 0, (double)count_bits(sw, v->cur.joining));
-	prom_add(p, "skewless_switch_repairs_total",
-		 "Nodes this switch left out of the groups (down too long, or drained), their groups "
-		 "copied to the next nodes",
-		 PROM_COUNTER, NULL, 0, (double)v->repairs);
+	prom_add(
+	    p, "skewless_switch_repairs_total",
+	    "Nodes this switch left out of the groups (down too long, or drained), their groups "
+	    "copied to the next nodes",
+	    PROM_COUNTER, NULL, 0, (double)v->repairs);
 }
 
 int views_init(struct sw *sw, char *err, size_t errlen)
@@ -479,8 +481,9 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 			group_clear_bit(next->was_out, id);
 			if (m == MARK_UP) {
 				set_mark(next, id, m = MARK_CATCHING);
-				log_info("node %s into the replica groups: it catches up its groups",
-					 sw->cfg->nodes[i].name);
+				log_info(
+				    "node %s into the replica groups: it catches up its groups",
+				    sw->cfg->nodes[i].name);
 			}
 		}
 		if (m != MARK_UP ||
@@ -641,7 +644,8 @@ static void publish(struct sw *sw, uint64_t now_us)
 			if (is == MARK_UP && joined)
 				v->node[id].joined_from = next.number;
 			if (is != MARK_UP)
-				v->node[id].up_from = v->node[id].joined_from = v->node[id].left_from = 0;
+				v->node[id].up_from = v->node[id].joined_from =
+				    v->node[id].left_from = 0;
 			/* Skipped from now on (down, or left out while up: drained). */
 			if ((is != MARK_UP && (was == MARK_UP || !v->published)) ||
 			    (is == MARK_UP && !group_bit(prev.out, id) && group_bit(next.out, id)))

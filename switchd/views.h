@@ -28,8 +28,9 @@
  * it stays out; one repair at a time, drains first. No node is taken back
  * in before every node that answers knows every node of the switch's
  * config: a node `ring apply` adds is out until then (views_add()).
- * Nodes a view takes groups from while they serve are told it first. Each VIEW the publisher sends grants a lease from the node's
- * newest answer, when that is fresh (design section 13, "View leases").
+ * Nodes a view takes groups from while they serve are told it first.
+ * Each VIEW the publisher sends grants a lease from the node's newest
+ * answer, when that is fresh (design section 13, "View leases").
  * Control thread only; off (nothing sent, nothing skipped) with R = 1.
  */
 #ifndef SKL_SW_VIEWS_H

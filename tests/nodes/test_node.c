@@ -2722,8 +2722,12 @@ START_TEST(replica_group_large_unacked_dropped)
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	/* View 0: a catch-up copy, stored because it is newer. */
 	memcpy(pushed + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_LEN, "unacked", 7);
-	r = (struct wire_msg){.op = WIRE_OP_MEMBER, .version = r.version + 100, .key = (const void *)k,
-			      .key_len = (uint16_t)strlen(k), .value = pushed, .val_len = sizeof(pushed)};
+	r = (struct wire_msg){.op = WIRE_OP_MEMBER,
+			      .version = r.version + 100,
+			      .key = (const void *)k,
+			      .key_len = (uint16_t)strlen(k),
+			      .value = pushed,
+			      .val_len = sizeof(pushed)};
 	ck_assert_int_eq(rpc_to(3, &r, &r, rbuf, sizeof(rbuf), 2000), 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 
@@ -2731,9 +2735,10 @@ START_TEST(replica_group_large_unacked_dropped)
 	view = readmit(3, view + 1000);
 	id = send_value_op(cl_fd, 3, WIRE_OP_GET, k, NULL, 0, 0, WIRE_F_REPLICA_READ, -1, -1);
 	ck_assert_int_eq(recv_whole(cl_fd, id, &r, 2000), 0);
-	ck_assert_msg(r.status == WIRE_ST_OK && r.val_len == 4000 && memcmp(big_got, big_val, 4000) == 0,
-		      "%s at n3: %s, %u bytes, not the primary's 4000", k, wire_status_name(r.status),
-		      r.val_len);
+	ck_assert_msg(r.status == WIRE_ST_OK && r.val_len == 4000 &&
+			  memcmp(big_got, big_val, 4000) == 0,
+		      "%s at n3: %s, %u bytes, not the primary's 4000", k,
+		      wire_status_name(r.status), r.val_len);
 	ck_assert_uint_ge(counter(3, "catchup_dropped"), 1);
 }
 END_TEST

@@ -191,7 +191,10 @@ END_TEST
 START_TEST(view_codec)
 {
 	struct wire_view v = {.number = 1234567}, back;
-	struct wire_view_reply r = {.state = WIRE_VIEW_CAUGHT_UP, .sources_left = 3, .records = 99},
+	struct wire_view_reply r = {.state = WIRE_VIEW_CAUGHT_UP,
+				    .sources_left = 3,
+				    .records = 99,
+				    .config_nodes = 9},
 			       rb;
 
 	group_set_bit(r.view.down, 7);
@@ -222,6 +225,7 @@ START_TEST(view_codec)
 	ck_assert_uint_eq(rb.state, r.state);
 	ck_assert_uint_eq(rb.sources_left, 3);
 	ck_assert_uint_eq(rb.records, 99);
+	ck_assert_uint_eq(rb.config_nodes, 9);
 	ck_assert_uint_eq(rb.view.number, 55);
 	ck_assert(group_bit(rb.view.down, 7) && !group_bit(rb.view.down, 200));
 	ck_assert(group_bit(rb.view.catching, 200) && !group_bit(rb.view.catching, 7));
