@@ -37,7 +37,7 @@ case $? in
 *) run nutcracker-live false ;; # the comparison itself failed
 esac
 rm -f "$live"
-run fuzz scripts/fuzz.sh 20
+run fuzz scripts/fuzz.sh 10
 # Every test removed what it made, also the ones that failed.
 run leftovers scripts/sweep.sh --check skl-test-
 

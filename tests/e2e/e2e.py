@@ -812,7 +812,7 @@ def scenario_node_loss(tb):
           f"{victim} refilled {c.get('catchup_records', 0)} records from its groups")
     f, final = run_bench(tb, "node-loss-final", [
         "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "5", "--seed", "12"])
+        "--concurrency", str(conc), "--duration", "3", "--seed", "12"])
     lost, unread = lost_acked([(history, False), (final, True)])
     log(f"main run: {s['ops']} ops, {s['status']}; final read pass: {f['status']}")
     check(s["errors"] == 0, f"not one request failed while {victim} was lost ({s['status']})")
@@ -868,7 +868,7 @@ def scenario_node_loss(tb):
               f"{k}, whose group was {{{victim}, {partner}}}, read from its repaired copy: {rep}")
     r, after = run_bench(tb, "node-loss-repaired", [
         "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "4", "--seed", "13"])
+        "--concurrency", str(conc), "--duration", "3", "--seed", "13"])
     lost, _ = lost_acked([(history, False), (after, True)])
     check(r["errors"] == 0 and not lost,
           f"with {victim} repaired and {partner} dead, every key reads back ({r['status']};"
@@ -961,7 +961,7 @@ def scenario_groups_membership(tb):
     check(wait_view(tb, partner, "down", 5) is not None, f"n5 and {partner} killed")
     f, final = run_bench(tb, "groups-membership-final", [
         "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "3", "--seed", "22"])
+        "--concurrency", str(conc), "--duration", "2", "--seed", "22"])
     lost, unread = lost_acked([(history, False), (final, True)])
     check(f["errors"] == 0 and not lost,
           f"with n5 drained and {partner} dead, every key reads back ({f['status']};"
