@@ -60,11 +60,9 @@ bool views_publisher(const struct sw *sw)
 }
 
 /* Weight 0 in the switch's config: drained (ring_change.c), out of every group for good. */
-static bool drained(const struct sw *sw, uint16_t id)
+static bool drained(const struct cfg_node *n)
 {
-	const struct cfg_node *n = cfg_node_by_id(sw->cfg, id);
-
-	return n && n->weight == 0;
+	return n->weight == 0;
 }
 
 static enum mark mark_of(const struct wire_view *v, uint16_t id)
@@ -138,7 +136,7 @@ static void publish_skip(struct sw *sw)
 		uint16_t id = sw->cfg->nodes[i].id;
 
 		if (mark_of(&v->cur, id) != MARK_UP || v->node[id].up_from ||
-		    group_bit(v->cur.out, id) || drained(sw, id))
+		    group_bit(v->cur.out, id) || drained(&sw->cfg->nodes[i]))
 			group_set_bit(skip, id);
 	}
 	store_words(sw->group_skip, skip);
@@ -308,39 +306,40 @@ static bool others_hold(const struct sw *sw, uint16_t except, uint64_t number)
 
 /*
  * Whether a node a view took groups from while it was up may still serve
- * them under a view from before: it does not hold that view, answers, and
+ * them under a view from before: one does not hold that view, answers, and
  * the last lease granted to it has not ended (with leases off: until it
  * holds the view or stops answering).
  */
-static bool leaver_serves(const struct sw *sw, uint16_t id, uint64_t now_us)
+static bool leavers_serve(const struct sw *sw, uint64_t now_us)
 {
-	const struct view_node *n = &sw->views->node[id];
 	uint64_t lease_us = (uint64_t)sw->cfg->service.view_lease_ms * 1000;
 
-	return n->left_from && n->held < n->left_from && answers(sw, id, now_us) &&
-	       (!lease_us || now_us < n->granted_us + lease_us);
+	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
+		uint16_t id = sw->cfg->nodes[i].id;
+		const struct view_node *n = &sw->views->node[id];
+
+		if (n->left_from && n->held < n->left_from && answers(sw, id, now_us) &&
+		    (!lease_us || now_us < n->granted_us + lease_us))
+			return true;
+	}
+	return false;
 }
 
 /*
  * Told last (marked up, or its join ended): not before no other node acts
- * as its keys' primary. And no node but a leaver is told a view before
- * every node it took groups from while up holds it: those groups'
+ * as its keys' primary. And no node but a leaver is told a view while a
+ * leaver may still serve under an older one (leavers_serve): those groups'
  * primaries must not take writes it does not get while it still serves
  * reads of them.
  */
-static bool held_back(const struct sw *sw, uint16_t id, uint64_t now_us)
+static bool held_back(const struct sw *sw, uint16_t id, bool leavers_serving)
 {
 	const struct view_node *n = &sw->views->node[id];
 
 	if ((n->up_from && !others_hold(sw, id, n->up_from)) ||
 	    (n->joined_from && !others_hold(sw, id, n->joined_from)))
 		return true;
-	if (n->left_from)
-		return false;
-	for (unsigned i = 0; i < sw->cfg->nnodes; i++)
-		if (leaver_serves(sw, sw->cfg->nodes[i].id, now_us))
-			return true;
-	return false;
+	return !n->left_from && leavers_serving;
 }
 
 /*
@@ -475,7 +474,7 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 		 * points are in it).
 		 * One that serves (added, caught up with no groups) catches up.
 		 */
-		if (group_bit(next->out, id) && m != MARK_DOWN && !drained(sw, id) &&
+		if (group_bit(next->out, id) && m != MARK_DOWN && !drained(&sw->cfg->nodes[i]) &&
 		    all_know(sw, now_us)) {
 			group_clear_bit(next->out, id);
 			group_clear_bit(next->was_out, id);
@@ -491,7 +490,7 @@ static void regroup(struct sw *sw, struct wire_view *next, uint64_t now_us)
 			group_clear_bit(next->joining, id);
 		if (group_bit(next->out, id))
 			continue;
-		if (drained(sw, id))
+		if (drained(&sw->cfg->nodes[i]))
 			drain = drain ? drain : id;
 		else if (m == MARK_DOWN &&
 			 (!longest || n->down_since_us < v->node[longest].down_since_us))
@@ -657,11 +656,13 @@ static void publish(struct sw *sw, uint64_t now_us)
 		publish_skip(sw);
 		due = true;
 	}
+	bool leavers_serving = leavers_serve(sw, now_us);
+
 	for (unsigned i = 0; i < sw->cfg->nnodes; i++) {
 		uint16_t id = sw->cfg->nodes[i].id;
 		struct view_node *n = &v->node[id];
 
-		if (held_back(sw, id, now_us))
+		if (held_back(sw, id, leavers_serving))
 			continue;
 		if (due || n->told < v->cur.number)
 			send_view(sw, id, v->cur.number, now_us);
