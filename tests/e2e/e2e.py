@@ -810,19 +810,14 @@ def scenario_node_loss(tb):
     c = tb.node_counters(victim)
     check(c.get("catchup_records", 0) > 0,
           f"{victim} refilled {c.get('catchup_records', 0)} records from its groups")
-    f, final = run_bench(tb, "node-loss-final", [
-        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "3", "--seed", "12"])
+    f, final = read_every_key(tb, "node-loss-final", keys, conc, 3, 12)
     lost, unread = lost_acked([(history, False), (final, True)])
     log(f"main run: {s['ops']} ops, {s['status']}; final read pass: {f['status']}")
     check(s["errors"] == 0, f"not one request failed while {victim} was lost ({s['status']})")
     check(f["errors"] == 0, f"every key read after the run ({f['status']})")
     check(not lost, f"no acknowledged write lost ({len(lost)} keys read older: {lost[:5]};"
           f" {unread} written keys not read by the final pass)")
-    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
-                        history, final], capture_output=True, text=True, timeout=300)
-    print(r.stdout.strip())
-    check(r.returncode == 0, "the recorded history is linearizable (tests/lincheck)")
+    lincheck(history, final, timeout=300)
     # View leases renew every 25 ms: a node that keeps hearing the switch never lets one end.
     refused = {n["name"]: tb.node_counters(n["name"]).get("lease_refused", 0)
                for n in tb.cfg["nodes"]}
@@ -866,9 +861,7 @@ def scenario_node_loss(tb):
         rc, rep, _ = tb.cli("get", k)
         check(rc == 0 and rep.get("value") == f"kept-{k}",
               f"{k}, whose group was {{{victim}, {partner}}}, read from its repaired copy: {rep}")
-    r, after = run_bench(tb, "node-loss-repaired", [
-        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "3", "--seed", "13"])
+    r, after = read_every_key(tb, "node-loss-repaired", keys, conc, 3, 13)
     lost, _ = lost_acked([(history, False), (after, True)])
     check(r["errors"] == 0 and not lost,
           f"with {victim} repaired and {partner} dead, every key reads back ({r['status']};"
@@ -959,17 +952,12 @@ def scenario_groups_membership(tb):
     os.kill(tb.pid("n5"), signal.SIGKILL)
     os.kill(tb.pid(partner), signal.SIGKILL)
     check(wait_view(tb, partner, "down", 5) is not None, f"n5 and {partner} killed")
-    f, final = run_bench(tb, "groups-membership-final", [
-        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "2", "--seed", "22"])
+    f, final = read_every_key(tb, "groups-membership-final", keys, conc, 2, 22)
     lost, unread = lost_acked([(history, False), (final, True)])
     check(f["errors"] == 0 and not lost,
           f"with n5 drained and {partner} dead, every key reads back ({f['status']};"
           f" {len(lost)} acknowledged writes read older: {lost[:5]}; {unread} not read)")
-    r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
-                        history, final], capture_output=True, text=True, timeout=300)
-    print(r.stdout.strip())
-    check(r.returncode == 0, "the recorded history is linearizable (tests/lincheck)")
+    lincheck(history, final, timeout=300)
 
 
 def group_of(tb, key):
@@ -1020,12 +1008,19 @@ def rate_between(done, t_from, t_to):
     return (bisect.bisect_left(done, t_to) - bisect.bisect_left(done, t_from)) / (t_to - t_from)
 
 
-def lincheck(history):
-    """Check a bench history with tests/lincheck (prints its verdict)."""
+def lincheck(*histories, timeout=120):
+    """Check bench histories, read as one, with tests/lincheck (prints its verdict)."""
     r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "lincheck", "lincheck.py"),
-                        history], capture_output=True, text=True, timeout=120)
+                        *histories], capture_output=True, text=True, timeout=timeout)
     print(r.stdout.strip())
     check(r.returncode == 0, "the recorded history is linearizable (no stale read)")
+
+
+def read_every_key(tb, name, keys, conc, seconds, seed):
+    """A read-only pass over keys, uniform, after a run: run_bench's summary and history."""
+    return run_bench(tb, name, [
+        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
+        "--concurrency", str(conc), "--duration", str(seconds), "--seed", str(seed)])
 
 
 def deadline_ms(tb):
@@ -1542,9 +1537,7 @@ def scenario_membership(tb):
     for t in s["timeline"]:
         log(f"  t={t['t']:>2} ops {t['ops']:>6} errors {t['errors']:>3} per node {t['per_node']}")
     # Every key read after the changes: the writes acknowledged must all be there.
-    f, final = run_bench(tb, "membership-final", [
-        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "5", "--seed", "8"])
+    f, final = read_every_key(tb, "membership-final", keys, conc, 5, 8)
     keep = os.environ.get("SKL_MEMBERSHIP_HISTORY")
     if keep:
         shutil.copy(history, keep)
@@ -1634,9 +1627,7 @@ def scenario_membership_restart(tb):
         "--keys", str(keys), "--read-ratio", "0.5", "--dist", "uniform",
         "--concurrency", str(conc), "--duration", str(duration), "--seed", "9"], during)
     check(len(events) == 1, "the change completed during the load")
-    f, final = run_bench(tb, "restart-final", [
-        "--keys", str(keys), "--read-ratio", "1", "--dist", "uniform",
-        "--concurrency", str(conc), "--duration", "5", "--seed", "10"])
+    f, final = read_every_key(tb, "restart-final", keys, conc, 5, 10)
     lost, unread, linear = membership_report(tb, s, final, history, events, keys)
     bad = {k: v for k, v in s["status"].items() if k not in ("OK", "NOT_FOUND")}
     log(f"main run: {s['status']}; final read pass: {f['status']}")
