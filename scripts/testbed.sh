@@ -69,8 +69,10 @@ done
 #   vip IP | mtu N | host NAME IP agent|node ID | switch ID NAME ROLE SOCKET
 #   port SWITCH_ID SWITCH_NAME IFACE HOST|- DRIVER (net_tap, net_af_packet)
 #   metrics switch|node|agent NAME PORT|- (PORT: of metrics_listen; - for agents)
-# The config is validated by the C loader first (skewless where).
-plan() {
+# Read once (starting python3 takes about half a second here, and the plan is
+# walked many times); `up` validates the config with the C loader first
+# (skewless where).
+read_plan() {
 	python3 - "$config" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -109,6 +111,8 @@ ns_exists() { ip netns list | awk '{print $1}' | grep -x -- "$1" >/dev/null; }
 log() { echo "testbed: $*"; }
 die() { echo "testbed: $*" >&2; exit 1; }
 prefix_of() { echo "$nsp$name-$1"; } # DPDK --file-prefix of switch NAME
+plan_lines=$(read_plan) || die "$config: cannot read the config (skewless --config $config where probe says why)"
+plan() { printf '%s\n' "$plan_lines"; }
 
 # Does PID run a skewless process started with this config?
 ours() {
@@ -141,31 +145,40 @@ wait_for() { # seconds description command...
 	return 1
 }
 
-# switch_ready SOCKET [leases]: the switch behind SOCKET reports every
-# configured node up (digests arriving) and knows its MAC (it can forward to it
-# without an ARP round trip first); with "leases" and peer switches configured,
-# it also holds every lease (they are in touch and share the hot set). Bringing
-# a testbed up waits for both; a lease lost for a moment later does not make a
-# running testbed unhealthy.
-# switch_ready SOCKET [leases] [NODE...]: the switch answers and sees the
-# named nodes (default: every node) up, and with "leases" holds its peers'.
+# switch_ready SOCKET [leases] [NODE...]: the switch behind SOCKET answers,
+# reports the named nodes (default: every node) up (digests arriving) and
+# knows their MACs (it can forward to them without an ARP round trip first);
+# with "leases" and peer switches configured, it also holds every lease (they
+# are in touch and share the hot set). Bringing a testbed up waits for both; a
+# lease lost for a moment later does not make a running testbed unhealthy.
+# Polled every 20 ms, so awk, not python3 (half a second to start here).
 switch_ready() {
 	local sock=$1 mode=${2:-}
 	shift 2 2>/dev/null || shift $#
-	{ "$cdtctl" --socket "$sock" --json nodes && "$cdtctl" --socket "$sock" --json peers; } 2>/dev/null |
-		python3 -c '
-import json, sys
-text, dec = sys.stdin.read(), json.JSONDecoder()
-try:
-    nodes, end = dec.raw_decode(text)
-    peers = dec.raw_decode(text[end:].lstrip())[0]
-except ValueError:  # the switch is not answering (yet)
-    sys.exit(1)
-named = set(sys.argv[2:])
-sys.exit(0 if nodes["nodes"] and all(n["alive"] and n["state"] == "up" and n.get("mac")
-                                     for n in nodes["nodes"] if not named or n["name"] in named)
-         and (sys.argv[1] != "leases" or not peers["peers_configured"] or peers["leased"])
-         else 1)' "$mode" "$@"
+	{ "$cdtctl" --socket "$sock" nodes && "$cdtctl" --socket "$sock" peers; } 2>/dev/null |
+		awk -v mode="$mode" -v named=" $* " '
+		{	# key=value fields; a null value (a MAC not known yet) is left out
+			delete f
+			for (i = 1; i <= NF; i++)
+				if ((eq = index($i, "=")) > 0)
+					f[substr($i, 1, eq - 1)] = substr($i, eq + 1)
+		}
+		/^[a-z]+:$/ { section = $1 }
+		/^  id=/ && section == "nodes:" {
+			nodes++
+			if (named != "  " && index(named, " " f["name"] " ") == 0)
+				next
+			if (f["alive"] != "1" || f["state"] != "up" || !("mac" in f))
+				not_ready = 1
+		}
+		/^[a-z]/ { for (k in f) top[k] = f[k] } # the peers answer: its own fields
+		END {
+			peers = "peers_configured" in top
+			configured = top["peers_configured"]
+			leased = top["leased"]
+			exit !(nodes && !not_ready && peers &&
+			       (mode != "leases" || configured == "0" || leased == "1"))
+		}'
 }
 
 healthy() {
