@@ -116,26 +116,71 @@ static bool catchup_takes(const struct members *g, uint32_t point, const uint16_
 	       (!new_only || group_is_new(&g->ring, &g->view, point, g->r, asker));
 }
 
-/* Within its view lease (or leases off); counted when not. */
-static bool leased(struct node *n)
+bool members_leased(const struct node *n)
 {
 	const struct members *g = &n->members;
 
-	if (!g->lease_us || clock_mono_us() < atomic_load(&g->lease_until_us))
+	return !g->lease_us || clock_mono_us() < atomic_load(&g->lease_until_us);
+}
+
+/* Within its view lease; counted when not. */
+static bool leased(struct node *n)
+{
+	if (members_leased(n))
 		return true;
 	node_count(n, NODE_CTR_lease_refused);
 	return false;
 }
 
-uint16_t members_other(struct node *n, uint64_t keyhash, bool reading)
+uint16_t members_other(struct node *n, uint64_t keyhash, enum members_use use)
 {
 	struct members *g = &n->members;
 	uint16_t ids[GROUP_MAX];
 	uint16_t primary = primary_of(g, keyhash, ids, group_of(g, keyhash, ids));
 
-	if (!primary || (primary == n->self->id && (!serving(g) || (reading && !leased(n)))))
+	if (!primary ||
+	    (primary == n->self->id && (!serving(g) || (use == MEMBERS_READ && !leased(n)))))
 		return RING_NO_NODE;
 	return primary == n->self->id ? 0 : primary;
+}
+
+/* The view number node `to` holds (a VIEW query), or 0 when it does not answer. */
+static uint64_t view_held_by(struct node *n, uint16_t to)
+{
+	static __thread uint8_t in[WIRE_HDR_LEN + WIRE_VIEW_REPLY_LEN + 64];
+	uint8_t query[WIRE_VIEW_LEN] = {0};
+	struct wire_msg rep, req = {.op = WIRE_OP_VIEW, .value = query, .val_len = sizeof(query)};
+
+	if (mignet_request(n, to, &req, in, sizeof(in), &rep) != 0 || rep.status != WIRE_ST_OK)
+		return 0;
+	return rep.version;
+}
+
+int members_confirm(struct node *n, uint64_t keyhash)
+{
+	struct members *g = &n->members;
+	uint16_t ids[GROUP_MAX];
+	unsigned k = group_of(g, keyhash, ids), asked = 0;
+
+	if (primary_of(g, keyhash, ids, k) != n->self->id)
+		return 0; /* a stamped copy, or a clean read within the lease */
+	for (unsigned i = 0; i < k; i++) {
+		if (ids[i] == n->self->id || group_bit(g->view.down, ids[i]))
+			continue;
+		uint64_t held = view_held_by(n, ids[i]);
+
+		if (!held || held > g->view.number) {
+			node_count(n, NODE_CTR_lease_refused);
+			return -1;
+		}
+		asked++;
+	}
+	if (!asked) { /* the group's only live member: nobody to ask */
+		node_count(n, NODE_CTR_lease_refused);
+		return -1;
+	}
+	node_count(n, NODE_CTR_reads_confirmed);
+	return 0;
 }
 
 /* ---- Dirty keys: pushed here, their COMMIT not yet received. ---- */
@@ -577,8 +622,8 @@ static void reload_config(struct node *n)
 		 c->nnodes);
 }
 
-void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
-		     uint8_t *out, size_t cap)
+void members_on_view(struct node *n, const struct wire_msg *m, bool from_switch,
+		     struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	struct members *g = &n->members;
 	uint64_t now_us = clock_mono_us();
@@ -589,6 +634,11 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 
 	if (!members_on(g) || wire_view_decode(m, &v) != 0) {
 		node_count(n, NODE_CTR_bad_payload);
+		rep->status = WIRE_ST_BAD_REQUEST;
+		return;
+	}
+	if (!from_switch && v.number) { /* only switches publish */
+		node_count(n, NODE_CTR_src_not_switch);
 		rep->status = WIRE_ST_BAD_REQUEST;
 		return;
 	}
@@ -618,7 +668,8 @@ void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *
 				     .view = g->view};
 	rep->version = g->view.number;
 	pthread_rwlock_unlock(&g->lock);
-	note_answer(g, m->req_id, now_us);
+	if (from_switch) /* a node's question grants nothing, and must not crowd out the switch's */
+		note_answer(g, m->req_id, now_us);
 	len = wire_view_reply_encode(&r, val, cap - WIRE_HDR_LEN);
 	rep->status = WIRE_ST_OK;
 	rep->value = len > 0 ? val : NULL;

@@ -116,13 +116,36 @@ static inline bool members_on(const struct members *g)
 	return g->r > 1;
 }
 
+/* What the caller of members_other() is about to serve. */
+enum members_use {
+	MEMBERS_WRITE, /* needs no lease: a member that holds a newer view refuses its push */
+	MEMBERS_READ,  /* within this node's view lease (a REPLICATE's version) */
+	/*
+	 * A GET: as its primary also without a lease, when the caller asks
+	 * members_confirm() after reading, unless members_leased() by then.
+	 */
+	MEMBERS_READ_CONFIRMED,
+};
+
 /*
  * Under the read lock: 0 when this node serves keyhash now; else the node
  * that does (its primary), or RING_NO_NODE when none does (answer
- * UNAVAILABLE). reading: this node serves reads only within its view lease;
- * a write needs none (a member that holds a newer view refuses its push).
+ * UNAVAILABLE).
  */
-uint16_t members_other(struct node *n, uint64_t keyhash, bool reading);
+uint16_t members_other(struct node *n, uint64_t keyhash, enum members_use use);
+/* Within the view lease (or leases off). */
+bool members_leased(const struct node *n);
+/*
+ * Under the read lock, after a read of keyhash served without a lease:
+ * when this node served it as the key's primary, ask every other member
+ * the view does not mark down which view it holds (VIEW 0). 0 when at
+ * least one was asked and none holds a newer view: no other node can have
+ * acknowledged a write of the key as its primary before they answered, so
+ * what was read stands (a read lease of one round trip, as Raft's
+ * ReadIndex confirms a leader). -1 otherwise (answer UNAVAILABLE). This
+ * keeps reads served while the publishing switch is away.
+ */
+int members_confirm(struct node *n, uint64_t keyhash);
 /* Under the read lock: whether the view marks node id down (false without groups). */
 bool members_marks_down(struct node *n, uint16_t id);
 void members_read_lock(struct node *n);
@@ -153,8 +176,9 @@ bool members_clean(struct node *n, uint64_t keyhash);
 
 /* Handlers (server.c's table): VIEW, MEMBER, CATCHUP, COMMIT. */
 void members_on_commit(struct node *n, const struct wire_msg *m);
-void members_on_view(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
-		     uint8_t *out, size_t cap);
+/* from_switch: a switch's VIEW; a node may only ask (VIEW 0, members_confirm()). */
+void members_on_view(struct node *n, const struct wire_msg *m, bool from_switch,
+		     struct wire_msg *rep, uint8_t *out, size_t cap);
 void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg *rep);
 void members_on_catchup(struct node *n, const struct wire_msg *m, struct wire_msg *rep,
 			uint8_t *out, size_t cap);

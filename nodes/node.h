@@ -40,7 +40,7 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 #define NODE_COUNTERS(X)                                                                           \
 	X(rx_datagrams, NODE_CTR_EVENT, "Datagrams received")                                      \
 	X(accepted, NODE_CTR_CLASS,                                                                \
-	  "Queued for a worker (UNREPLICATE: served by its receiver at once)")                       \
+	  "Queued for a worker (UNREPLICATE: served by its receiver at once)")                     \
 	X(rx_replies, NODE_CTR_CLASS, "Replies (op | 0x80) sent to a node: dropped")               \
 	X(drop_short, NODE_CTR_CLASS, "Header unreadable: dropped, no reply")                      \
 	X(drop_bad_magic, NODE_CTR_CLASS, "Wrong magic: dropped")                                  \
@@ -127,7 +127,7 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(through_refused, NODE_CTR_EVENT,                                                         \
 	  "Write-through pushes for a copy not held here: answered version 0")                     \
 	X(write_riders, NODE_CTR_EVENT,                                                            \
-	  "PUTs applied riding on the turn of another write of their key (group commit)")         \
+	  "PUTs applied riding on the turn of another write of their key (group commit)")          \
 	X(through_turn_timeout, NODE_CTR_EVENT,                                                    \
 	  "Writes not applied: an earlier write of the key kept its turn")                         \
 	X(unreplicate, NODE_CTR_EVENT, "UNREPLICATEs served")                                      \
@@ -135,24 +135,29 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	X(send_errors, NODE_CTR_EVENT, "sendto() failures")                                        \
 	X(ttl_expired, NODE_CTR_EVENT, "Expired values removed by the sampler")                    \
 	X(tombstones_gc, NODE_CTR_EVENT, "Tombstones removed by GC")                               \
-	X(digests_sent, NODE_CTR_EVENT, "DIGEST datagrams sent")                                  \
-	X(member_pushes, NODE_CTR_EVENT, "Records pushed to a member of their group (MEMBER)")   \
+	X(digests_sent, NODE_CTR_EVENT, "DIGEST datagrams sent")                                   \
+	X(member_pushes, NODE_CTR_EVENT, "Records pushed to a member of their group (MEMBER)")     \
 	X(member_push_failed, NODE_CTR_EVENT,                                                      \
 	  "Of those, not confirmed: the write was answered UNAVAILABLE")                           \
 	X(member_behind, NODE_CTR_EVENT,                                                           \
-	  "Keys marked behind: served here again only once a push of them is confirmed")          \
+	  "Keys marked behind: served here again only once a push of them is confirmed")           \
 	X(member_behind_full, NODE_CTR_EVENT,                                                      \
 	  "Keys that could not be marked behind: their set of marks was full")                     \
-	X(member_repaired, NODE_CTR_EVENT, "Keys behind pushed again by a read of them and confirmed") \
+	X(member_repaired, NODE_CTR_EVENT,                                                         \
+	  "Keys behind pushed again by a read of them and confirmed")                              \
 	X(lease_refused, NODE_CTR_EVENT,                                                           \
-	  "Reads this node refused as primary or member: its view lease had ended")               \
-	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")    \
+	  "Reads this node refused as primary or member: its view lease had ended (and, as "       \
+	  "primary, its group could not confirm its view)")                                        \
+	X(reads_confirmed, NODE_CTR_EVENT,                                                         \
+	  "Reads served as primary without a view lease: every other live member of the group "    \
+	  "answered that it holds no newer view")                                                  \
+	X(member_stored, NODE_CTR_EVENT, "MEMBER pushes taken (stored, or a newer one held)")      \
 	X(member_refused, NODE_CTR_EVENT,                                                          \
-	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")      \
-	X(member_commits, NODE_CTR_EVENT, "COMMITs taken: keys clean again at this member")       \
-	X(member_reads, NODE_CTR_EVENT, "Reads of a clean key served as a member of its group")  \
-	X(catchup_served, NODE_CTR_EVENT, "Records sent to a node catching up")                  \
-	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")           \
+	  "MEMBER pushes refused UNAVAILABLE: an older view, or no room to mark them dirty")       \
+	X(member_commits, NODE_CTR_EVENT, "COMMITs taken: keys clean again at this member")        \
+	X(member_reads, NODE_CTR_EVENT, "Reads of a clean key served as a member of its group")    \
+	X(catchup_served, NODE_CTR_EVENT, "Records sent to a node catching up")                    \
+	X(catchup_records, NODE_CTR_EVENT, "Records this node took while catching up")             \
 	X(catchup_dropped, NODE_CTR_EVENT,                                                         \
 	  "Records this node dropped while catching up: their primary no longer held them")
 
@@ -292,16 +297,16 @@ static inline uint16_t node_load(struct node *n)
  * The key's home when it is not this node, 0 when this node owns it: a
  * request that needs the owner is answered MOVED to that home. With
  * replica groups, the key's primary (members.h), under the view lock, for
- * a read (reading: within this node's view lease) or a write. During a ring
- * change the home is the effective one (migrate.h); RING_NO_NODE while this
- * node has joined and not yet been told the change (nobody's home is known).
+ * `use`. During a ring change the home is the effective one (migrate.h);
+ * RING_NO_NODE while this node has joined and not yet been told the change
+ * (nobody's home is known).
  */
-static inline uint16_t node_home_for(struct node *n, uint64_t keyhash, bool reading)
+static inline uint16_t node_home_for(struct node *n, uint64_t keyhash, enum members_use use)
 {
 	uint16_t home;
 
 	if (members_on(&n->members))
-		return members_other(n, keyhash, reading);
+		return members_other(n, keyhash, use);
 	home = mig_home(&n->mig, keyhash);
 
 	if (!home)
@@ -309,10 +314,10 @@ static inline uint16_t node_home_for(struct node *n, uint64_t keyhash, bool read
 	return home == n->self->id ? 0 : home;
 }
 
-/* For a read, or a copy of the key's version (REPLICATE). */
+/* For a copy of the key's version (REPLICATE). */
 static inline uint16_t node_other_home(struct node *n, uint64_t keyhash)
 {
-	return node_home_for(n, keyhash, true);
+	return node_home_for(n, keyhash, MEMBERS_READ);
 }
 
 /* Answer MOVED: the key lives at node home; version = this node's ring epoch. */

@@ -729,7 +729,7 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 	 * copies record. A copy whose own UNREPLICATE was lost stays out of every
 	 * replica set (a node joins one only by acking the completed version).
 	 */
-	if (rc >= 0 && !node_home_for(n, m->keyhash, false))
+	if (rc >= 0 && !node_home_for(n, m->keyhash, MEMBERS_WRITE))
 		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
 	through_forget(n->through, m->keyhash);
 	if (rc < 0) {

@@ -757,7 +757,8 @@ static __thread struct store_read *get_ahead;
 static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
 		      size_t cap)
 {
-	uint16_t other_home = node_other_home(n, m->keyhash);
+	/* As the primary also without a view lease: on_get() confirms the view then. */
+	uint16_t other_home = node_home_for(n, m->keyhash, MEMBERS_READ_CONFIRMED);
 	enum store_cf cf;
 
 	/*
@@ -1096,6 +1097,9 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 			rep->status = WIRE_ST_UNAVAILABLE;
 		}
 	}
+	/* Asked after the read too: the lease only grows, and what was read must stand. */
+	if (grouped && served_ok(rep) && !members_leased(n) && members_confirm(n, m->keyhash) != 0)
+		rep->status = WIRE_ST_UNAVAILABLE;
 	if (grouped)
 		members_read_unlock(n);
 	return true;
@@ -1202,7 +1206,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	mig_lock(&n->mig, m->keyhash);
 	/* No REPLICATE of the key pushes from here until the push below is done. */
 	store_write_begin(n->store, m->keyhash);
-	home = node_home_for(n, m->keyhash, false);
+	home = node_home_for(n, m->keyhash, MEMBERS_WRITE);
 	if (home) {
 		node_count(n, NODE_CTR_moved);
 		node_reply_moved(n, rep, home);
@@ -1323,8 +1327,11 @@ static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struc
 static bool on_view(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		    struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	(void)from;
-	members_on_view(n, m, rep, out, cap);
+	bool from_switch = false;
+
+	for (int i = 0; i < n->cfg->nswitches; i++)
+		from_switch |= n->cfg->switches[i].vip == ntohl(from->sin_addr.s_addr);
+	members_on_view(n, m, from_switch, rep, out, cap);
 	return true;
 }
 
@@ -1517,7 +1524,7 @@ static unsigned read_ahead(struct node *n, const struct node_req *reqs, uint32_t
 
 		ahead_of[i] = -1;
 		if (d[WIRE_OFF_OP] != WIRE_OP_GET || wire_decode(d, reqs[i].len, &m) != WIRE_OK ||
-		    node_home_for(n, m.keyhash, false))
+		    node_home_for(n, m.keyhash, MEMBERS_READ_CONFIRMED))
 			continue; /* not read ahead (whether it is served, on_get() says) */
 		keys[count] = m.key;
 		klens[count] = m.key_len;

@@ -76,10 +76,10 @@ enum wire_lane {
 	  WIRE_LANE_CONTROL)                                                                       \
 	X(WIRE_OP_MIGRATE, 0x16, "MIGRATE", WIRE_BY_NODE,                                          \
 	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_CONTROL)            \
-	X(WIRE_OP_VIEW, 0x17, "VIEW", WIRE_BY_SWITCH, WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, \
-	  WIRE_LANE_CONTROL)                                                                       \
-	X(WIRE_OP_MEMBER, 0x18, "MEMBER", WIRE_BY_NODE, WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, \
-	  WIRE_SW_NONE, WIRE_LANE_CONTROL)                                                         \
+	X(WIRE_OP_VIEW, 0x17, "VIEW", WIRE_BY_SWITCH | WIRE_BY_NODE,                               \
+	  WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_CONTROL)                         \
+	X(WIRE_OP_MEMBER, 0x18, "MEMBER", WIRE_BY_NODE,                                            \
+	  WIRE_A_KEY | WIRE_A_VALUE | WIRE_A_ANSWERED, WIRE_SW_NONE, WIRE_LANE_CONTROL)            \
 	X(WIRE_OP_CATCHUP, 0x19, "CATCHUP", WIRE_BY_NODE, WIRE_A_VALUE | WIRE_A_ANSWERED,          \
 	  WIRE_SW_NONE, WIRE_LANE_CONTROL)                                                         \
 	X(WIRE_OP_COMMIT, 0x1a, "COMMIT", WIRE_BY_NODE, WIRE_A_KEY, WIRE_SW_NONE, WIRE_LANE_RX)    \

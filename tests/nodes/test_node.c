@@ -2608,10 +2608,12 @@ END_TEST
 
 /*
  * View leases (service.view_lease_ms): a node serves reads only within the
- * lease a VIEW grants from its answer to an earlier one. Without it the
- * primary answers reads UNAVAILABLE and a member sends them to the primary,
- * while writes go on (member pushes fence them); a VIEW that names its
- * answer gives the lease back, one that names another does not.
+ * lease a VIEW grants from its answer to an earlier one, or, as the key's
+ * primary, once the other live members of its group answer that they hold
+ * no newer view (members_confirm()). A member without a lease sends reads
+ * to the primary; writes go on (member pushes fence them). A VIEW that
+ * names the node's answer gives the lease back, one that names another
+ * does not.
  */
 START_TEST(replica_group_view_lease)
 {
@@ -2619,32 +2621,45 @@ START_TEST(replica_group_view_lease)
 	const char *k = "leased";
 	uint16_t ids[GROUP_MAX];
 	struct wire_msg r = {0};
+	uint64_t confirmed;
 
 	ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
-	/* The views that brought them up granted nothing: no reads, but writes. */
-	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
-	ck_assert_uint_ge(counter(ids[0], "lease_refused"), 1);
+	/* The views that brought them up granted nothing: the primary asks its member. */
 	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "one", 3, 0, 0).status, WIRE_ST_OK);
-	for (int id = 1; id <= 3; id++)
-		ck_assert_int_eq(send_leased_view(id, &v), WIRE_VIEW_SERVING);
 	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert(r.status == WIRE_ST_OK && r.val_len == 3 && memcmp(r.value, "one", 3) == 0);
+	ck_assert_uint_ge(counter(ids[0], "reads_confirmed"), 1);
+	ck_assert_uint_eq(member_read(ids[1], k).status, WIRE_ST_MOVED);
+	ck_assert_uint_ge(counter(ids[1], "lease_refused"), 1);
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(send_leased_view(id, &v), WIRE_VIEW_SERVING);
 	for (int t = 0; t < 50 && (r = member_read(ids[1], k)).status != WIRE_ST_OK; t++)
 		sleep_ms(10);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	/* Within the lease the primary asks nobody. */
+	confirmed = counter(ids[0], "reads_confirmed");
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_OK);
+	ck_assert_uint_eq(counter(ids[0], "reads_confirmed"), confirmed);
 
-	/* Past the lease, with no VIEW since: neither serves reads. */
+	/* Past the lease, with no VIEW since. */
 	sleep_ms(1100);
-	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
-	r = member_read(ids[1], k);
-	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);
+	ck_assert_uint_eq(member_read(ids[1], k).status, WIRE_ST_MOVED);
 	ck_assert_uint_eq(req(ids[0], WIRE_OP_PUT, k, "two", 3, 0, 0).status, WIRE_ST_OK);
-	/* A VIEW naming an answer the node never gave grants nothing. */
-	v.lease = 12345;
-	ck_assert_int_eq(send_whole_view(ids[0], &v), WIRE_VIEW_SERVING);
+	/* The member holds a newer view (one that could make it primary): no read at the primary.
+	 */
+	struct wire_view newer = v;
+	newer.number++;
+	ck_assert_int_eq(send_whole_view(ids[1], &newer), WIRE_VIEW_SERVING);
+	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
+	/* Its member down, the primary has nobody to ask; a VIEW naming an answer it never gave
+	 * grants nothing. */
+	newer.number++;
+	group_set_bit(newer.down, ids[1]);
+	newer.lease = 12345;
+	ck_assert_int_eq(send_whole_view(ids[0], &newer), WIRE_VIEW_SERVING);
 	ck_assert_uint_eq(req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0).status, WIRE_ST_UNAVAILABLE);
 	/* Naming its last answer: it serves again. */
-	ck_assert_int_eq(send_leased_view(ids[0], &v), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_leased_view(ids[0], &newer), WIRE_VIEW_SERVING);
 	r = req(ids[0], WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert(r.val_len == 3 && memcmp(r.value, "two", 3) == 0);
