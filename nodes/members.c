@@ -393,7 +393,7 @@ static int push_record(struct node *n, uint16_t to, uint64_t view, uint64_t keyh
 	return 0;
 }
 
-int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep)
+int members_push(struct node *n, const struct wire_msg *m, uint64_t *version)
 {
 	static __thread uint8_t buf[PUSH_ROOM];
 	struct members *g = &n->members;
@@ -402,7 +402,7 @@ int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg
 	struct mig_record rec;
 	int rc, failed = 0;
 
-	(void)rep;
+	*version = 0;
 	rc = mig_read(&n->mig, m->keyhash, m->key, m->key_len, &rec,
 		      buf + WIRE_MEMBER_VIEW_LEN + WIRE_MIG_PREFIX_MAX, CFG_MAX_VALUE,
 		      store_now_ms());
@@ -420,11 +420,20 @@ int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg
 			failed = -1;
 	}
 	behind_note(n, m->keyhash, failed == 0);
-	/* Every member holds it: they may serve it. */
-	for (unsigned i = 0; i < k && !failed; i++)
-		if (ids[i] != n->self->id && !group_bit(g->view.down, ids[i]))
-			send_commit(n, ids[i], m, rec.version);
+	if (!failed)
+		*version = rec.version;
 	return failed;
+}
+
+void members_commit(struct node *n, const struct wire_msg *m, uint64_t version)
+{
+	struct members *g = &n->members;
+	uint16_t ids[GROUP_MAX];
+	unsigned k = group_of(g, m->keyhash, ids);
+
+	for (unsigned i = 0; i < k && version; i++)
+		if (ids[i] != n->self->id && !group_bit(g->view.down, ids[i]))
+			send_commit(n, ids[i], m, version);
 }
 
 void members_on_member(struct node *n, const struct wire_msg *m, struct wire_msg *rep)

@@ -152,11 +152,20 @@ void members_read_lock(struct node *n);
 void members_read_unlock(struct node *n);
 
 /*
- * After a write at the primary (rep its reply, under the read lock): push
- * the key's record to every member the view does not mark down. 0 when each
- * holds it, -1 when one did not confirm (the write is not acknowledged).
+ * After a write at the primary (under the read lock): push the key's record
+ * to every member the view does not mark down. 0 when each holds it, with
+ * *version the version pushed (0: nothing stored, nothing pushed); -1 when
+ * one did not confirm (the write is not acknowledged).
  */
-int members_push(struct node *n, const struct wire_msg *m, const struct wire_msg *rep);
+int members_push(struct node *n, const struct wire_msg *m, uint64_t *version);
+/*
+ * Then, once this node's own readers see that version (every other push of
+ * the write is over): COMMIT it to those members, which may serve it as
+ * clean from then on. Sooner, a member could serve the new version while a
+ * reader at the primary, during the write-through push to the key's
+ * directory copies, is still served the one before.
+ */
+void members_commit(struct node *n, const struct wire_msg *m, uint64_t version);
 /*
  * Whether keyhash's last push from here was not confirmed by every member
  * the view does not mark down (members_push() keeps the mark): this node

@@ -1050,12 +1050,14 @@ static bool served_ok(const struct wire_msg *rep)
 static int push_to_members_again(struct node *n, const struct wire_msg *m)
 {
 	int turn = repl_through_turn(n, m->keyhash, true), rc = -1;
+	uint64_t version;
 
 	if (turn < 0)
 		return -1;
 	if (!members_behind(n, m->keyhash))
 		rc = 0; /* another read or a write pushed it meanwhile */
-	else if (members_push(n, m, NULL) == 0) {
+	else if (members_push(n, m, &version) == 0) {
+		members_commit(n, m, version);
 		node_count(n, NODE_CTR_member_repaired);
 		rc = 0;
 	}
@@ -1176,6 +1178,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	struct node_write self = {.m = m, .from = from, .rep = rep}, *last = NULL, *pushed;
 	struct through_rider rider = {.write = &self}, *riders = NULL, *next;
 	bool sent = false;
+	uint64_t committed = 0; /* the version the members may serve once it is out here */
 	uint16_t home;
 	int turn, rc;
 
@@ -1223,7 +1226,7 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 	/* The newest version is the one pushed; its reply lists the holders that took it. */
 	pushed = last ? last : &self;
 	/* Acknowledged only once every live member of the group holds it (members.h). */
-	if (grouped && served && served_ok(rep) && members_push(n, pushed->m, pushed->rep) != 0) {
+	if (grouped && served && served_ok(rep) && members_push(n, pushed->m, &committed) != 0) {
 		for (struct through_rider *r = riders; r; r = r->next)
 			write_of(r)->rep->status = WIRE_ST_UNAVAILABLE;
 		rep->status = WIRE_ST_UNAVAILABLE;
@@ -1250,6 +1253,8 @@ static bool on_write(struct node *n, const struct wire_msg *m, const struct sock
 		through_push_end(n->through, m->keyhash);
 		through_forget_previous(n->through, m->keyhash);
 	}
+	/* This node's readers see the new version from here: so may the members'. */
+	members_commit(n, pushed->m, committed);
 	/* The riders' replies, from here: their threads wait for the turn to pass them. */
 	for (struct through_rider *r = riders; r; r = next) {
 		struct node_write *w = write_of(r);
