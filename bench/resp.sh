@@ -53,9 +53,10 @@ done
 # with a 3 s agent timeout and deep node queues: redis-benchmark keeps 800
 # requests in flight, and on a small machine they queue for tens of ms at
 # the nodes; queueing is not loss, and a timeout would be an error reply.
+# R = 1, as the Redis and twemproxy it is compared with keep one copy.
 config=$run/testbed.json
 python3 "$repo/tests/e2e/private_config.py" "$template" "$config" \
-	'{"agent": {"timeout_ms": 3000}, "node": {"queue_depth": 16384}}'
+	'{"agent": {"timeout_ms": 3000}, "node": {"queue_depth": 16384}, "service": {"replicas": 1}}'
 agent=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agents"][0]["name"])' "$config")
 ns=$SKL_NS_PREFIX$agent
 cdtctl() { "$build/switchd/cdtctl" --config "$config" --switch 1 "$@"; }

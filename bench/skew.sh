@@ -23,13 +23,18 @@
 # SKL_SERVICE_TIME_US (1000), SKL_RUN_DIR.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-config=${1:-$repo/conf/testbed.json}
+template=${1:-$repo/conf/testbed.json}
 keys=${KEYS:-1000000}
 duration=${DURATION:-15}
 concurrency=${CONCURRENCY:-48}
 export SKL_SERVICE_TIME_US=${SKL_SERVICE_TIME_US:-1000}
 export SKL_RUN_DIR=${SKL_RUN_DIR:-$repo/run/skew}
 run=$SKL_RUN_DIR
+# A copy with R = 1: this measures the directory alone (with replica groups
+# a ring-only run already spreads each key's reads over its members).
+mkdir -p "$run"
+config=$run/$(basename "$template")
+python3 "$repo/tests/e2e/private_config.py" "$template" "$config" '{"service": {"replicas": 1}}'
 
 "$repo/scripts/setup.sh" --release >/dev/null
 trap '"$repo/scripts/testbed.sh" down "$config" >/dev/null 2>&1 || true' EXIT

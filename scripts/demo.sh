@@ -62,7 +62,9 @@ mkdir -p "$run"
 # The testbed's config with a 500 ms agent timeout: at the hottest node of a
 # ring-only run the queue reaches tens of ms, and queueing is not loss. Nodes
 # read the same value: they drop queued requests older than it (nobody waits
-# for them any more).
+# for them any more). R = 1 (service.replicas): the demo measures the
+# directory alone; with replica groups a ring-only run already spreads each
+# key's reads over its R members (bench/replicas.sh measures groups).
 template=${SKL_DEMO_CONFIG:-$repo/conf/testbed.json}
 config=$run/$(basename "$template")
 # Writes the copy; prints what the demo needs of it: the switch's control
@@ -73,6 +75,7 @@ c = json.load(open(sys.argv[1]))
 agent = c.setdefault("agent", {})
 agent["timeout_ms"] = max(agent.get("timeout_ms", 50), 500)
 c.setdefault("node", {})["workers"] = int(sys.argv[3])
+c["service"]["replicas"] = 1
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 s = c["switches"][0]
 print(s.get("control_socket", "/run/skewless/switch-%d.sock" % s["id"]), c["agents"][0]["name"],

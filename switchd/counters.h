@@ -35,7 +35,9 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	X(SW_CNT_FP_MISMATCH, "cdt_fingerprint_mismatch", SW_CNT_EVENT,                            \
 	  "Directory keyhash matches whose key bytes differ")                                      \
 	X(SW_CNT_REPLICA_READS, "replica_reads", SW_CNT_EVENT,                                     \
-	  "Reads sent to a replica rather than the home")                                          \
+	  "Reads of directory keys sent to a copy rather than the home")                           \
+	X(SW_CNT_MEMBER_READS, "member_reads", SW_CNT_EVENT,                                       \
+	  "Reads sent to a replica group member other than the primary (served there if clean)")   \
 	X(SW_CNT_CDT_UPDATES, "cdt_updates", SW_CNT_EVENT,                                         \
 	  "Directory state changes applied by workers")                                            \
 	X(SW_CNT_CDT_UPDATE_RETRIES, "cdt_update_retries", SW_CNT_EVENT,                           \

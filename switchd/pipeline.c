@@ -911,6 +911,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	uint8_t out;
 	uint16_t target, owner;
 	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
+	bool member_read = false;  /* that node is a member of the key's replica group */
 	int64_t acc = 0;	   /* the changes to the datagram, for the UDP checksum */
 
 	CNT(w, SW_CNT_REQUESTS);
@@ -945,7 +946,8 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
 	if (by_group(sw, e, home)) {
 		e = NULL;
-		target = group_target(w, msg, is_read, &replica_read);
+		target = group_target(w, msg, is_read, &member_read);
+		replica_read = member_read;
 	} else if (!is_read)
 		target = home;
 	else if (may_spread(sw, e, now_tsc)) {
@@ -993,7 +995,9 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		else
 			ec->reads++;
 	}
-	if (replica_read)
+	if (member_read)
+		CNT(w, SW_CNT_MEMBER_READS);
+	else if (replica_read)
 		CNT(w, SW_CNT_REPLICA_READS);
 	CNT(w, SW_CNT_REQ_FORWARDED);
 	tx(w, out, p->m);

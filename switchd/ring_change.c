@@ -752,6 +752,13 @@ static json_t *resume(struct sw *sw, const char *path)
 
 	if (!prev)
 		return ctl_error("%s: out of memory", path);
+	if (sw->cfg->service.replicas > 1) {
+		free(prev);
+		return ctl_error(
+		    "%s: with replica groups a restarted switch has nothing to resume: "
+		    "its views take an added node in (service.replicas %u)",
+		    path, sw->cfg->service.replicas);
+	}
 	if (m->changing) {
 		free(prev);
 		return ctl_error("%s: a ring change is in progress already", path);

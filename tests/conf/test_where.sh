@@ -7,7 +7,8 @@ out=$("$cli" --config "$conf" where user:1 user:2 hot)
 [ "$(wc -l <<<"$out")" = 3 ] || { echo "expected 3 lines, got: $out"; exit 1; }
 # Here-strings, not `echo | grep -q`: grep -q quits at the first match, and
 # under pipefail the echo's SIGPIPE would fail the check now and then.
-grep -Eq '^user:1 keyhash=0x[0-9a-f]{16} point=0x[0-9a-f]{8} home=(n[1-8]) group=\1$' <<<"$out" ||
+# The testbed runs R = 2: the group is the home and the next node clockwise.
+grep -Eq '^user:1 keyhash=0x[0-9a-f]{16} point=0x[0-9a-f]{8} home=(n[1-8]) group=\1,n[1-8]$' <<<"$out" ||
 	{ echo "bad line format: $out"; exit 1; }
 json=$("$cli" --config "$conf" --json where user:1)
 grep -q '"home": "n' <<<"$json" || { echo "bad json: $json"; exit 1; }

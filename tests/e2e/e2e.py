@@ -668,7 +668,10 @@ print(json.dumps(sent))
 
 
 def scenario_node_kill(tb):
-    """kill -9 a node: down within 3 digest intervals, fast UNAVAILABLE, back with its data."""
+    """R = 1 (every key on its home alone, as service.replicas 1 keeps it):
+    kill -9 a node: down within 3 digest intervals, fast UNAVAILABLE, back
+    with its data. node-loss is the same loss with replica groups."""
+    with_replicas(tb, 1, 0)
     tb.up()
     victim = "n3"
     keys = [f"nk:{i}" for i in range(400)]
@@ -742,8 +745,9 @@ def with_replicas(tb, r, repair_after_ms):
         cfg = json.load(f)
     cfg["service"]["replicas"] = r
     cfg["service"]["repair_after_ms"] = repair_after_ms
-    cfg["agent"]["deadline_ms"] = 1500
-    cfg["agent"]["retries"] = 30
+    if r > 1:
+        cfg["agent"]["deadline_ms"] = 1500
+        cfg["agent"]["retries"] = 30
     with open(tb.config, "w") as f:
         json.dump(cfg, f, indent=1)
     tb.cfg = cfg
@@ -1481,8 +1485,10 @@ def membership_report(tb, s, final, history, events, keys):
 
 
 def scenario_membership(tb):
-    """Add a 9th node under load, then remove another (one-arm): 0 acknowledged
-    writes lost, the history linearizable, errors only inside the changes."""
+    """R = 1 (groups-membership is the same with replica groups): add a 9th
+    node under load, then remove another (one-arm): 0 acknowledged writes
+    lost, the history linearizable, errors only inside the changes."""
+    with_replicas(tb, 1, 0)
     tb.up()
     keys, conc, duration = 2000, 8, int(os.environ.get("SKL_MEMBERSHIP_SECONDS", "30"))
     events = []
@@ -1584,10 +1590,12 @@ def scenario_membership(tb):
 
 
 def scenario_membership_restart(tb):
-    """Add a 9th node under load and kill -9 the switch in the middle of the ramp:
-    restarted (with the new config), it resumes the change from the config it
-    started from (`cdtctl ring resume`); nothing acknowledged is lost. Under a
-    cluster key (auth.key_file): RING, FETCH and MIGRATE all travel sealed."""
+    """R = 1: add a 9th node under load and kill -9 the switch in the middle of
+    the ramp: restarted (with the new config), it resumes the change from the
+    config it started from (`cdtctl ring resume`); nothing acknowledged is
+    lost. Under a cluster key (auth.key_file): RING, FETCH and MIGRATE all
+    travel sealed. With replica groups `ring resume` is refused."""
+    with_replicas(tb, 1, 0)
     with open(tb.config) as f:
         cfg = json.load(f)
     fd = os.open(os.path.join(tb.dir, "cluster.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -1692,7 +1700,9 @@ def scenario_spoof(tb):
           f"with the key, {key} is replicated: set {entry and entry['replicas']}, completed "
           f"{entry and entry['completed']}")
     holder = next(r for r in entry["replicas"] if r != home)
-    outsider = next(n for n in sorted(nodes) if n not in entry["replicas"])
+    # Outside the copy set and the key's replica group (whose members hold it too).
+    outsider = next(n for n in sorted(nodes)
+                    if n not in entry["replicas"] and n not in group_of(tb, key))
     digest_node = next(n for n in sorted(nodes) if n not in (home, holder, outsider))
 
     # A write of the key goes through to both holders, sealed both ways (the
@@ -1740,11 +1750,13 @@ def scenario_spoof(tb):
                      count])  # another key's MAC
         plan.append([agent["ip"], dst, d.hex(), count])  # the agent's own address
 
-    def replica_read(name):
-        """A GET with REPLICA_READ straight at node name: its status and value."""
+    def replica_read(name, version):
+        """A GET with REPLICA_READ straight at node name, stamped with the version the
+        switch saw complete (as the switch sends it): its status and value."""
         r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", REPLICA_READ_PY,
                             nodes[name]["ip"], str(nodes[name].get("port", port)), key,
-                            str(keyhash)], capture_output=True, text=True, timeout=10)
+                            str(keyhash), str(version)], capture_output=True, text=True,
+                           timeout=10)
         if r.returncode != 0:
             raise Fail(f"replica read at {name}: {r.stderr.strip()}")
         return json.loads(r.stdout)
@@ -1754,7 +1766,8 @@ def scenario_spoof(tb):
         peers = tb.cdtctl("peers")
         return {"set": sorted(e["replicas"]), "completed": e["completed"],
                 "value": cli("get", key).get("value"),
-                "holder": replica_read(holder), "outsider": replica_read(outsider),
+                "holder": replica_read(holder, e["completed"]),
+                "outsider": replica_read(outsider, e["completed"]),
                 "nodes": {n["name"]: (n["state"], n["alive"])
                           for n in tb.cdtctl("nodes")["nodes"]},
                 "leased": peers["leased"], "lease_losses": peers["stats"]["lease_losses"],
@@ -1815,11 +1828,12 @@ def scenario_spoof(tb):
 REPLICA_READ_PY = r'''
 import json, random, socket, struct, sys
 ip, port, key, keyhash = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), int(sys.argv[4])
+version = int(sys.argv[5])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(1.0)
 rid = 0x5200000000000000 | random.getrandbits(32)
-d = struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, 0x01, 0x1, 0, 0, rid, keyhash, 0, 0, 0, 0, 0,
-                len(key), 0) + key
+d = struct.pack("!HBBHBBQQQHHIHHI", 0x5047, 1, 0x01, 0x1, 0, 0, rid, keyhash, version, 0, 0, 0,
+                0, len(key), 0) + key
 for attempt in range(3):
     s.sendto(d, (ip, port))
     try:
