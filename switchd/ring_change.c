@@ -337,8 +337,8 @@ out:
 
 /* ---- Following a peer's change (docs/design.md section 12, "Peer switches"). ---------- */
 
-static int validate(const struct sw *sw, const struct cfg *next, const char *path, char *err,
-		    size_t errlen);
+static int validate(const struct sw *sw, const struct cfg *next, bool following, const char *path,
+		    char *err, size_t errlen);
 static int add_nodes(struct sw *sw, const struct cfg *next);
 
 /*
@@ -373,7 +373,7 @@ static int follow_begin(struct sw *sw, uint16_t leader, uint64_t version, uint64
 			 path, peer_sync_switch_name(sw, leader), (unsigned long)version,
 			 (unsigned long)next->ring_version);
 	else if (!err[0])
-		validate(sw, next, path, err, sizeof(err));
+		validate(sw, next, true, path, err, sizeof(err));
 	if (!err[0] &&
 	    (cfg_build_ring(next, &ring) != 0 ||
 	     (stepwise && rch_build(&change, &m->next, &ring) != 0) || add_nodes(sw, next) != 0))
@@ -548,8 +548,8 @@ void ring_change_take_reply(struct sw *sw, const struct wire_msg *msg)
  * and the added nodes out. Changing weights moves groups between live
  * nodes: not built. Why next cannot follow cur, in err; 0 when it can.
  */
-static int validate_groups(const struct sw *sw, const struct cfg *next, const char *path, char *err,
-			   size_t errlen)
+static int validate_groups(const struct sw *sw, const struct cfg *next, bool following,
+			   const char *path, char *err, size_t errlen)
 {
 	const struct cfg *cur = sw->cfg;
 	const struct ring *running = &sw->ring_change->next;
@@ -563,14 +563,15 @@ static int validate_groups(const struct sw *sw, const struct cfg *next, const ch
 			 path, cur->service.replicas);
 		return -1;
 	}
-	if (!views_publisher(sw)) {
+	/* A peer that follows takes what its publisher applied. */
+	if (!following && !views_publisher(sw)) {
 		snprintf(err, errlen,
 			 "%s: with replica groups, apply a ring change at the switch that "
 			 "publishes views (the lowest id)",
 			 path);
 		return -1;
 	}
-	if (views_joining(sw)) {
+	if (!following && views_joining(sw)) {
 		snprintf(
 		    err, errlen,
 		    "%s: nodes are joining groups (a drain or a repair: `cdtctl nodes`); apply "
@@ -631,9 +632,9 @@ static int validate_groups(const struct sw *sw, const struct cfg *next, const ch
 	return 0;
 }
 
-/* Why next cannot follow cur, in err; 0 when it can. */
-static int validate(const struct sw *sw, const struct cfg *next, const char *path, char *err,
-		    size_t errlen)
+/* Why next cannot follow cur (applied here, or following a peer), in err; 0 when it can. */
+static int validate(const struct sw *sw, const struct cfg *next, bool following, const char *path,
+		    char *err, size_t errlen)
 {
 	const struct cfg *cur = sw->cfg;
 	const struct ring_change *m = sw->ring_change;
@@ -675,7 +676,7 @@ static int validate(const struct sw *sw, const struct cfg *next, const char *pat
 		}
 	}
 	if (cur->service.replicas > 1 || next->service.replicas > 1)
-		return validate_groups(sw, next, path, err, errlen);
+		return validate_groups(sw, next, following, path, err, errlen);
 	return 0;
 }
 
@@ -843,6 +844,9 @@ static json_t *apply_groups(struct sw *sw, struct cfg *next, const char *path)
 	    publish_ring(sw, RCH_COMPLETE) != 0)
 		log_warn("ring apply %s: out of memory building the ring", path);
 	m->rehomed += rehome_install(sw);
+	/* Peer switches follow it straight to the new ring (ring_change_follow()). */
+	m->ready = m->epoch = rch_epoch(m->next.version, RCH_COMPLETE);
+	tell_peers(sw);
 	log_info("ring apply %s: version %lu adds %u node(s): out of the replica groups until "
 		 "every node has this config, then they catch up their groups",
 		 path, (unsigned long)next->ring_version, nadded);
@@ -865,7 +869,7 @@ static json_t *apply(struct sw *sw, const char *path)
 	if (!next)
 		return ctl_error("%s: out of memory", path);
 	if (cfg_load(path, next, err, sizeof(err)) != 0 ||
-	    validate(sw, next, path, err, sizeof(err)) != 0) {
+	    validate(sw, next, false, path, err, sizeof(err)) != 0) {
 		free(next);
 		return json_pack("{s:b, s:s}", "ok", 0, "error", err);
 	}

@@ -16,13 +16,15 @@
 #     through the cut sends its reads home), lincheck finds no stale read
 #     in histories spanning the partition, and after healing the switches
 #     converge (leases back, same hot set) within 1 s.
-#  e. Ring changes reach the peer: under reads and writes through both
-#     switches, `cdtctl ring apply` at w1 (p8 drained to weight 0, ring
-#     version 2) is followed by w2 without a command of its own (its
-#     `ring show` reports version 2, stable); then, with w2 cut off, version
-#     3 (p8 back) completes at w1 without it, and w2 catches up once it is
-#     back (the cut as in c). The histories through both switches are linearizable.
-#  d. Kill w1: c1's agent fails over to w2 and keeps completing operations.
+#  e. A ring change reaches the peer: under reads and writes through both
+#     switches, a 10th node p9 is started and `cdtctl ring apply` at w1
+#     (which publishes the views; replica groups, R = 2) adds it (ring
+#     version 2). w2 follows without a command of its own (its `ring show`
+#     reports version 2, stable) and sees p9 catch up and come up in the
+#     views; the histories through both switches are linearizable.
+#  d. Kill w1, the view publisher: c1's agent fails over to w2 and keeps
+#     completing operations (the nodes' primaries confirm their views with
+#     their groups for reads).
 # Exits 77 (skipped) when namespaces or TAP devices cannot be made here.
 # SKL_E2E_KEEP=1 keeps the run folder (logs, histories).
 set -euo pipefail
@@ -297,19 +299,20 @@ cat "$run/c1.history" "$run/c2.history" >"$run/c.history"
 python3 "$repo/tests/lincheck/lincheck.py" "$run/c.history" || fail "stale read across the partition"
 
 # ---- e. a ring change at w1 reaches w2, also after w2 was cut off. ---------------------
-# ring_config EDIT: the next ring version of the private config, written in place (every
-# process reads that one file: the operator's "install the new config on every host").
+# ring_config: the next ring version of the private config with a 9th node p9 (the
+# next address), written in place (every process reads that one file: the
+# operator's "install the new config on every host").
 ring_config() {
-	python3 - "$config" "$1" <<'PY'
+	python3 - "$config" <<'PY'
 import json, os, sys
-path, edit = sys.argv[1], sys.argv[2]
+path = sys.argv[1]
 cfg = json.load(open(path))
 ring = cfg.setdefault("ring", {})
 ring["version"] = ring.get("version", 1) + 1
-ring["ramp_ms"] = 2000
-for n in cfg["nodes"]:
-    if n["name"] == "p8":
-        n["weight"] = 0 if edit == "drain" else 1
+last = cfg["nodes"][-1]
+ip = last["ip"].rsplit(".", 1)
+cfg["nodes"].append(dict(last, id=9, name="p9", ip=f"{ip[0]}.{int(ip[1]) + 1}",
+                         data_dir=last["data_dir"][:-2] + "p9"))
 open(path + ".tmp", "w").write(json.dumps(cfg, indent=1))
 os.replace(path + ".tmp", path)
 PY
@@ -327,49 +330,48 @@ ring_wait() {
 	done
 	return 1
 }
+# view_up SWITCH NODE SECONDS: until SWITCH's `nodes` shows NODE up in the views.
+view_up() {
+	local t0=$(date +%s%N)
+	for i in $(seq $(( $3 * 10 ))); do
+		if cdtctl "$1" nodes | grep -E "^  id=[0-9]+ name=$2 .* view=up( |$)" >/dev/null; then
+			echo $(( ($(date +%s%N) - t0) / 1000000 ))
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
 elin=(--key-prefix ring: --keys 200 --dist uniform --read-ratio 0.5 --value-size 24 --concurrency 4)
-bench c1 w1 "${elin[@]}" --duration 16 --history "$run/e1.history" --json "$run/e1.json" & bench_pids+=($!)
-bench c2 w2 "${elin[@]}" --duration 16 --history "$run/e2.history" --json "$run/e2.json" & bench_pids+=($!)
+bench c1 w1 "${elin[@]}" --duration 10 --history "$run/e1.history" --json "$run/e1.json" & bench_pids+=($!)
+bench c2 w2 "${elin[@]}" --duration 10 --history "$run/e2.history" --json "$run/e2.json" & bench_pids+=($!)
 sleep 1
-ring_config drain
+ring_config
+"$testbed" start "$config" p9 >/dev/null
 cdtctl w1 ring apply "$config" >/dev/null
-t=$(ring_wait w2 2 40) || fail "w2 did not follow w1 to ring version 2"
+t=$(ring_wait w2 2 20) || fail "w2 did not follow w1 to ring version 2"
 say "e: w2 follows w1 to ring version 2 without a command: seen stable ${t} ms after the apply (polled by cdtctl)"
-ring_wait w1 2 40 >/dev/null || fail "ring version 2 did not complete at w1"
-cp "$run/e.w2.show.json" "$run/e.w2.v2.json"
-cdtctl w1 --json ring show >"$run/e.w1.v2.json"
+t=$(view_up w2 p9 20) || fail "w2 did not see p9 come up in the views"
+say "e: p9 caught up its groups and is up in w2's views ${t} ms later"
+cdtctl w2 --json ring show >"$run/e.w2.v2.json"
 cdtctl w1 --json peers >"$run/e.w1.peers.json"
-# w2 cut off from w1 (both switch ports isolated, as in c), version 3 applied at w1.
-isolate on
-ring_config restore
-cdtctl w1 ring apply "$config" >/dev/null
-t=$(ring_wait w1 3 30) || { isolate off; fail "ring version 3 did not complete at w1 while w2 was cut off"; }
-say "e: ring version 3 complete at w1 ${t} ms after the apply, w2 cut off"
-cdtctl w2 --json ring show >"$run/e.w2.cut.json"
-isolate off
-t=$(ring_wait w2 3 20) || fail "w2 did not catch up with ring version 3 once back"
-say "e: w2 back: at ring version 3 ${t} ms after healing"
 wait "${bench_pids[@]}"
 bench_pids=()
-python3 - "$run" <<'PY' || fail "the ring changes were not passed on as they should"
+python3 - "$run" <<'PY' || fail "the ring change was not passed on as it should"
 import json, sys
 run = sys.argv[1]
-w1, w2 = (json.load(open(f"{run}/e.{s}.v2.json")) for s in ("w1", "w2"))
-cut = json.load(open(f"{run}/e.w2.cut.json"))
+w2 = json.load(open(f"{run}/e.w2.v2.json"))
 peers = json.load(open(f"{run}/e.w1.peers.json"))
 row = [x for x in peers["switches"] if x["name"] == "w2"][0]
-print(f"e: w1 drove version 2 ({w1['arcs']} arcs, waited for w2 {w1['peer_waits']} times);"
-      f" w2 followed {w2['follows']} change(s), refused {w2['follow_refused']},"
+print(f"e: w2 followed {w2['follows']} change(s), refused {w2['follow_refused']},"
       f" {w2['rehomed']} hot keys re-homed; w1 sees w2 at ring version {row['ring_version']}")
-print(f"e: while cut off w2 stayed at version {cut['version']} ({cut['state']})")
 for f in ("e1", "e2"):
     r = json.load(open(f"{run}/{f}.json"))
     print(f"e: {f}: {r['ops']} ops, status {r['status']}")
-sys.exit(0 if w2["version"] == 2 and w2["follows"] >= 1 and w1["peer_waits"] >= 1
-         and row["ring_version"] == 2 and cut["version"] == 2 else 1)
+sys.exit(0 if w2["version"] == 2 and w2["follows"] >= 1 and row["ring_version"] == 2 else 1)
 PY
 cat "$run/e1.history" "$run/e2.history" >"$run/e.history"
-python3 "$repo/tests/lincheck/lincheck.py" "$run/e.history" || fail "stale read across the ring changes"
+python3 "$repo/tests/lincheck/lincheck.py" "$run/e.history" || fail "stale read across the ring change"
 
 # ---- d. kill w1: c1 fails over to w2. ----------------------------------------------
 bench c1 w1 "${skewed[@]}" --duration 4 --json "$run/d1.json" & bench_pids+=($!)
