@@ -185,11 +185,12 @@ const struct cfg_key cfg_keys[] = {
 	     "node of each takes its records, so that R copies exist again (docs/design.md "
 	     "section 13, \"Repair\"); 0: never"),
     KEY_UINT(SERVICE, "view_lease_ms", view_lease_ms, 0, 60000, 150,
-	     "with R above 1: a node serves reads (as primary or member) only within this "
-	     "long of an answer to a VIEW that a later VIEW named, and the switch marks no "
-	     "node down before the lease it gave it ended (docs/design.md section 13, "
-	     "\"View leases\"); 0: no leases, reads are served on any view, also while the "
-	     "switch is down"),
+	     "with R above 1: a node serves reads without asking (as primary or member) only "
+	     "within this long of an answer to a VIEW that a later VIEW named, and the switch "
+	     "marks no node down before the lease it gave it ended; past it, a primary serves "
+	     "a read only once another member of the key's group answers that it holds no "
+	     "newer view, and members send reads to the primary (docs/design.md section 13, "
+	     "\"View leases\"); 0: no leases, reads are served on any view without asking"),
 
     KEY_UINT(SWITCH, "id", id, 1, CFG_MAX_SWITCHES * 1000, 0, "unique", .flags = CFG_REQUIRED),
     KEY_STRING(SWITCH, "name", name, NULL, "unique, not a number (tools take NAME or ID)",
