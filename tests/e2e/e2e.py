@@ -742,15 +742,17 @@ def scenario_node_kill(tb):
 
 def with_replicas(tb, r, repair_after_ms):
     """Set service.replicas and repair_after_ms in the testbed's private config
-    before it is up, and a deadline that outlasts a member's death being
-    noticed (docs/operations.md, "Replica groups")."""
+    before it is up. The testbed configs give the agents a deadline that
+    outlasts a member's death being noticed (docs/operations.md, "Replica
+    groups"); with R = 1 nothing takes a dead home's keys over, and the agents
+    keep their default deadline."""
     with open(tb.config) as f:
         cfg = json.load(f)
     cfg["service"]["replicas"] = r
     cfg["service"]["repair_after_ms"] = repair_after_ms
-    if r > 1:
-        cfg["agent"]["deadline_ms"] = 1500
-        cfg["agent"]["retries"] = 30
+    if r == 1:
+        cfg["agent"].pop("deadline_ms", None)
+        cfg["agent"].pop("retries", None)
     with open(tb.config, "w") as f:
         json.dump(cfg, f, indent=1)
     tb.cfg = cfg
