@@ -144,6 +144,12 @@ uint16_t members_other(struct node *n, uint64_t keyhash, enum members_use use)
 	return primary == n->self->id ? 0 : primary;
 }
 
+/* Whether id is another member this node pushes to: not itself, not marked down by the view. */
+static bool other_live(const struct node *n, uint16_t id)
+{
+	return id != n->self->id && !group_bit(n->members.view.down, id);
+}
+
 /* The view number node `to` holds (a VIEW query), or 0 when it does not answer. */
 static uint64_t view_held_by(struct node *n, uint16_t to)
 {
@@ -165,7 +171,7 @@ int members_confirm(struct node *n, uint64_t keyhash)
 	if (primary_of(g, keyhash, ids, k) != n->self->id)
 		return 0; /* a stamped copy, or a clean read within the lease */
 	for (unsigned i = 0; i < k; i++) {
-		if (ids[i] == n->self->id || group_bit(g->view.down, ids[i]))
+		if (!other_live(n, ids[i]))
 			continue;
 		uint64_t held = view_held_by(n, ids[i]);
 
@@ -413,7 +419,7 @@ int members_push(struct node *n, const struct wire_msg *m, uint64_t *version)
 		return 0; /* nothing stored (a DEL of nothing): nothing to hold */
 	}
 	for (unsigned i = 0; i < k; i++) {
-		if (ids[i] == n->self->id || group_bit(g->view.down, ids[i]))
+		if (!other_live(n, ids[i]))
 			continue;
 		if (push_record(n, ids[i], g->view.number, m->keyhash, m->key, m->key_len, &rec,
 				buf) != 0)
@@ -432,7 +438,7 @@ void members_commit(struct node *n, const struct wire_msg *m, uint64_t version)
 	unsigned k = group_of(g, m->keyhash, ids);
 
 	for (unsigned i = 0; i < k && version; i++)
-		if (ids[i] != n->self->id && !group_bit(g->view.down, ids[i]))
+		if (other_live(n, ids[i]))
 			send_commit(n, ids[i], m, version);
 }
 

@@ -287,6 +287,17 @@ static bool too_large(const struct node *n, const struct wire_msg *m, size_t len
 	return !(m->flags & WIRE_F_CHUNK) && value_too_large(n, m->op, m->val_len);
 }
 
+/* Whether `from` is a switch's address (its VIP). */
+static bool from_switch(const struct node *n, const struct sockaddr_in *from)
+{
+	uint32_t ip = ntohl(from->sin_addr.s_addr);
+
+	for (int i = 0; i < n->cfg->nswitches; i++)
+		if (n->cfg->switches[i].vip == ip)
+			return true;
+	return false;
+}
+
 /*
  * Whether a control op may come from `from`: the op table's `by` column names
  * who sends it, and the config where they are. Addresses only, not ports: a
@@ -302,10 +313,8 @@ static enum node_counter source_check(const struct node *n, uint8_t op,
 
 	if (by & WIRE_BY_AGENT)
 		return NODE_CTR_COUNT;
-	if (by & (WIRE_BY_SWITCH | WIRE_BY_PEER))
-		for (int i = 0; i < n->cfg->nswitches; i++)
-			if (n->cfg->switches[i].vip == ip)
-				return NODE_CTR_COUNT;
+	if ((by & (WIRE_BY_SWITCH | WIRE_BY_PEER)) && from_switch(n, from))
+		return NODE_CTR_COUNT;
 	if (by & WIRE_BY_NODE)
 		for (int i = 0; i < n->cfg->nnodes; i++)
 			if (n->cfg->nodes[i].ip == ip)
@@ -1332,11 +1341,7 @@ static bool on_unreplicate(struct node *n, const struct wire_msg *m, const struc
 static bool on_view(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		    struct wire_msg *rep, uint8_t *out, size_t cap)
 {
-	bool from_switch = false;
-
-	for (int i = 0; i < n->cfg->nswitches; i++)
-		from_switch |= n->cfg->switches[i].vip == ntohl(from->sin_addr.s_addr);
-	members_on_view(n, m, from_switch, rep, out, cap);
+	members_on_view(n, m, from_switch(n, from), rep, out, cap);
 	return true;
 }
 
