@@ -319,12 +319,13 @@ open(path + ".tmp", "w").write(json.dumps(cfg, indent=1))
 os.replace(path + ".tmp", path)
 PY
 }
-# ring_wait SWITCH VERSION SECONDS: until SWITCH's `ring show` says VERSION, stable.
-ring_wait() {
-	local t0=$(date +%s%N)
-	for i in $(seq $(( $3 * 10 ))); do
-		cdtctl "$1" --json ring show >"$run/e.$1.show.json"
-		if python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["version"]==int(sys.argv[2]) and r["state"]=="stable" else 1)' "$run/e.$1.show.json" "$2"; then
+# ms_until SECONDS COMMAND...: run COMMAND every 100 ms until it succeeds (at
+# most SECONDS); print how many ms that took.
+ms_until() {
+	local t0=$(date +%s%N) tries=$(( $1 * 10 ))
+	shift
+	for i in $(seq "$tries"); do
+		if "$@"; then
 			echo $(( ($(date +%s%N) - t0) / 1000000 ))
 			return 0
 		fi
@@ -332,17 +333,14 @@ ring_wait() {
 	done
 	return 1
 }
-# view_up SWITCH NODE SECONDS: until SWITCH's `nodes` shows NODE up in the views.
+# ring_stable SWITCH VERSION: SWITCH's `ring show` says VERSION, stable.
+ring_stable() {
+	cdtctl "$1" --json ring show >"$run/e.$1.show.json" &&
+		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["version"]==int(sys.argv[2]) and r["state"]=="stable" else 1)' "$run/e.$1.show.json" "$2"
+}
+# view_up SWITCH NODE: SWITCH's `nodes` shows NODE up in the views.
 view_up() {
-	local t0=$(date +%s%N)
-	for i in $(seq $(( $3 * 10 ))); do
-		if cdtctl "$1" nodes | grep -E "^  id=[0-9]+ name=$2 .* view=up( |$)" >/dev/null; then
-			echo $(( ($(date +%s%N) - t0) / 1000000 ))
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
+	cdtctl "$1" nodes | grep -E "^  id=[0-9]+ name=$2 .* view=up( |$)" >/dev/null
 }
 elin=(--key-prefix ring: --keys 200 --dist uniform --read-ratio 0.5 --value-size 24 --concurrency 4)
 bench c1 w1 "${elin[@]}" --duration 10 --history "$run/e1.history" --json "$run/e1.json" & bench_pids+=($!)
@@ -351,9 +349,9 @@ sleep 1
 ring_config
 "$testbed" start "$config" p9 >/dev/null
 cdtctl w1 ring apply "$config" >/dev/null
-t=$(ring_wait w2 2 20) || fail "w2 did not follow w1 to ring version 2"
+t=$(ms_until 20 ring_stable w2 2) || fail "w2 did not follow w1 to ring version 2"
 say "e: w2 follows w1 to ring version 2 without a command: seen stable ${t} ms after the apply (polled by cdtctl)"
-t=$(view_up w2 p9 20) || fail "w2 did not see p9 come up in the views"
+t=$(ms_until 20 view_up w2 p9) || fail "w2 did not see p9 come up in the views"
 say "e: p9 caught up its groups and is up in w2's views ${t} ms later"
 cdtctl w2 --json ring show >"$run/e.w2.v2.json"
 cdtctl w1 --json peers >"$run/e.w1.peers.json"
