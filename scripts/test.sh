@@ -21,22 +21,12 @@ run() { # run NAME COMMAND...: one suite
 scripts/sweep.sh skl-test- || { echo "test.sh: cannot clear an earlier run's leftovers"; exit 1; }
 start=$SECONDS
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# The Debian packages (built from a copy of the tree, installed, purged)
-# beside the unit suite: neither times anything, and the package build is
-# most of the packaging test's time.
-pkg_log=$(mktemp)
-meson test -C build --suite packaging --print-errorlogs --num-processes 1 >"$pkg_log" 2>&1 &
-pkg_pid=$!
-packaging() {
-	wait "$pkg_pid"
-	local rc=$?
-	cat "$pkg_log"
-	rm -f "$pkg_log"
-	return $rc
-}
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 run unit meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
-run packaging packaging
+# The Debian packages (built from a copy of the tree, installed, purged), on
+# their own: the unit suite times the agent's attempts, which a package build
+# beside it made late.
+run packaging meson test -C build --suite packaging --print-errorlogs --num-processes 1
 # Integration tests start real processes from the optimised build.
 run integration meson test -C build --suite integration --print-errorlogs --num-processes 1
 # End to end on the namespace testbed (root; skipped with the reason otherwise).
