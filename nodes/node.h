@@ -145,6 +145,8 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	  "Keys that could not be marked behind: their set of marks was full")                     \
 	X(member_repaired, NODE_CTR_EVENT,                                                         \
 	  "Keys behind pushed again by a read of them and confirmed")                              \
+	X(repair_notified, NODE_CTR_EVENT,                                                         \
+	  "Of those, with copies: copies dropped, the owner told (no switch saw the write)")       \
 	X(lease_refused, NODE_CTR_EVENT,                                                           \
 	  "Reads this node refused as primary or member: its view lease had ended (and, as "       \
 	  "primary, its group could not confirm its view)")                                        \

@@ -719,6 +719,20 @@ int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sock
 	return 0;
 }
 
+int repl_before_repair(struct node *n, const struct wire_msg *m, uint16_t *owner)
+{
+	struct store_copies c;
+	int rc = store_copies_get(n->store, m->key, m->key_len, &c);
+
+	*owner = 0;
+	if (rc <= 0)
+		return rc; /* never replicated here, or -EIO */
+	rc = drop_copies(n, m, &c);
+	if (rc == 0)
+		*owner = c.owner;
+	return rc;
+}
+
 void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
 {
 	int rc = store_replica_drop(n->store, m->keyhash, m->key, m->key_len, m->version,
@@ -728,10 +742,14 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 	 * At the home, UNREPLICATE means the switch retired the key: forget the
 	 * copies record. A copy whose own UNREPLICATE was lost stays out of every
 	 * replica set (a node joins one only by acking the completed version).
+	 * A copy newer than a floor stays, with the versions it keeps: the
+	 * switch trimmed this node from a set of an older version, and a write
+	 * pushed here since lists it as a holder of its own.
 	 */
 	if (rc >= 0 && !node_home_for(n, m->keyhash, MEMBERS_WRITE))
 		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
-	through_forget(n->through, m->keyhash);
+	if (rc > 0 || !m->version)
+		through_forget(n->through, m->keyhash);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;

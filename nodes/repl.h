@@ -56,6 +56,20 @@ int repl_after_retry(struct node *n, const struct wire_msg *m, const struct sock
 		     const struct wire_msg *rep);
 
 /*
+ * Home, replica groups: a read (m) is about to push the key's newest
+ * version, which its write's client was refused (a member did not confirm
+ * it), to the members again (nodes/server.c). No switch saw that write
+ * complete, and the owner of the key's copies may go on stamping reads with
+ * the version before, which the holders keep, after that read has seen the
+ * new one. So, as before a write that bypasses the owner: every copy
+ * dropped, confirmed, and the kept versions forgotten; *owner is set to the
+ * switch to tell once the members hold the version (repl_notify_owner()),
+ * 0 when the key has no copies. Returns 0, -EAGAIN (a holder did not
+ * confirm: answer UNAVAILABLE) or -EIO.
+ */
+int repl_before_repair(struct node *n, const struct wire_msg *m, uint16_t *owner);
+
+/*
  * Write-through, at the home, for a write through the owner switch (docs/design.md
  * section 5). The writes of a key with holders take turns: repl_through_turn()
  * waits for the previous write's turn to end (up to REPL_THROUGH_WAIT_MS plus

@@ -1052,20 +1052,32 @@ static bool served_ok(const struct wire_msg *rep)
 
 /*
  * A key behind at a member (members_behind()), read at its primary under the
- * view lock: push it to the members again within its write turn. 0 once every
- * live member holds it; -1 otherwise (the read is answered UNAVAILABLE, and
- * its client tries again).
+ * view lock: push it to the members again within its write turn. Its
+ * write's client was refused, so no switch saw that version complete: its
+ * directory copies go first, and their owner is told the version once the
+ * members hold it (repl_before_repair()). 0 once every live member holds
+ * it; -1 otherwise (the read is answered UNAVAILABLE, and its client tries
+ * again).
  */
 static int push_to_members_again(struct node *n, const struct wire_msg *m)
 {
 	int turn = repl_through_turn(n, m->keyhash, true), rc = -1;
 	uint64_t version;
+	uint16_t owner;
 
 	if (turn < 0)
 		return -1;
 	if (!members_behind(n, m->keyhash))
 		rc = 0; /* another read or a write pushed it meanwhile */
-	else if (members_push(n, m, &version) == 0) {
+	else if (repl_before_repair(n, m, &owner) == 0 && members_push(n, m, &version) == 0) {
+		if (owner && version) {
+			struct wire_msg note = *m;
+
+			note.version = version;
+			note.node = n->self->id;
+			repl_notify_owner(n, owner, &note);
+			node_count(n, NODE_CTR_repair_notified);
+		}
 		members_commit(n, m, version);
 		node_count(n, NODE_CTR_member_repaired);
 		rc = 0;

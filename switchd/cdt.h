@@ -212,8 +212,8 @@ enum cdt_event { CDT_EV_REPLY, CDT_EV_RC_ACK, CDT_EV_DROP };
 /*
  * Apply an event to e from worker `worker` (0..nworkers-1) or from the control
  * thread (worker == nworkers): copy-on-write + CAS, retrying on a lost race.
- * CDT_EV_DROP (control thread): `node` leaves the set (cdt_state_without();
- * version unused).
+ * CDT_EV_DROP: `node` leaves the set (cdt_state_without(); version unused):
+ * the control thread's trim, or a worker's copy that answered MOVED.
  * Returns 1 when the state changed, 0 when the event changed nothing, or
  * -ENOMEM when no state could be allocated or retired (the entry is then left
  * as it was, and the caller counts the failure).

@@ -51,6 +51,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "RC_ACKs that added a replica to a set")                                                 \
 	X(SW_CNT_THROUGH_HOLDERS, "through_holders_added", SW_CNT_EVENT,                           \
 	  "Holders a write-through reply listed, added to the key's set")                          \
+	X(SW_CNT_MOVED_COPIES, "moved_copies_dropped", SW_CNT_EVENT,                               \
+	  "Copies that answered MOVED to a read of their key, taken out of its set")               \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT,                                     \
 	  "Replies to the switch's own REPLICATE and UNREPLICATE")                                 \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT, "HINT requests answered")                  \

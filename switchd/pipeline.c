@@ -1071,16 +1071,31 @@ static void add_holders(struct sw_worker *w, struct cdt_entry *e, const struct w
 }
 
 /*
- * Apply a reply's version to the directory (docs/design.md section 5); true when the key
- * is in it.
+ * A copy answered MOVED to a read sent to it: it lacks the version the read
+ * was stamped with (nodes/server.c), so it leaves the key's set (never the
+ * home: cdt_state_without()). Answering at once, it would otherwise look the
+ * least loaded and draw every read of the key until the next write.
  */
-static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e)
+static __rte_noinline void drop_moved_copy(struct sw_worker *w, struct cdt_entry *e,
+					   uint16_t sender)
+{
+	if (cdt_apply(w->sw->cdt, w->index, e, CDT_EV_DROP, 0, sender, NULL) > 0)
+		CNT(w, SW_CNT_MOVED_COPIES);
+}
+
+/*
+ * Apply a reply from node `sender` to the directory (docs/design.md section
+ * 5); true when the key is in it.
+ */
+static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t sender)
 {
 	const struct wire_msg *msg = &p->msg;
 
 	e = entry_for(w, e, msg);
 	if (!e)
 		return false;
+	if (unlikely(msg->status == WIRE_ST_MOVED) && (msg->flags & WIRE_F_REPLICA_READ))
+		drop_moved_copy(w, e, sender);
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
 		return true;
 	const struct cdt_state *st = cdt_entry_state(e);
@@ -1134,7 +1149,7 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
 		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
-	in_dir = learn_version(w, p, e);
+	in_dir = learn_version(w, p, e, sender);
 	if (p->kind == K_CTL_REPLY) {
 		CNT(w, SW_CNT_CTL_REPLIES);
 		rte_pktmbuf_free(p->m);

@@ -2400,6 +2400,25 @@ static struct wire_msg member_read(int id, const char *key)
 }
 
 /*
+ * The primary p and the third node take a view 1000 past *view (the member
+ * is there already): a direct read at p is then served a version newer than
+ * v, which it returns.
+ */
+static uint64_t read_once_views_agree(int p, int third, uint64_t *view, const char *k, uint64_t v)
+{
+	uint8_t none[GROUP_BITMAP] = {0};
+	struct wire_msg r;
+
+	*view += 1000;
+	ck_assert_int_eq(send_view(p, *view, none, none), WIRE_VIEW_SERVING);
+	ck_assert_int_eq(send_view(third, *view, none, none), WIRE_VIEW_SERVING);
+	r = req(p, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_gt(r.version, v);
+	return r.version;
+}
+
+/*
  * A push its member refused (that member already holds a newer view) leaves
  * the write unacknowledged and the member clean with the version before. The
  * primary then serves the key to nobody until a push of it is confirmed: a
@@ -2443,14 +2462,8 @@ START_TEST(replica_group_unconfirmed_push)
 	ck_assert_uint_eq(counter(third, "rc_req"), 0);
 
 	/* The views agree again: a read pushes it, and both serve it. */
-	view += 1000;
-	ck_assert_int_eq(send_view(p, view, none, none), WIRE_VIEW_SERVING);
-	ck_assert_int_eq(send_view(third, view, none, none), WIRE_VIEW_SERVING);
-	r = req(p, WIRE_OP_GET, k, NULL, 0, 0, 0);
-	ck_assert_uint_eq(r.status, WIRE_ST_OK);
-	ck_assert_uint_gt(r.version, v1);
+	v2 = read_once_views_agree(p, third, &view, k, v1);
 	ck_assert_uint_eq(counter(p, "member_repaired"), 1);
-	v2 = r.version;
 	for (int t = 0; t < 50 && (r = member_read(m, k)).status != WIRE_ST_OK; t++)
 		sleep_ms(10);
 	ck_assert_uint_eq(r.version, v2);
@@ -2484,6 +2497,58 @@ START_TEST(replica_group_unconfirmed_push)
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert_uint_eq(r.version, acked);
 	ck_assert(r.val_len == 5 && memcmp(r.value, "acked", 5) == 0);
+	for (int id = 1; id <= 3; id++)
+		stop_node(id);
+}
+END_TEST
+
+/*
+ * A write of a key with directory copies that a member did not confirm was
+ * pushed to no copy, and no switch saw it complete: the switch still stamps
+ * reads with the version before, which the copy serves. The read at the
+ * primary that pushes it to the members again and sees it drops the copy
+ * first (confirmed) and tells the switch the version, so no later read is
+ * served the version before.
+ */
+START_TEST(replica_group_repair_drops_copies)
+{
+	uint8_t none[GROUP_BITMAP] = {0};
+	uint64_t view = start_group_of_3(1000000, 0, ""), v1, v2;
+	const char *k = "repaired";
+	uint16_t ids[GROUP_MAX];
+	struct wire_msg r = {0}, note;
+	int p, m, third;
+
+	ring_group(&ring, keyhash_point(keyhash(k, strlen(k))), 2, ids);
+	p = ids[0], m = ids[1], third = 6 - p - m;
+	r = req(p, WIRE_OP_PUT, k, "one", 3, 0, 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	v1 = r.version;
+	r = req(p, WIRE_OP_REPLICATE, k, (const uint8_t[]){0, 1, 0, (uint8_t)third}, 4, v1, 0);
+	ck_assert_uint_eq(r.version, v1);
+	for (int t = 0; t < 50 && counter(third, "rc_req") == 0; t++)
+		sleep_ms(10);
+	r = req(third, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v1);
+
+	/* Through the switch; unconfirmed (a newer view at the member): pushed to no copy. */
+	ck_assert_int_eq(send_view(m, view + 1000, none, none), WIRE_VIEW_SERVING);
+	r = switch_req(p, WIRE_OP_PUT, k, "two", 3, 0, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_UNAVAILABLE);
+	r = req(third, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+
+	/* The views agree: a direct read pushes it again and sees it; the copy went first. */
+	v2 = read_once_views_agree(p, third, &view, k, v1);
+	r = req(third, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_REPLICA_READ | WIRE_F_VIA_SWITCH);
+	ck_assert_msg(r.status == WIRE_ST_MOVED, "the copy still serves v%llu: %s",
+		      (unsigned long long)v1, wire_status_name(r.status));
+	ck_assert_uint_eq(counter(p, "member_repaired"), 1);
+	ck_assert_uint_eq(counter(p, "repair_notified"), 1);
+	ck_assert_int_eq(switch_recv(WIRE_OP_REPLICATE | WIRE_REPLY, &note, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(note.version, v2);
+	ck_assert_uint_eq(note.node, (uint16_t)p);
 	for (int id = 1; id <= 3; id++)
 		stop_node(id);
 }
@@ -2791,6 +2856,7 @@ int main(void)
 	tcase_add_test(tc, keyed_chunked_replication);
 	tcase_add_test(tc, replica_group_failover_and_refill);
 	tcase_add_test(tc, replica_group_unconfirmed_push);
+	tcase_add_test(tc, replica_group_repair_drops_copies);
 	tcase_add_test(tc, replica_group_repair);
 	tcase_add_test(tc, replica_group_view_lease);
 	tcase_add_test(tc, replica_group_deleted_while_down);
