@@ -373,6 +373,7 @@ struct cdt_entry *cdt_install(struct cdt *c, uint64_t keyhash, const void *key, 
 	e->want_replicas = 0;
 	e->owner = 0;
 	e->spread = 0;
+	e->trimmed = 0;
 	e->owned_since = 0;
 	memcpy(c->keys[idx], key, key_len);
 	c->key_len[idx] = (uint16_t)key_len;

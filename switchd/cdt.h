@@ -81,6 +81,13 @@ struct cdt_entry {
 	 */
 	uint16_t owner;
 	uint8_t spread;
+	/*
+	 * replicas.c (control thread writes, workers read; relaxed): the node a
+	 * trim last took out of the set. It drops its copy, so its confirmations
+	 * of a write pushed before that (a write-through reply's holders, an
+	 * RC_ACK) join no set until a REPLICATE names it again. 0: none.
+	 */
+	uint16_t trimmed;
 	struct cdt_state *state; /* RCU: acquire load, CAS with release */
 	/* ownership.c (control thread): the owned-list version this key joined this
 	 * switch's owned list at; 0 = not yet (or not owned). */

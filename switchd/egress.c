@@ -197,14 +197,13 @@ int egress_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8
 }
 
 int egress_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
-		       uint16_t key_len, uint64_t floor)
+		       uint16_t key_len)
 {
 	struct egress_stats *st = &sw->egress->st;
 	struct wire_msg m = {
 	    .op = WIRE_OP_UNREPLICATE,
 	    .flags = WIRE_F_VIA_SWITCH,
 	    .keyhash = keyhash,
-	    .version = floor,
 	    .node = node,
 	    .key_len = key_len,
 	    .key = key,

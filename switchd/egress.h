@@ -51,13 +51,9 @@ int egress_to_node(struct sw *sw, uint16_t node, const struct wire_msg *msg);
 int egress_replicate(struct sw *sw, uint16_t home, uint64_t keyhash, const uint8_t *key,
 		 uint16_t key_len, uint64_t version, const struct wire_replicate *req);
 
-/*
- * UNREPLICATE of key to node: drop its copy, unless (floor above 0) the copy
- * is of a version newer than floor (nodes/store.h, store_replica_drop()).
- * 0 or as egress_to_node(); counted either way.
- */
+/* UNREPLICATE of key to node: drop its copy. 0 or as egress_to_node(); counted either way. */
 int egress_unreplicate(struct sw *sw, uint16_t node, uint64_t keyhash, const uint8_t *key,
-		       uint16_t key_len, uint64_t floor);
+		       uint16_t key_len);
 
 /*
  * A SYNC value to peer switch id. 0, or -ENOENT when its MAC is not known yet

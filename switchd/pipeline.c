@@ -1055,6 +1055,12 @@ static int apply_event(struct sw_worker *w, struct cdt_entry *e, enum cdt_event 
 	return r;
 }
 
+/* May node join e's set by confirming a version? Not the node a trim took out (cdt.h). */
+static inline bool may_join(const struct cdt_entry *e, uint16_t node)
+{
+	return node != __atomic_load_n(&e->trimmed, __ATOMIC_RELAXED);
+}
+
 /*
  * A home's write-through reply lists the nodes that confirmed they hold its
  * version (16-bit ids in the value): each joins the set, as its RC_ACK would.
@@ -1065,7 +1071,8 @@ static void add_holders(struct sw_worker *w, struct cdt_entry *e, const struct w
 		struct wire_msg ack = *msg;
 
 		ack.node = wire_get16(msg->value + i);
-		if (ack.node <= WIRE_MAX_NODE && apply_event(w, e, CDT_EV_RC_ACK, &ack) > 0)
+		if (ack.node <= WIRE_MAX_NODE && may_join(e, ack.node) &&
+		    apply_event(w, e, CDT_EV_RC_ACK, &ack) > 0)
 			CNT(w, SW_CNT_THROUGH_HOLDERS);
 	}
 }
@@ -1186,7 +1193,7 @@ static __rte_noinline void do_rc_ack(struct sw_worker *w, struct pkt *p, struct 
 	if (!accept_from_node(w, p, in_port, now_s) || (sw->keyed && !authentic(w, p)))
 		return;
 	e = entry_for(w, e, msg);
-	if (e && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {
+	if (e && may_join(e, msg->node) && apply_event(w, e, CDT_EV_RC_ACK, msg) > 0) {
 		const struct cdt_state *st = cdt_entry_state(e);
 
 		/* Replication lag: this version's completion to this replica's ack. */

@@ -161,8 +161,11 @@ void replicas_add(struct sw *sw, struct cdt_entry *e, const struct cdt_state *st
 	req.ntargets = (uint8_t)pick_targets(sw, e, st, want - st->nreplicas, req.targets);
 	if (req.ntargets == 0)
 		return;
-	for (unsigned i = 0; i < req.ntargets; i++)
+	for (unsigned i = 0; i < req.ntargets; i++) {
 		copies_add(&sw->replicas->copies[e->index], req.targets[i]);
+		if (req.targets[i] == e->trimmed)
+			__atomic_store_n(&e->trimmed, 0, __ATOMIC_RELAXED);
+	}
 	egress_replicate(sw, e->home, e->keyhash, key, key_len, version, &req);
 }
 
@@ -200,8 +203,7 @@ void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash, 
 		 */
 		for (unsigned i = 0; i < sw->cfg->nnodes; i++)
 			if (copies_has(copies, sw->cfg->nodes[i].id))
-				egress_unreplicate(sw, sw->cfg->nodes[i].id, keyhash, key, key_len,
-						   0);
+				egress_unreplicate(sw, sw->cfg->nodes[i].id, keyhash, key, key_len);
 	}
 	/* Routed to a peer: the copies are the owner's business. */
 	memset(copies, 0, sizeof(*copies));
@@ -217,17 +219,16 @@ void replicas_drop(struct sw *sw, uint32_t index, bool owned, uint64_t keyhash, 
  * their want, not left one past it, they stay there (docs/benchmarks.md has
  * what it saves the nodes). The node leaves the set first, so no read goes
  * there, then drops its copy (UNREPLICATE); the home stops pushing to it
- * once it answers the next push that it holds nothing (nodes/repl.c). The
- * drop names the set's version as its floor: a write of the key that the
- * node confirmed meanwhile lists it as a holder, and the set it completes
- * would send reads to a node without a copy if the node dropped that one
- * too. Keys of a peer, and pins, are left as they are.
+ * once it answers the next push that it holds nothing (nodes/repl.c). A
+ * write that the node confirmed before its copy went may still list it as
+ * a holder: marked trimmed, it joins no set until a REPLICATE names it
+ * again. Keys of a peer, and pins, are left as they are.
  */
 static void trim(struct sw *sw, struct cdt_entry *e)
 {
 	const struct cdt_state *st = cdt_entry_state(e);
 	uint16_t key_len, drop = 0;
-	uint64_t worst = 0, floor;
+	uint64_t worst = 0;
 	const uint8_t *key = cdt_entry_key(sw->cdt, e, &key_len);
 
 	if (st->nreplicas <= e->want_replicas || e->pinned || e->owner != 0 || key_len == 0)
@@ -242,12 +243,13 @@ static void trim(struct sw *sw, struct cdt_entry *e)
 			worst = cost;
 		}
 	}
-	/* Read before the drop retires st. */
-	floor = st->completed;
-	if (!drop || cdt_apply(sw->cdt, sw->cdt->nworkers, e, CDT_EV_DROP, 0, drop, NULL) <= 0)
+	if (!drop)
+		return;
+	__atomic_store_n(&e->trimmed, drop, __ATOMIC_RELAXED);
+	if (cdt_apply(sw->cdt, sw->cdt->nworkers, e, CDT_EV_DROP, 0, drop, NULL) <= 0)
 		return;
 	sw->replicas->trims++;
-	egress_unreplicate(sw, drop, e->keyhash, key, key_len, floor);
+	egress_unreplicate(sw, drop, e->keyhash, key, key_len);
 }
 
 void replicas_repair(struct sw *sw)
