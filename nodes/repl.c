@@ -742,14 +742,10 @@ void repl_unreplicate(struct node *n, const struct wire_msg *m, struct wire_msg 
 	 * At the home, UNREPLICATE means the switch retired the key: forget the
 	 * copies record. A copy whose own UNREPLICATE was lost stays out of every
 	 * replica set (a node joins one only by acking the completed version).
-	 * A copy newer than a floor stays, with the versions it keeps (a late
-	 * retry of a home's drop, store_replica_drop()): reads stamped with
-	 * them may still come.
 	 */
 	if (rc >= 0 && !node_home_for(n, m->keyhash, MEMBERS_WRITE))
 		rc = store_copies_clear(n->store, m->key, m->key_len) == 0 ? rc : -EIO;
-	if (rc > 0 || !m->version)
-		through_forget(n->through, m->keyhash);
+	through_forget(n->through, m->keyhash);
 	if (rc < 0) {
 		node_count(n, NODE_CTR_store_errors);
 		rep->status = WIRE_ST_INTERNAL;
