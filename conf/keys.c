@@ -276,6 +276,10 @@ const struct cfg_key cfg_keys[] = {
 	       "what a write's push to a key's copies costs its home, in writes: a key whose "
 	       "writes would leave its home busier with copies than without is not copied "
 	       "(docs/design.md section 13)"),
+    KEY_BOOL(DIRECTORY, "batch_writes", batch_writes, true,
+	     "group commit at the switch: PUTs of a directory key that arrive while one of it "
+	     "is out at its home wait, and the newest goes next for all (docs/design.md "
+	     "section 5); false: each PUT goes on at once"),
     KEY_UINT(DIRECTORY, "spare_home_from", spare_home_from, 0, CFG_MAX_REPLICAS, 8,
 	     "a set of this many copies or more sends no reads to the key's home, which applies "
 	     "and pushes every write of it (docs/design.md section 5); 0: the home is always "

@@ -128,6 +128,8 @@ enum node_ctr_kind { NODE_CTR_EVENT, NODE_CTR_CLASS };
 	  "Write-through pushes for a copy not held here: answered version 0")                     \
 	X(write_riders, NODE_CTR_EVENT,                                                            \
 	  "PUTs applied riding on the turn of another write of their key (group commit)")          \
+	X(switch_riders, NODE_CTR_EVENT,                                                           \
+	  "Writes a switch held and a PUT from it superseded: versions given, nothing stored")     \
 	X(through_turn_timeout, NODE_CTR_EVENT,                                                    \
 	  "Writes not applied: an earlier write of the key kept its turn")                         \
 	X(unreplicate, NODE_CTR_EVENT, "UNREPLICATEs served")                                      \

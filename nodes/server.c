@@ -868,19 +868,30 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 	rep->val_len = rec.value_len;
 }
 
-static void serve_put(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
+/*
+ * A PUT from a switch may carry riders: writes of the key the switch held
+ * while the one before was out, which this one supersedes (group commit at
+ * the switch, docs/design.md section 5). Their versions are the ones just
+ * below this write's, never stored; the reply says how many were given.
+ */
+static void serve_put(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      struct wire_msg *rep)
 {
+	unsigned riders = m->riders && from_switch(n, from) ? m->riders : 0;
 	uint64_t version;
 	int rc = store_put(n->store, m->keyhash, m->key, m->key_len, m->value, m->val_len,
-			   m->version, store_now_ms(), &version);
+			   m->version, store_now_ms(), riders, &version);
 
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
 	}
 	node_count(n, NODE_CTR_put);
+	if (riders)
+		node_count_n(n, NODE_CTR_switch_riders, riders);
 	rep->status = WIRE_ST_OK;
 	rep->version = version;
+	rep->riders = (uint8_t)riders;
 }
 
 static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg *rep)
@@ -995,7 +1006,7 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 	push->members = turn && !push->through && members_on(&n->members) &&
 			repl_members_begin(n, m);
 	if (m->op == WIRE_OP_PUT)
-		serve_put(n, m, rep);
+		serve_put(n, m, from, rep);
 	else if (m->op == WIRE_OP_CAS)
 		serve_cas(n, m, rep, out, cap);
 	else
@@ -1168,7 +1179,7 @@ static struct through_rider *apply_riders(struct node *n, uint64_t keyhash,
 			through_rider_done(n->through, keyhash, r, false);
 			continue;
 		}
-		serve_put(n, w->m, w->rep);
+		serve_put(n, w->m, w->from, w->rep);
 		dedup_end(n->dedup, w->m->req_id, w->m->keyhash, w->rep->status == WIRE_ST_OK,
 			  w->rep->status, w->rep->version);
 		node_count(n, NODE_CTR_write_riders);

@@ -362,7 +362,7 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 }
 
 int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, const void *val,
-	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, uint64_t *version)
+	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, unsigned skip, uint64_t *version)
 {
 	struct store_record old,
 	    rec = {.kind = STORE_VALUE, .value = val, .value_len = (uint32_t)vlen};
@@ -376,7 +376,7 @@ int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, con
 		pthread_mutex_unlock(lock);
 		return -EIO;
 	}
-	rec.version = max_u64(found ? old.version : 0, atomic_load(&st->floor)) + 1;
+	rec.version = max_u64(found ? old.version : 0, atomic_load(&st->floor)) + 1 + skip;
 	rec.time_ms = ttl_ms ? now_ms + ttl_ms : 0;
 	b = rocksdb_writebatch_create();
 	batch_record(b, st, STORE_OWNED, key, klen, found ? &old : NULL, &rec);

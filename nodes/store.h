@@ -100,11 +100,12 @@ int store_read_take(struct store_read *r, struct store_record *rec, void *valbuf
 void store_read_done(struct store_read *r);
 
 /*
- * Write a new owned value (ttl_ms 0: no expiry). The new version goes to
- * *version. Returns 0 or -EIO.
+ * Write a new owned value (ttl_ms 0: no expiry). The new version, skip + 1
+ * above the one before (skip: the versions of writes this one supersedes,
+ * which were never stored), goes to *version. Returns 0 or -EIO.
  */
 int store_put(struct store *st, uint64_t hash, const void *key, size_t klen, const void *val,
-	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, uint64_t *version);
+	      size_t vlen, uint64_t ttl_ms, uint64_t now_ms, unsigned skip, uint64_t *version);
 
 /*
  * Delete an owned key by writing a tombstone. Returns 1 when a value (live or

@@ -74,7 +74,7 @@ int wire_encode(const struct wire_msg *msg, void *buf, size_t cap)
 	p[WIRE_OFF_OP] = msg->op;
 	wire_put16(p + WIRE_OFF_FLAGS, msg->flags);
 	p[WIRE_OFF_STATUS] = msg->status;
-	p[WIRE_OFF_RESERVED] = 0;
+	p[WIRE_OFF_RIDERS] = msg->riders;
 	wire_put64(p + WIRE_OFF_REQ_ID, msg->req_id);
 	wire_put64(p + WIRE_OFF_KEYHASH, msg->keyhash);
 	wire_put64(p + WIRE_OFF_VERSION, msg->version);

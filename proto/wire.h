@@ -32,7 +32,7 @@ enum wire_off {
 	WIRE_OFF_OP = 3,
 	WIRE_OFF_FLAGS = 4,
 	WIRE_OFF_STATUS = 6,
-	WIRE_OFF_RESERVED = 7,
+	WIRE_OFF_RIDERS = 7,
 	WIRE_OFF_REQ_ID = 8,
 	WIRE_OFF_KEYHASH = 16,
 	WIRE_OFF_VERSION = 24,
@@ -107,6 +107,9 @@ struct wire_msg {
 	uint8_t op; /* including WIRE_REPLY for replies */
 	uint16_t flags;
 	uint8_t status;
+	/* A PUT from a switch: the writes of the key it supersedes (group commit
+	 * at the switch); its reply: how many of them the node gave versions. */
+	uint8_t riders;
 	uint64_t req_id;
 	uint64_t keyhash;
 	uint64_t version;
@@ -179,7 +182,7 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
  *   wire_decode_fixed()  the fixed checks (length, magic, version, op) and the
  *                        fields routing reads: op, flags, status, keyhash,
  *                        key_len, val_len;
- *   wire_decode_rest()   the other header fields: req_id, version, node, load,
+ *   wire_decode_rest()   the other header fields: riders, req_id, version, node, load,
  *                        ret_ip, ret_port;
  *   wire_check_body()    flags, status, key length, body length; key, value.
  * wire_decode() is all three; wire_decode_header() the first two;
@@ -211,6 +214,7 @@ static inline void wire_decode_rest(const void *buf, struct wire_msg *msg)
 {
 	const uint8_t *p = buf;
 
+	msg->riders = p[WIRE_OFF_RIDERS];
 	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
 	msg->version = wire_get64(p + WIRE_OFF_VERSION);
 	msg->node = wire_get16(p + WIRE_OFF_NODE);

@@ -53,6 +53,10 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "Holders a write-through reply listed, added to the key's set")                          \
 	X(SW_CNT_MOVED_COPIES, "moved_copies_dropped", SW_CNT_EVENT,                               \
 	  "Copies that answered MOVED to a read of their key, taken out of its set")               \
+	X(SW_CNT_BATCH_HELD, "writes_held", SW_CNT_EVENT,                                          \
+	  "PUTs of directory keys held while another of the key was out (batched)")                \
+	X(SW_CNT_BATCH_RIDERS, "batch_riders_answered", SW_CNT_EVENT,                              \
+	  "Held PUTs answered OK, superseded by the batch's write (given versions, never stored)") \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT,                                     \
 	  "Replies to the switch's own REPLICATE and UNREPLICATE")                                 \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT, "HINT requests answered")                  \
@@ -115,6 +119,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "Reply from an address that is not its node")                                            \
 	X(SW_CNT_DROP_NO_RETURN, "no_return_address", SW_CNT_DROP,                                 \
 	  "Peer-forwarded request without a return address")                                       \
+	X(SW_CNT_BATCH_DROPPED, "batch_given_up", SW_CNT_DROP,                                     \
+	  "Held PUTs whose batch's write was not answered in time (their agents retry)")           \
 	X(SW_CNT_DROP_NO_NEIGHBOUR, "no_neighbour", SW_CNT_DROP,                                   \
 	  "Target node's MAC not known yet")                                                       \
 	X(SW_CNT_DROP_DIGEST_QUEUE, "digest_queue_full", SW_CNT_DROP, "DIGEST ring full")          \

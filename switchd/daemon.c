@@ -36,6 +36,7 @@
 #include <rte_malloc.h>
 #include <rte_random.h>
 
+#include "batch.h"
 #include "clock.h"
 #include "ctl.h"
 #include "decide.h"
@@ -178,6 +179,14 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 		return fail(err, errlen, "cannot create the directory: %s", strerror(errno));
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		sw->workers[i]->entry_counters = cdt_worker_row(sw->cdt, i);
+	if (cfg->directory.batch_writes) {
+		sw->batches = batches_create(cfg->directory.max_keys, SW_BATCH_MAX_HELD);
+		if (!sw->batches)
+			return fail(err, errlen, "out of memory for write batches");
+	}
+	/* An agent resends a write it has no answer to after timeout_ms: a batch
+	 * waiting longer for its write than that is given up. */
+	sw->batch_stale_tsc = cfg->agent.timeout_ms * rte_get_tsc_hz() / 1000;
 	scores_init(&sw->scores, cfg, sw->nworkers);
 	sw->no_digest_timeout = opts && opts->no_digest_timeout;
 	sw->dig = calloc(1, sizeof(*sw->dig));
@@ -313,6 +322,8 @@ void sw_fini(struct sw *sw)
 	replicas_fini(sw);
 	egress_fini(sw);
 	cdt_free(sw->cdt);
+	batches_destroy(sw->batches);
+	sw->batches = NULL;
 	/* Ports are stopped (closed by the daemon): no queue holds an mbuf any more. */
 	rte_mempool_free(sw->pool);
 	sw->pool = NULL;

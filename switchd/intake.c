@@ -95,7 +95,7 @@ uint64_t intake_digests_received(const struct sw *sw)
 
 /* ---- Workers. ------------------------------------------------------------------------------ */
 
-void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
+void intake_sample(struct sw_worker *w, const struct wire_msg *msg, bool rider)
 {
 	struct in_sample s;
 
@@ -103,7 +103,7 @@ void intake_sample(struct sw_worker *w, const struct wire_msg *msg)
 		return; /* never installed (hot.h): not worth a sample */
 	s.keyhash = msg->keyhash;
 	s.key_len = msg->key_len;
-	s.write = msg->op == WIRE_OP_PUT || msg->op == WIRE_OP_DEL;
+	s.write = !rider && (msg->op == WIRE_OP_PUT || msg->op == WIRE_OP_DEL);
 	s.pad = 0;
 	memcpy(s.key, msg->key, msg->key_len);
 	if (rte_ring_mp_enqueue_elem(w->sw->intake->samples, &s, sizeof(s)) == 0)

@@ -24,6 +24,7 @@
 #ifndef SKL_SW_INTAKE_H
 #define SKL_SW_INTAKE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,8 +41,12 @@ void intake_run(struct sw *sw, uint64_t now_tsc, uint64_t now_us);
 /* Digests taken into the health table since start. */
 uint64_t intake_digests_received(const struct sw *sw);
 
-/* Worker: a sampled request key (best effort; a full ring drops the sample). */
-void intake_sample(struct sw_worker *w, const struct wire_msg *msg);
+/*
+ * Worker: a sampled request key (best effort; a full ring drops the sample).
+ * rider: a PUT held for group commit (batch.h), which costs its home no
+ * write of its own: not counted as a write.
+ */
+void intake_sample(struct sw_worker *w, const struct wire_msg *msg, bool rider);
 /* Worker: a write to a directory key completed at version. */
 void intake_completed(struct sw_worker *w, uint64_t keyhash, uint64_t version);
 

@@ -36,6 +36,7 @@
 #include <rte_udp.h>
 
 #include "auth.h"
+#include "batch.h"
 #include "chunk.h"
 #include "group.h"
 #include "intake.h"
@@ -891,28 +892,187 @@ static __rte_always_inline bool by_group(const struct sw *sw, const struct cdt_e
 	return unlikely(sw->group_r > 1) && (!e || sw_group_skips(sw, home));
 }
 
+/* The frame's IPv4 header's offset, for a held PUT (batch.h) to be parsed again. */
+static inline uint16_t l3_off(const struct pkt *p)
+{
+	return (uint16_t)((const uint8_t *)p->ip - rte_pktmbuf_mtod(p->m, const uint8_t *));
+}
+
+/* A PUT held by batch.h, as classify() left it. */
+static void held_pkt(struct pkt *p, const struct batch_write *wr)
+{
+	p->m = wr->m;
+	p->eth = rte_pktmbuf_mtod(wr->m, struct rte_ether_hdr *);
+	p->ip = rte_pktmbuf_mtod_offset(wr->m, struct rte_ipv4_hdr *, wr->l3_off);
+	p->udp = (struct rte_udp_hdr *)((uint8_t *)p->ip + rte_ipv4_hdr_len(p->ip));
+	p->hdr = (uint8_t *)(p->udp + 1);
+	wire_decode_route(p->hdr, rte_be_to_cpu_16(p->udp->dgram_len) - sizeof(struct rte_udp_hdr),
+			  &p->msg);
+	p->e = NULL;
+	p->kind = K_REQUEST;
+}
+
+/* Free writes batch.h gave up (their agents retry). */
+static void drop_held(struct sw_worker *w, struct rte_mbuf **m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		drop(w, m[i], SW_CNT_BATCH_DROPPED);
+}
+
 /*
- * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
- * key's owner): choose the node, stamp the return address, forward.
+ * A PUT of a directory key on its way to its home: held while another of
+ * the key is out (batch.h), or sent with *riders, the held writes it
+ * supersedes. True when held.
  */
-static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-		       uint32_t now_s, uint64_t now_tsc)
+static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t in_port,
+				    uint64_t now_tsc, uint8_t *riders)
+{
+	struct sw *sw = w->sw;
+	struct batch_write wr = {.m = p->m,
+				 .req_id = wire_get64(p->hdr + WIRE_OFF_REQ_ID),
+				 .in_port = in_port,
+				 .l3_off = l3_off(p)};
+	struct rte_mbuf *gone[BATCH_MAX];
+	unsigned ngone;
+	enum batch_verdict v = batch_put(sw->batches, p->msg.keyhash, &wr, now_tsc,
+					 sw->batch_stale_tsc, riders, gone, &ngone);
+
+	drop_held(w, gone, ngone);
+	if (v != BATCH_HELD)
+		return false;
+	CNT(w, SW_CNT_BATCH_HELD);
+	return true;
+}
+
+/* Stamp how many held writes a PUT supersedes (0 for any other), as the node honours it from a switch. */
+static __rte_always_inline void stamp_riders(int64_t *acc, uint8_t *h, uint8_t riders)
+{
+	uint8_t word[2] = {h[WIRE_OFF_STATUS], riders};
+	uint16_t raw;
+
+	memcpy(&raw, word, sizeof(raw));
+	patch16(acc, h + WIRE_OFF_STATUS, raw);
+}
+
+/* Do this PUT's writes batch at this switch (batch.h)? A client's whole PUT of a directory key. */
+static __rte_always_inline bool batches_put(const struct sw *sw, const struct pkt *p,
+					    const struct cdt_entry *e, bool from_peer)
+{
+	return p->msg.op == WIRE_OP_PUT && e && !from_peer && !(p->msg.flags & WIRE_F_CHUNK) &&
+	       sw->batches;
+}
+
+/*
+ * Route a request and send it: to the node its key's entry, its group or
+ * the ring names. sample: feed it to hot-key detection. riders: a PUT that
+ * batch.h sends out with that many riders; -1 for any other request, which
+ * a PUT of a directory key may be held by (hold_put()).
+ */
+static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+			  uint16_t in_port, bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port,
+			  bool sample, int riders, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
 	uint16_t home;
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
+	uint8_t out, put_riders = riders > 0 ? (uint8_t)riders : 0;
+	uint16_t target;
+	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
+	bool member_read = false;  /* that node is a member of the key's replica group */
+	bool held = false;
+	int64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
+
+	/* A directory entry knows its home: no ring lookup for hot keys. */
+	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
+	if (by_group(sw, e, home)) {
+		e = NULL;
+		target = group_target(w, msg, is_read, &member_read);
+		replica_read = member_read;
+	} else if (!is_read)
+		target = home;
+	else if (may_spread(sw, e, now_tsc)) {
+		st = cdt_entry_state(e);
+		target = read_target(w, st, home);
+		replica_read = target != home;
+	} else {
+		target = home;
+		if (e && !__atomic_load_n(&e->owner, __ATOMIC_RELAXED))
+			CNT(w, SW_CNT_LEASE_HOME_READS);
+	}
+	/* A read of a directory key gets the version it must return (0: not known yet). */
+	if (is_read && e) {
+		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
+
+		if (now_st)
+			stamp_version(&acc, p->hdr, now_st->completed);
+	}
+	/* A PUT of a directory key may wait for the one of it out (batch.h). */
+	if (riders < 0 && batches_put(sw, p, e, from_peer) && scores_alive(&sw->scores, target))
+		held = hold_put(w, p, in_port, now_tsc, &put_riders);
+	/* Sampled as a write when it costs the home one: a held PUT will not. */
+	if (sample)
+		intake_sample(w, msg, held);
+	if (held) {
+		w->entry_counters[e->index].writes++;
+		return;
+	}
+	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
+		log_decision(w, p, target, home, e != NULL, st);
+	if (!scores_alive(&sw->scores, target)) {
+		CNT(w, SW_CNT_UNAVAILABLE);
+		if (from_peer) /* the client is not behind the sender: let it time out and retry */
+			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
+		else
+			answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
+		return;
+	}
+	if (!l2_node_nb(sw->l2, target, p->eth->dst_addr.addr_bytes, &out) || out >= sw->nports) {
+		want_neighbour(w, rte_be_to_cpu_32(sw->node_ip_be[target]));
+		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
+		return;
+	}
+	if (e && riders < 0) { /* a batch's write was counted when it came */
+		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
+
+		if (!is_read)
+			ec->writes++;
+		else if (replica_read)
+			ec->replica_reads++;
+		else
+			ec->reads++;
+	}
+	if (msg->op == WIRE_OP_PUT)
+		stamp_riders(&acc, p->hdr, put_riders);
+	stamp_request(&acc, p->hdr, replica_read, target, ret_ip, ret_port);
+	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
+	if (!later_chunk(msg))
+		scores_row_inc(w->outstanding, target);
+	if (member_read)
+		CNT(w, SW_CNT_MEMBER_READS);
+	else if (replica_read)
+		CNT(w, SW_CNT_REPLICA_READS);
+	CNT(w, SW_CNT_REQ_FORWARDED);
+	tx(w, out, p->m);
+}
+
+/*
+ * GET/PUT/DEL from a client (or from a peer switch that sent it to us as the
+ * key's owner): count and sample it, then route it (route_request()).
+ */
+static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+		       uint32_t now_s, uint64_t now_tsc)
+{
+	struct sw *sw = w->sw;
+	const struct wire_msg *msg = &p->msg;
 	/* A peer already stamped the client's address; it is never sent on again. */
 	bool from_peer =
 	    unlikely(sw->npeers) && sw_peer_of_ip(sw, rte_be_to_cpu_32(p->ip->src_addr)) >= 0;
 	rte_be32_t ret_ip = p->ip->src_addr;
 	rte_be16_t ret_port = p->udp->src_port;
-	uint8_t out;
-	uint16_t target, owner;
-	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
-	bool member_read = false;  /* that node is a member of the key's replica group */
-	int64_t acc = 0;	   /* the changes to the datagram, for the UDP checksum */
+	uint16_t owner;
+	bool sample = false;
 
 	CNT(w, SW_CNT_REQUESTS);
 	if (from_peer) {
@@ -933,74 +1093,18 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		if (__atomic_load_n(&sw->dir_on, __ATOMIC_RELAXED) && !later_chunk(msg) &&
 		    --w->sample_countdown == 0) {
 			w->sample_countdown = sw->sample_every;
-			intake_sample(w, msg);
+			sample = true;
 		}
 	}
 	e = entry_for(w, e, msg);
 	owner = e ? __atomic_load_n(&e->owner, __ATOMIC_RELAXED) : 0;
 	if (owner && !from_peer) {
+		if (sample)
+			intake_sample(w, msg, false);
 		to_owner(w, p, owner, now_s);
 		return;
 	}
-	/* A directory entry knows its home: no ring lookup for hot keys. */
-	home = e ? e->home : ring_home(sw_ring(sw), msg->keyhash);
-	if (by_group(sw, e, home)) {
-		e = NULL;
-		target = group_target(w, msg, is_read, &member_read);
-		replica_read = member_read;
-	} else if (!is_read)
-		target = home;
-	else if (may_spread(sw, e, now_tsc)) {
-		st = cdt_entry_state(e);
-		target = read_target(w, st, home);
-		replica_read = target != home;
-	} else {
-		target = home;
-		if (e && !owner)
-			CNT(w, SW_CNT_LEASE_HOME_READS);
-	}
-	/* A read of a directory key gets the version it must return (0: not known yet). */
-	if (is_read && e) {
-		const struct cdt_state *now_st = st ? st : cdt_entry_state(e);
-
-		if (now_st)
-			stamp_version(&acc, p->hdr, now_st->completed);
-	}
-	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
-		log_decision(w, p, target, home, e != NULL, st);
-	if (!scores_alive(&sw->scores, target)) {
-		CNT(w, SW_CNT_UNAVAILABLE);
-		if (from_peer) /* the client is not behind the sender: let it time out and retry */
-			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
-		else
-			answer(w, p, in_port, WIRE_ST_UNAVAILABLE, target, 0, WIRE_F_VIA_SWITCH);
-		return;
-	}
-	if (!l2_node_nb(sw->l2, target, p->eth->dst_addr.addr_bytes, &out) || out >= sw->nports) {
-		want_neighbour(w, rte_be_to_cpu_32(sw->node_ip_be[target]));
-		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
-		return;
-	}
-	stamp_request(&acc, p->hdr, replica_read, target, ret_ip, ret_port);
-	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
-	if (!later_chunk(msg))
-		scores_row_inc(w->outstanding, target);
-	if (e) {
-		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
-
-		if (!is_read)
-			ec->writes++;
-		else if (replica_read)
-			ec->replica_reads++;
-		else
-			ec->reads++;
-	}
-	if (member_read)
-		CNT(w, SW_CNT_MEMBER_READS);
-	else if (replica_read)
-		CNT(w, SW_CNT_REPLICA_READS);
-	CNT(w, SW_CNT_REQ_FORWARDED);
-	tx(w, out, p->m);
+	route_request(w, p, e, in_port, from_peer, ret_ip, ret_port, sample, -1, now_tsc);
 }
 
 /*
@@ -1092,19 +1196,20 @@ static __rte_noinline void drop_moved_copy(struct sw_worker *w, struct cdt_entry
 
 /*
  * Apply a reply from node `sender` to the directory (docs/design.md section
- * 5); true when the key is in it.
+ * 5); the key's entry, or NULL when it is not in it.
  */
-static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t sender)
+static struct cdt_entry *learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+					uint16_t sender)
 {
 	const struct wire_msg *msg = &p->msg;
 
 	e = entry_for(w, e, msg);
 	if (!e)
-		return false;
+		return NULL;
 	if (unlikely(msg->status == WIRE_ST_MOVED) && (msg->flags & WIRE_F_REPLICA_READ))
 		drop_moved_copy(w, e, sender);
 	if (msg->status != WIRE_ST_OK && msg->status != WIRE_ST_NOT_FOUND)
-		return true;
+		return e;
 	const struct cdt_state *st = cdt_entry_state(e);
 	bool advanced;
 
@@ -1119,11 +1224,11 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 	 */
 	if ((!st || st->completed == 0) &&
 	    (msg->op == (WIRE_OP_GET | WIRE_REPLY) || (msg->flags & WIRE_F_WRITE_THROUGH)))
-		return true;
+		return e;
 	advanced = apply_event(w, e, CDT_EV_REPLY, msg) > 0;
 
 	if (msg->op != (WIRE_OP_PUT | WIRE_REPLY) && msg->op != (WIRE_OP_DEL | WIRE_REPLY))
-		return true;
+		return e;
 	/* Also when a read of the new version advanced the set to the home first. */
 	if (msg->flags & WIRE_F_WRITE_THROUGH)
 		add_holders(w, e, msg);
@@ -1133,7 +1238,37 @@ static bool learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		/* The set is {home} and the holders now: have it filled up if short. */
 		intake_completed(w, e->keyhash, msg->version);
 	}
-	return true;
+	return e;
+}
+
+/*
+ * The reply to a PUT batch.h sent out: answer its riders (each with its own
+ * version, oldest first, or as the reply answers its client) and send the
+ * next batch's write.
+ */
+static void end_batch(struct sw_worker *w, const struct pkt *p, struct cdt_entry *e,
+		      uint64_t now_tsc)
+{
+	const struct wire_msg *msg = &p->msg;
+	bool ok = msg->status == WIRE_ST_OK;
+	struct batch_done done;
+	struct pkt rp;
+
+	if (!batch_answered(w->sw->batches, msg->keyhash, msg->req_id, ok, msg->riders, now_tsc,
+			    &done))
+		return;
+	for (unsigned i = 0; i < done.nanswer; i++) {
+		held_pkt(&rp, &done.answer[i]);
+		answer(w, &rp, done.answer[i].in_port, msg->status, msg->node,
+		       ok ? msg->version - done.nanswer + i : msg->version,
+		       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
+	}
+	w->counters[SW_CNT_BATCH_RIDERS] += ok ? done.nanswer : 0;
+	if (done.send_next) {
+		held_pkt(&rp, &done.next);
+		route_request(w, &rp, e, done.next.in_port, false, rp.ip->src_addr,
+			      rp.udp->src_port, false, done.next_riders, now_tsc);
+	}
 }
 
 /* A node's reply: update load and directory, then send it to the client's return address. */
@@ -1156,7 +1291,10 @@ static __rte_noinline void do_reply(struct sw_worker *w, struct pkt *p, struct c
 	else if (sw->keyed && !authentic(w, p)) /* a REPLICATE or UNREPLICATE reply */
 		return;
 	/* Published (release) here, before the reply is buffered for TX below. */
-	in_dir = learn_version(w, p, e, sender);
+	e = learn_version(w, p, e, sender);
+	in_dir = e != NULL;
+	if (msg->op == (WIRE_OP_PUT | WIRE_REPLY) && p->kind == K_REPLY && sw->batches)
+		end_batch(w, p, e, now_tsc);
 	if (p->kind == K_CTL_REPLY) {
 		CNT(w, SW_CNT_CTL_REPLIES);
 		rte_pktmbuf_free(p->m);
@@ -1339,6 +1477,21 @@ static void send_control_frames(struct sw_worker *w)
 	}
 }
 
+/*
+ * Worker 0, now and then: give up the batches whose write was never
+ * answered and whose key had no PUT since (batch_put() gives up the others).
+ */
+static void sweep_batches(struct sw_worker *w, uint64_t now_tsc)
+{
+	struct sw *sw = w->sw;
+	struct rte_mbuf *gone[BATCH_MAX];
+
+	if (!sw->batches || now_tsc - sw->last_sweep_tsc < sw->batch_stale_tsc)
+		return;
+	sw->last_sweep_tsc = now_tsc;
+	drop_held(w, gone, batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, gone, BATCH_MAX));
+}
+
 unsigned pipeline_poll(struct sw_worker *w)
 {
 	struct sw *sw = w->sw;
@@ -1364,8 +1517,10 @@ unsigned pipeline_poll(struct sw_worker *w)
 		w->busy_packets += total;
 	}
 	if (now - w->last_drain_tsc >= sw->drain_tsc) {
-		if (w->index == 0)
+		if (w->index == 0) {
 			send_control_frames(w);
+			sweep_batches(w, now);
+		}
 		pipeline_flush(w);
 		cdt_reclaim(sw->cdt, w->index);
 		w->last_drain_tsc = now;

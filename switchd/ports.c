@@ -61,8 +61,10 @@ static unsigned pool_size(const struct sw *sw)
 
 	/* Plus what switchd itself can hold: TX buffers and the rings of mbufs
 	 * between workers and the control thread (digests, peers' SYNCs, and
-	 * the control frames worker 0 sends), each counted full. */
-	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING + SW_SYNC_RING + SW_CTL_TX_RING;
+	 * the control frames worker 0 sends) and the PUTs held for group
+	 * commit, each counted full. */
+	n += sw->nports * sw->nworkers * SW_BURST + SW_DIGEST_RING + SW_SYNC_RING + SW_CTL_TX_RING +
+	     SW_BATCH_MAX_HELD;
 	return RTE_MAX(n, 8192u);
 }
 

@@ -58,6 +58,7 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_COMPLETION_RING 4096 /* write completions per control round, at most */
 #define SW_CTL_TX_RING	   4096 /* frames the control thread sends through worker 0 */
 #define SW_SYNC_RING	   1024 /* SYNC mbufs from peer switches waiting for the control thread */
+#define SW_BATCH_MAX_HELD  1024 /* PUTs held for group commit (batch.h), over every key */
 #define SW_MAX_PEERS	   (CFG_MAX_SWITCHES - 1)
 
 struct sw_rxq {
@@ -153,6 +154,7 @@ struct egress;
 struct hot_detector;
 struct ring_change;
 struct views;
+struct batches;
 
 struct sw {
 	const struct cfg *cfg;
@@ -181,6 +183,11 @@ struct sw {
 	struct rte_mempool *pool;
 	struct rte_rcu_qsbr *qsbr;
 	struct cdt *cdt;
+	/* batch.h: PUTs of directory keys held for group commit (NULL: none held).
+	 * A batch's write out longer than batch_stale_tsc is given up. */
+	struct batches *batches;
+	uint64_t batch_stale_tsc;
+	uint64_t last_sweep_tsc; /* worker 0: when it last gave up stale batches */
 	struct scores scores;
 	struct l2 *l2;
 	struct rte_ring *digest_ring;

@@ -118,7 +118,7 @@ START_TEST(error_messages)
 	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"epoch\":1}}",
 		     "conf/x.json: directory.epoch: unknown key (expected one of: enabled, "
 		     "max_keys, top_k, epoch_ms, retire_epochs, max_replicas, replica_factor, push_cost, "
-		     "spare_home_from, sample_every)");
+		     "batch_writes, spare_home_from, sample_every)");
 	/* Wrong type. */
 	expect_error("{" SERVICE "," NODES2 ",\"directory\":{\"enabled\":\"yes\"}}",
 		     "conf/x.json: directory.enabled: expected true or false, got \"yes\"");

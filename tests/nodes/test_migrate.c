@@ -159,7 +159,7 @@ static int write_at_home(uint32_t i, bool del)
 			snprintf(want[i].value, sizeof(want[i].value), "v%u-%lu", i,
 				 (unsigned long)want[i].version);
 			rc = store_put(hosts[home].st, hash, key, klen, want[i].value,
-				       strlen(want[i].value), 0, store_now_ms(), &v);
+				       strlen(want[i].value), 0, store_now_ms(), 0, &v);
 			ck_assert_int_eq(rc, 0);
 			want[i].deleted = false;
 		}
@@ -494,7 +494,7 @@ static uint64_t put_once(int home, uint32_t i, uint64_t req_id, const char *valu
 		dedup_end(&hosts[home].dedup, req_id, hash, false, 0, 0);
 	} else {
 		ck_assert_int_eq(store_put(hosts[home].st, hash, key, klen, value, strlen(value), 0,
-					   store_now_ms(), &v),
+					   store_now_ms(), 0, &v),
 				 0);
 		dedup_end(&hosts[home].dedup, req_id, hash, true, 0, v);
 	}

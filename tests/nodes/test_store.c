@@ -51,7 +51,7 @@ static uint64_t put(struct store *st, const char *k, const char *v, uint64_t ttl
 	uint64_t ver = 0;
 
 	ck_assert_int_eq(
-	    store_put(st, keyhash(k, strlen(k)), k, strlen(k), v, strlen(v), ttl, now, &ver), 0);
+	    store_put(st, keyhash(k, strlen(k)), k, strlen(k), v, strlen(v), ttl, now, 0, &ver), 0);
 	return ver;
 }
 

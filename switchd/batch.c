@@ -1,0 +1,176 @@
+/*
+ * batch.c - group commit of a directory key's PUTs at the switch (batch.h).
+ */
+#include "batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_mbuf.h>
+#include <rte_spinlock.h>
+
+struct batch_slot {
+	rte_spinlock_t lock;
+	uint8_t nriders; /* item[0..nriders): the riders of the write out */
+	uint8_t n;	 /* item[nriders..n): waiting for it to be answered */
+	uint64_t keyhash; /* the key with a write out; 0: none (relaxed atomic) */
+	uint64_t out_req_id;
+	uint64_t out_tsc;
+	struct batch_write item[BATCH_MAX];
+};
+
+struct batches {
+	uint32_t mask;
+	uint32_t max_held;
+	uint32_t held; /* relaxed atomic: items in every slot */
+	struct batch_slot *slot;
+};
+
+struct batches *batches_create(uint32_t keys, uint32_t max_held)
+{
+	struct batches *b = calloc(1, sizeof(*b));
+	uint32_t n = RTE_MIN(rte_align32pow2(RTE_MAX(keys, 1u)), BATCH_SLOTS);
+
+	if (!b)
+		return NULL;
+	/* Zeroed, unlocked (rte_spinlock_init() stores 0): the pages of slots
+	 * never used are never touched. */
+	b->slot = calloc(n, sizeof(*b->slot));
+	if (!b->slot) {
+		free(b);
+		return NULL;
+	}
+	b->mask = n - 1;
+	b->max_held = max_held;
+	return b;
+}
+
+void batches_destroy(struct batches *b)
+{
+	if (!b)
+		return;
+	for (uint32_t i = 0; i <= b->mask; i++)
+		for (unsigned j = 0; j < b->slot[i].n; j++)
+			rte_pktmbuf_free(b->slot[i].item[j].m);
+	free(b->slot);
+	free(b);
+}
+
+static inline struct batch_slot *slot_of(struct batches *b, uint64_t keyhash)
+{
+	return &b->slot[(keyhash ^ (keyhash >> 32)) & b->mask];
+}
+
+static inline void held_add(struct batches *b, int32_t d)
+{
+	__atomic_fetch_add(&b->held, (uint32_t)d, __ATOMIC_RELAXED);
+}
+
+/* Make the write wr the one out, at now_tsc, its riders every item held. */
+static void send_out(struct batch_slot *s, const struct batch_write *wr, uint64_t now_tsc)
+{
+	s->nriders = s->n;
+	s->out_req_id = wr->req_id;
+	s->out_tsc = now_tsc;
+}
+
+enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
+			     uint64_t now_tsc, uint64_t stale_tsc, uint8_t *riders,
+			     struct rte_mbuf **drop, unsigned *ndrop)
+{
+	struct batch_slot *s = slot_of(b, keyhash);
+	enum batch_verdict v = BATCH_SEND;
+
+	*riders = 0;
+	*ndrop = 0;
+	rte_spinlock_lock(&s->lock);
+	if (s->keyhash == 0) {
+		__atomic_store_n(&s->keyhash, keyhash, __ATOMIC_RELAXED);
+		send_out(s, wr, now_tsc);
+	} else if (s->keyhash != keyhash) {
+		/* Another key's slot: this one goes out unbatched. */
+	} else if (now_tsc - s->out_tsc > stale_tsc) {
+		/* The write out is given up: its riders with it; the waiting ride on this one. */
+		for (unsigned i = 0; i < s->nriders; i++)
+			drop[(*ndrop)++] = s->item[i].m;
+		s->n -= s->nriders;
+		memmove(s->item, s->item + s->nriders, s->n * sizeof(s->item[0]));
+		held_add(b, -(int32_t)*ndrop);
+		send_out(s, wr, now_tsc);
+		*riders = s->nriders;
+	} else if (s->n < BATCH_MAX &&
+		   __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
+		s->item[s->n++] = *wr;
+		held_add(b, 1);
+		v = BATCH_HELD;
+	}
+	rte_spinlock_unlock(&s->lock);
+	return v;
+}
+
+bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, bool ok, uint8_t riders,
+		    uint64_t now_tsc, struct batch_done *done)
+{
+	struct batch_slot *s = slot_of(b, keyhash);
+
+	if (__atomic_load_n(&s->keyhash, __ATOMIC_RELAXED) != keyhash)
+		return false;
+	rte_spinlock_lock(&s->lock);
+	if (s->keyhash != keyhash || s->out_req_id != req_id) {
+		rte_spinlock_unlock(&s->lock);
+		return false;
+	}
+	done->nanswer = 0;
+	done->send_next = false;
+	if (ok && riders != s->nriders) {
+		/* Not given versions (a retry answered from its first attempt): they wait again. */
+	} else {
+		done->nanswer = s->nriders;
+		memcpy(done->answer, s->item, s->nriders * sizeof(s->item[0]));
+		s->n -= s->nriders;
+		memmove(s->item, s->item + s->nriders, s->n * sizeof(s->item[0]));
+		held_add(b, -(int32_t)s->nriders);
+	}
+	if (s->n) {
+		/* The newest waiting write goes out; the others ride on it. */
+		done->next = s->item[--s->n];
+		held_add(b, -1);
+		send_out(s, &done->next, now_tsc);
+		done->send_next = true;
+		done->next_riders = s->nriders;
+	} else {
+		s->nriders = 0;
+		__atomic_store_n(&s->keyhash, 0, __ATOMIC_RELAXED);
+	}
+	rte_spinlock_unlock(&s->lock);
+	return true;
+}
+
+unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
+		     struct rte_mbuf **drop, unsigned cap)
+{
+	unsigned k = 0;
+
+	for (uint32_t i = 0; i <= b->mask; i++) {
+		struct batch_slot *s = &b->slot[i];
+
+		if (__atomic_load_n(&s->keyhash, __ATOMIC_RELAXED) == 0)
+			continue;
+		rte_spinlock_lock(&s->lock);
+		if (s->keyhash && now_tsc - s->out_tsc > stale_tsc && k + s->n <= cap) {
+			for (unsigned j = 0; j < s->n; j++)
+				drop[k++] = s->item[j].m;
+			held_add(b, -(int32_t)s->n);
+			s->n = s->nriders = 0;
+			__atomic_store_n(&s->keyhash, 0, __ATOMIC_RELAXED);
+		}
+		rte_spinlock_unlock(&s->lock);
+	}
+	return k;
+}
+
+uint32_t batch_held(const struct batches *b)
+{
+	return __atomic_load_n(&b->held, __ATOMIC_RELAXED);
+}
