@@ -5,7 +5,10 @@
  */
 #include "dedup.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "wire.h"
 
 static struct dedup_stripe *stripe_of(struct dedup *d, uint64_t keyhash)
 {
@@ -55,6 +58,43 @@ static void keep(struct dedup_stripe *s, struct dedup_slot *o, uint64_t req_id, 
 	}
 	*o = (struct dedup_slot){
 	    .req_id = req_id, .keyhash = keyhash, .version = version, .status = status, .used = 1};
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k)
+{
+	struct dedup_stripe *s = stripe_of(d, keyhash);
+	uint64_t sorted[256];
+
+	if (k > 256)
+		return true; /* more than a switch sends (one byte counts them): give none versions */
+	for (unsigned i = 0; i < k; i++)
+		sorted[i] = wire_get64(ids + 8 * i);
+	qsort(sorted, k, sizeof(sorted[0]), by_value);
+	/* One pass over the stripe, not one per rider. */
+	for (unsigned i = 0; i < DEDUP_SLOTS_PER_STRIPE; i++) {
+		const struct dedup_slot *o = &s->slot[i];
+
+		if (o->used && o->keyhash == keyhash &&
+		    bsearch(&o->req_id, sorted, k, sizeof(sorted[0]), by_value))
+			return true;
+	}
+	return false;
+}
+
+void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k,
+		       uint64_t first)
+{
+	struct dedup_stripe *s = stripe_of(d, keyhash);
+
+	for (unsigned i = 0; i < k; i++)
+		keep(s, NULL, wire_get64(ids + 8 * i), keyhash, WIRE_ST_OK, first + i);
 }
 
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,

@@ -50,6 +50,16 @@ void dedup_fini(struct dedup *d);
  * this key, or NULL when it has not been applied. dedup_end() must follow.
  */
 const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t keyhash);
+/*
+ * Between dedup_begin() and dedup_end() of a PUT from a switch that carries
+ * riders (the req_ids of the writes it supersedes, wire.h: 8 bytes each,
+ * oldest first): whether any of the k was applied already, and, once it is
+ * applied, remembering each, the i-th at version first + i, so that a retry
+ * of a rider gets the version its switch answered.
+ */
+bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k);
+void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k,
+		       uint64_t first);
 /* Remember the outcome (when applied: dedup_begin() found none) and unlock the stripe. */
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,
 	       uint64_t version);

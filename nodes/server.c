@@ -871,24 +871,36 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 /*
  * A PUT from a switch may carry riders: writes of the key the switch held
  * while the one before was out, which this one supersedes (group commit at
- * the switch, docs/design.md section 5). Their versions are the ones just
- * below this write's, never stored; the reply says how many were given.
+ * the switch, docs/design.md section 5). They get the versions just below
+ * this write's, never stored, and are remembered by req_id as applied
+ * there; the reply says how many were given versions: all, or none when one
+ * was applied already (the switch then sends each on its own). Called under
+ * the key's dedup stripe (dedup_begin()).
  */
 static void serve_put(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
 		      struct wire_msg *rep)
 {
-	unsigned riders = m->riders && from_switch(n, from) ? m->riders : 0;
+	/* From the switch's service address: a client on the switch's host has another port. */
+	unsigned riders = m->riders && from_switch(n, from) &&
+				  ntohs(from->sin_port) == n->cfg->service.port
+			      ? m->riders
+			      : 0;
 	uint64_t version;
-	int rc = store_put(n->store, m->keyhash, m->key, m->key_len, m->value, m->val_len,
-			   m->version, store_now_ms(), riders, &version);
+	int rc;
 
+	if (riders && dedup_riders_known(n->dedup, m->keyhash, m->rider_ids, riders))
+		riders = 0;
+	rc = store_put(n->store, m->keyhash, m->key, m->key_len, m->value, m->val_len, m->version,
+		       store_now_ms(), riders, &version);
 	if (rc < 0) {
 		store_failed(n, rep, rc);
 		return;
 	}
 	node_count(n, NODE_CTR_put);
-	if (riders)
+	if (riders) {
+		dedup_keep_riders(n->dedup, m->keyhash, m->rider_ids, riders, version - riders);
 		node_count_n(n, NODE_CTR_switch_riders, riders);
+	}
 	rep->status = WIRE_ST_OK;
 	rep->version = version;
 	rep->riders = (uint8_t)riders;

@@ -62,7 +62,8 @@ int wire_encode(const struct wire_msg *msg, void *buf, size_t cap)
 		return -EINVAL;
 	if (msg->key_len > WIRE_MAX_KEY || (msg->key_len == 0 && !wire_op_is_keyless(msg->op)))
 		return -EINVAL;
-	if ((msg->key_len && !msg->key) || (msg->val_len && !msg->value))
+	if ((msg->key_len && !msg->key) || (msg->val_len && !msg->value) ||
+	    (wire_rider_bytes(msg) && !msg->rider_ids))
 		return -EINVAL;
 	if (msg->val_len > WIRE_MAX_DATAGRAM)
 		return -EMSGSIZE;
@@ -89,5 +90,8 @@ int wire_encode(const struct wire_msg *msg, void *buf, size_t cap)
 		memmove(p + WIRE_HDR_LEN, msg->key, msg->key_len);
 	if (msg->val_len)
 		memmove(p + WIRE_HDR_LEN + msg->key_len, msg->value, msg->val_len);
+	if (wire_rider_bytes(msg))
+		memmove(p + WIRE_HDR_LEN + msg->key_len + msg->val_len, msg->rider_ids,
+			wire_rider_bytes(msg));
 	return (int)len;
 }

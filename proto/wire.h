@@ -108,7 +108,8 @@ struct wire_msg {
 	uint16_t flags;
 	uint8_t status;
 	/* A PUT from a switch: the writes of the key it supersedes (group commit
-	 * at the switch); its reply: how many of them the node gave versions. */
+	 * at the switch), whose req_ids follow the value (rider_ids, 8 bytes
+	 * each, oldest first); its reply: how many of them the node gave versions. */
 	uint8_t riders;
 	uint64_t req_id;
 	uint64_t keyhash;
@@ -121,12 +122,19 @@ struct wire_msg {
 	uint32_t val_len;
 	const uint8_t *key;
 	const uint8_t *value;
+	const uint8_t *rider_ids; /* riders x 8 bytes after the value, in a PUT request */
 };
+
+/* Bytes of req_ids after the value: riders x 8 in a PUT request, none elsewhere. */
+static inline size_t wire_rider_bytes(const struct wire_msg *msg)
+{
+	return msg->op == WIRE_OP_PUT ? (size_t)msg->riders * 8 : 0;
+}
 
 /* Bytes wire_encode() will write for msg. */
 static inline size_t wire_len(const struct wire_msg *msg)
 {
-	return WIRE_HDR_LEN + (size_t)msg->key_len + msg->val_len;
+	return WIRE_HDR_LEN + (size_t)msg->key_len + msg->val_len + wire_rider_bytes(msg);
 }
 
 /*
@@ -180,9 +188,9 @@ static inline void wire_put64(uint8_t *p, uint64_t v)
  * Decoding is inline: the switch decodes every datagram it forwards, and a
  * call per field check costs it more than the checks do. It comes in parts:
  *   wire_decode_fixed()  the fixed checks (length, magic, version, op) and the
- *                        fields routing reads: op, flags, status, keyhash,
- *                        key_len, val_len;
- *   wire_decode_rest()   the other header fields: riders, req_id, version, node, load,
+ *                        fields routing reads: op, flags, status, riders,
+ *                        keyhash, key_len, val_len;
+ *   wire_decode_rest()   the other header fields: req_id, version, node, load,
  *                        ret_ip, ret_port;
  *   wire_check_body()    flags, status, key length, body length; key, value.
  * wire_decode() is all three; wire_decode_header() the first two;
@@ -203,6 +211,7 @@ static inline enum wire_error wire_decode_fixed(const uint8_t *p, size_t len, st
 		return WIRE_ERR_OP;
 	msg->flags = wire_get16(p + WIRE_OFF_FLAGS);
 	msg->status = p[WIRE_OFF_STATUS];
+	msg->riders = p[WIRE_OFF_RIDERS];
 	msg->keyhash = wire_get64(p + WIRE_OFF_KEYHASH);
 	msg->key_len = wire_get16(p + WIRE_OFF_KEY_LEN);
 	msg->val_len = wire_get32(p + WIRE_OFF_VAL_LEN);
@@ -214,7 +223,6 @@ static inline void wire_decode_rest(const void *buf, struct wire_msg *msg)
 {
 	const uint8_t *p = buf;
 
-	msg->riders = p[WIRE_OFF_RIDERS];
 	msg->req_id = wire_get64(p + WIRE_OFF_REQ_ID);
 	msg->version = wire_get64(p + WIRE_OFF_VERSION);
 	msg->node = wire_get16(p + WIRE_OFF_NODE);
@@ -237,11 +245,13 @@ static inline enum wire_error wire_check_body(const uint8_t *p, size_t len, stru
 	    (msg->key_len != 0 || !wire_op_is_keyless(msg->op)))
 		return WIRE_ERR_KEY_LEN;
 	/* 64-bit sums: key_len + val_len cannot wrap, whatever val_len says. */
-	body = (uint64_t)msg->key_len + (uint64_t)msg->val_len;
+	body = (uint64_t)msg->key_len + (uint64_t)msg->val_len + wire_rider_bytes(msg);
 	if ((uint64_t)len - WIRE_HDR_LEN != body)
 		return (uint64_t)len - WIRE_HDR_LEN < body ? WIRE_ERR_TRUNCATED : WIRE_ERR_TRAILING;
 	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
 	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
+	msg->rider_ids = wire_rider_bytes(msg) ? p + WIRE_HDR_LEN + msg->key_len + msg->val_len
+					       : NULL;
 	return WIRE_OK;
 }
 
@@ -259,6 +269,7 @@ static inline enum wire_error wire_decode_header(const void *buf, size_t len, st
 	wire_decode_rest(buf, msg);
 	msg->key = NULL;
 	msg->value = NULL;
+	msg->rider_ids = NULL;
 	return WIRE_OK;
 }
 

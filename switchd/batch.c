@@ -23,11 +23,12 @@ struct batch_slot {
 struct batches {
 	uint32_t mask;
 	uint32_t max_held;
+	uint32_t max_frame;
 	uint32_t held; /* relaxed atomic: items in every slot */
 	struct batch_slot *slot;
 };
 
-struct batches *batches_create(uint32_t keys, uint32_t max_held)
+struct batches *batches_create(uint32_t keys, uint32_t max_held, uint32_t max_frame)
 {
 	struct batches *b = calloc(1, sizeof(*b));
 	uint32_t n = RTE_MIN(rte_align32pow2(RTE_MAX(keys, 1u)), BATCH_SLOTS);
@@ -43,6 +44,7 @@ struct batches *batches_create(uint32_t keys, uint32_t max_held)
 	}
 	b->mask = n - 1;
 	b->max_held = max_held;
+	b->max_frame = max_frame;
 	return b;
 }
 
@@ -67,50 +69,93 @@ static inline void held_add(struct batches *b, int32_t d)
 	__atomic_fetch_add(&b->held, (uint32_t)d, __ATOMIC_RELAXED);
 }
 
-/* Make the write wr the one out, at now_tsc, its riders every item held. */
-static void send_out(struct batch_slot *s, const struct batch_write *wr, uint64_t now_tsc)
+/*
+ * Make wr the write out, at now_tsc: the oldest waiting items ride on it, as
+ * many as its frame has room for the req_ids of (the rest wait on).
+ */
+static void send_out(struct batches *b, struct batch_slot *s, const struct batch_write *wr,
+		     uint64_t now_tsc, struct batch_riders *out)
 {
-	s->nriders = s->n;
+	uint32_t len = rte_pktmbuf_pkt_len(wr->m);
+	uint32_t room = len < b->max_frame ? (b->max_frame - len) / 8 : 0;
+
+	s->nriders = (uint8_t)RTE_MIN((uint32_t)s->n, room);
 	s->out_req_id = wr->req_id;
 	s->out_tsc = now_tsc;
+	out->n = s->nriders;
+	for (unsigned i = 0; i < s->nriders; i++)
+		out->req_id[i] = s->item[i].req_id;
+}
+
+/* Take the riders of the write out off the front of s into rider[]; how many. */
+static unsigned take_riders(struct batches *b, struct batch_slot *s, struct batch_write *rider)
+{
+	unsigned k = s->nriders;
+
+	for (unsigned i = 0; i < k; i++)
+		rider[i] = s->item[i];
+	s->n -= k;
+	memmove(s->item, s->item + k, s->n * sizeof(s->item[0]));
+	s->nriders = 0;
+	held_add(b, -(int32_t)k);
+	return k;
+}
+
+/* Is req_id a write out or held in s? */
+static int held_as(const struct batch_slot *s, uint64_t req_id)
+{
+	if (s->out_req_id == req_id)
+		return 1;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->item[i].req_id == req_id)
+			return 2;
+	return 0;
 }
 
 enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
-			     uint64_t now_tsc, uint64_t stale_tsc, uint8_t *riders,
+			     uint64_t now_tsc, uint64_t stale_tsc, struct batch_riders *out,
 			     struct rte_mbuf **drop, unsigned *ndrop)
 {
 	struct batch_slot *s = slot_of(b, keyhash);
 	enum batch_verdict v = BATCH_SEND;
+	struct batch_write given_up[BATCH_MAX];
 
-	*riders = 0;
+	out->n = 0;
 	*ndrop = 0;
 	rte_spinlock_lock(&s->lock);
 	if (s->keyhash == 0) {
 		__atomic_store_n(&s->keyhash, keyhash, __ATOMIC_RELAXED);
-		send_out(s, wr, now_tsc);
+		send_out(b, s, wr, now_tsc, out);
 	} else if (s->keyhash != keyhash) {
-		/* Another key's slot: this one goes out unbatched. */
+		/* Another key's slot: this one goes out on its own. */
 	} else if (now_tsc - s->out_tsc > stale_tsc) {
-		/* The write out is given up: its riders with it; the waiting ride on this one. */
-		for (unsigned i = 0; i < s->nriders; i++)
-			drop[(*ndrop)++] = s->item[i].m;
-		s->n -= s->nriders;
-		memmove(s->item, s->item + s->nriders, s->n * sizeof(s->item[0]));
-		held_add(b, -(int32_t)*ndrop);
-		send_out(s, wr, now_tsc);
-		*riders = s->nriders;
-	} else if (s->n < BATCH_MAX &&
-		   __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
-		s->item[s->n++] = *wr;
-		held_add(b, 1);
-		v = BATCH_HELD;
+		/* The write out is given up, and its riders with it; the waiting ride on this one. */
+		*ndrop = take_riders(b, s, given_up);
+		for (unsigned i = 0; i < *ndrop; i++)
+			drop[i] = given_up[i].m;
+		send_out(b, s, wr, now_tsc, out);
+	} else {
+		switch (held_as(s, wr->req_id)) {
+		case 1: /* a retry of the write out: the home answers it as it did the first */
+			break;
+		case 2:
+			v = BATCH_DUPLICATE;
+			break;
+		default:
+			if (s->n < BATCH_MAX &&
+			    __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
+				s->item[s->n++] = *wr;
+				held_add(b, 1);
+				v = BATCH_HELD;
+			}
+		}
 	}
 	rte_spinlock_unlock(&s->lock);
 	return v;
 }
 
-bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, bool ok, uint8_t riders,
-		    uint64_t now_tsc, struct batch_done *done)
+bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, uint64_t now_tsc,
+		    struct batch_done *done)
 {
 	struct batch_slot *s = slot_of(b, keyhash);
 
@@ -121,26 +166,14 @@ bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, bool o
 		rte_spinlock_unlock(&s->lock);
 		return false;
 	}
-	done->nanswer = 0;
-	done->send_next = false;
-	if (ok && riders != s->nriders) {
-		/* Not given versions (a retry answered from its first attempt): they wait again. */
-	} else {
-		done->nanswer = s->nriders;
-		memcpy(done->answer, s->item, s->nriders * sizeof(s->item[0]));
-		s->n -= s->nriders;
-		memmove(s->item, s->item + s->nriders, s->n * sizeof(s->item[0]));
-		held_add(b, -(int32_t)s->nriders);
-	}
-	if (s->n) {
-		/* The newest waiting write goes out; the others ride on it. */
+	done->nriders = take_riders(b, s, done->rider);
+	done->send_next = s->n > 0;
+	if (done->send_next) {
+		/* The newest waiting write goes out; the oldest others ride on it. */
 		done->next = s->item[--s->n];
 		held_add(b, -1);
-		send_out(s, &done->next, now_tsc);
-		done->send_next = true;
-		done->next_riders = s->nriders;
+		send_out(b, s, &done->next, now_tsc, &done->out);
 	} else {
-		s->nriders = 0;
 		__atomic_store_n(&s->keyhash, 0, __ATOMIC_RELAXED);
 	}
 	rte_spinlock_unlock(&s->lock);
@@ -168,9 +201,4 @@ unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
 		rte_spinlock_unlock(&s->lock);
 	}
 	return k;
-}
-
-uint32_t batch_held(const struct batches *b)
-{
-	return __atomic_load_n(&b->held, __ATOMIC_RELAXED);
 }

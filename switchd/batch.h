@@ -48,48 +48,57 @@ struct batch_write {
 	uint16_t l3_off;  /* its IPv4 header's offset in the frame */
 };
 
+/* The riders of a write sent out: their req_ids, oldest first, go after its value. */
+struct batch_riders {
+	uint8_t n;
+	uint64_t req_id[BATCH_MAX];
+};
+
 struct batches;
 
-/* keys: the directory's size; max_held: PUTs held at once over all keys. */
-struct batches *batches_create(uint32_t keys, uint32_t max_held);
+/*
+ * keys: the directory's size; max_held: PUTs held at once over all keys;
+ * max_frame: the longest frame a write with its riders' req_ids may make.
+ */
+struct batches *batches_create(uint32_t keys, uint32_t max_held, uint32_t max_frame);
 void batches_destroy(struct batches *b);
 
 enum batch_verdict {
-	BATCH_SEND, /* send it now, with *riders riders */
-	BATCH_HELD, /* held: it goes with the next batch */
+	BATCH_SEND,	 /* send it now, with the riders *out names */
+	BATCH_HELD,	 /* held: it goes with the next batch */
+	BATCH_DUPLICATE, /* a retry of a held PUT, which will be answered: free it */
 };
 
 /*
- * A PUT of the directory key `keyhash`. Held when a write of the
- * key is out and there is room; otherwise it goes out (*riders: the held
- * writes it supersedes, when it replaces a write out for longer than
- * stale_tsc; 0 otherwise). Writes it takes from the slot to be dropped go to
+ * A PUT of the directory key `keyhash`. Held when a write of the key is out
+ * and there is room; otherwise it goes out, with riders (*out) when it
+ * replaces a write out for longer than stale_tsc (the waiting ride on it),
+ * none otherwise. Writes it takes from the slot to be dropped go to
  * drop[0..*ndrop) (at most BATCH_MAX).
  */
 enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
-			      uint64_t now_tsc, uint64_t stale_tsc,
-			     uint8_t *riders, struct rte_mbuf **drop, unsigned *ndrop);
+			     uint64_t now_tsc, uint64_t stale_tsc, struct batch_riders *out,
+			     struct rte_mbuf **drop, unsigned *ndrop);
 
 /* What the reply to the write out asks of the caller. */
 struct batch_done {
-	struct batch_write answer[BATCH_MAX]; /* riders to answer, oldest first */
-	unsigned nanswer;
-	uint8_t first_gap;  /* answer[i] gets the reply's version - first_gap + i */
-	bool send_next;	    /* next goes out now, with next_riders riders */
-	uint8_t next_riders;
+	struct batch_write rider[BATCH_MAX]; /* the write's riders, oldest first */
+	unsigned nriders;
+	bool send_next; /* next goes out now, with the riders out names */
 	struct batch_write next;
+	struct batch_riders out;
 };
 
 /*
- * A reply to a PUT of `keyhash`: false when it answers no
- * write out (nothing to do). ok: it was applied; riders: how many versions
- * the home gave its riders. With ok and every rider given a version, *done
- * lists them to answer OK with their versions; with ok and none, they wait
- * for the next batch; without ok, they are answered as the reply answers its
- * own client.
+ * A reply to a PUT of `keyhash`: false when it answers no write out
+ * (nothing to do). Otherwise *done has the write's riders, for the caller to
+ * answer (each with its own version when the reply gave them all one; as
+ * the reply answers its own client when it failed) or to send on their own
+ * (an applied write that gave them none: one was applied before), and the
+ * next write to send.
  */
-bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, bool ok, uint8_t riders,
-		    uint64_t now_tsc, struct batch_done *done);
+bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, uint64_t now_tsc,
+		    struct batch_done *done);
 
 /*
  * Give up the batches whose write has been out for longer than stale_tsc
@@ -98,8 +107,5 @@ bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, bool o
  */
 unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
 		     struct rte_mbuf **drop, unsigned cap);
-
-/* PUTs held now, over every key (for the `batch_held` gauge). */
-uint32_t batch_held(const struct batches *b);
 
 #endif

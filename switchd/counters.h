@@ -121,6 +121,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "Peer-forwarded request without a return address")                                       \
 	X(SW_CNT_BATCH_DROPPED, "batch_given_up", SW_CNT_DROP,                                     \
 	  "Held PUTs whose batch's write was not answered in time (their agents retry)")           \
+	X(SW_CNT_BATCH_DUPLICATE, "batch_duplicate", SW_CNT_DROP,                                  \
+	  "Retries of a held PUT (the held one is answered)")                                      \
 	X(SW_CNT_DROP_NO_NEIGHBOUR, "no_neighbour", SW_CNT_DROP,                                   \
 	  "Target node's MAC not known yet")                                                       \
 	X(SW_CNT_DROP_DIGEST_QUEUE, "digest_queue_full", SW_CNT_DROP, "DIGEST ring full")          \

@@ -921,11 +921,11 @@ static void drop_held(struct sw_worker *w, struct rte_mbuf **m, unsigned n)
 
 /*
  * A PUT of a directory key on its way to its home: held while another of
- * the key is out (batch.h), or sent with *riders, the held writes it
- * supersedes. True when held.
+ * the key is out (batch.h), or sent with the riders *out names. True when
+ * it goes no further here.
  */
 static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t in_port,
-				    uint64_t now_tsc, uint8_t *riders)
+				    uint64_t now_tsc, struct batch_riders *out)
 {
 	struct sw *sw = w->sw;
 	struct batch_write wr = {.m = p->m,
@@ -935,13 +935,14 @@ static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t
 	struct rte_mbuf *gone[BATCH_MAX];
 	unsigned ngone;
 	enum batch_verdict v = batch_put(sw->batches, p->msg.keyhash, &wr, now_tsc,
-					 sw->batch_stale_tsc, riders, gone, &ngone);
+					 sw->batch_stale_tsc, out, gone, &ngone);
 
 	drop_held(w, gone, ngone);
-	if (v != BATCH_HELD)
-		return false;
-	CNT(w, SW_CNT_BATCH_HELD);
-	return true;
+	if (v == BATCH_HELD)
+		CNT(w, SW_CNT_BATCH_HELD);
+	else if (v == BATCH_DUPLICATE)
+		drop(w, p->m, SW_CNT_BATCH_DUPLICATE);
+	return v != BATCH_SEND;
 }
 
 /* Stamp how many held writes a PUT supersedes (0 for any other), as the node honours it from a switch. */
@@ -954,6 +955,37 @@ static __rte_always_inline void stamp_riders(int64_t *acc, uint8_t *h, uint8_t r
 	patch16(acc, h + WIRE_OFF_STATUS, raw);
 }
 
+/*
+ * A batch's write, addressed: its riders' req_ids after its value (wire.h),
+ * and its lengths and checksums anew. Rare: once per batch. The caller made
+ * sure of the room.
+ */
+static __rte_noinline void append_riders(struct pkt *p, const struct batch_riders *r)
+{
+	uint16_t add = (uint16_t)(8u * r->n), ip_len = rte_be_to_cpu_16(p->ip->total_length);
+	uint8_t *t;
+
+	/* Anything after the IPv4 datagram (Ethernet padding) goes first. */
+	rte_pktmbuf_trim(p->m, (uint16_t)(p->m->pkt_len - (l3_off(p) + ip_len)));
+	t = (uint8_t *)rte_pktmbuf_append(p->m, add);
+	for (unsigned i = 0; i < r->n; i++)
+		wire_put64(t + 8 * i, r->req_id[i]);
+	p->ip->total_length = rte_cpu_to_be_16((uint16_t)(ip_len + add));
+	p->ip->hdr_checksum = 0;
+	p->ip->hdr_checksum = rte_ipv4_cksum(p->ip);
+	p->udp->dgram_len = rte_cpu_to_be_16((uint16_t)(rte_be_to_cpu_16(p->udp->dgram_len) + add));
+	p->udp->dgram_cksum = 0;
+	p->udp->dgram_cksum = rte_ipv4_udptcp_cksum(p->ip, p->udp);
+}
+
+/* Has p's frame room for r's req_ids? */
+static inline bool room_for(const struct pkt *p, const struct batch_riders *r)
+{
+	uint32_t end = l3_off(p) + rte_be_to_cpu_16(p->ip->total_length);
+
+	return end + 8u * r->n <= (uint32_t)p->m->buf_len - p->m->data_off;
+}
+
 /* Do this PUT's writes batch at this switch (batch.h)? A client's whole PUT of a directory key. */
 static __rte_always_inline bool batches_put(const struct sw *sw, const struct pkt *p,
 					    const struct cdt_entry *e, bool from_peer)
@@ -964,20 +996,22 @@ static __rte_always_inline bool batches_put(const struct sw *sw, const struct pk
 
 /*
  * Route a request and send it: to the node its key's entry, its group or
- * the ring names. sample: feed it to hot-key detection. riders: a PUT that
- * batch.h sends out with that many riders; -1 for any other request, which
+ * the ring names. sample: feed it to hot-key detection. released: a PUT
+ * that batch.h sends out, with its riders; NULL for any other request, which
  * a PUT of a directory key may be held by (hold_put()).
  */
 static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
 			  uint16_t in_port, bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port,
-			  bool sample, int riders, uint64_t now_tsc)
+			  bool sample, const struct batch_riders *released, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
 	uint16_t home;
 	const struct cdt_state *st = NULL; /* the replica set a read chose from */
 	bool is_read = msg->op == WIRE_OP_GET;
-	uint8_t out, put_riders = riders > 0 ? (uint8_t)riders : 0;
+	struct batch_riders held_riders;
+	const struct batch_riders *riders = released; /* what goes after the value */
+	uint8_t out;
 	uint16_t target;
 	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
 	bool member_read = false;  /* that node is a member of the key's replica group */
@@ -1009,8 +1043,10 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 			stamp_version(&acc, p->hdr, now_st->completed);
 	}
 	/* A PUT of a directory key may wait for the one of it out (batch.h). */
-	if (riders < 0 && batches_put(sw, p, e, from_peer) && scores_alive(&sw->scores, target))
-		held = hold_put(w, p, in_port, now_tsc, &put_riders);
+	if (!released && batches_put(sw, p, e, from_peer) && scores_alive(&sw->scores, target)) {
+		held = hold_put(w, p, in_port, now_tsc, &held_riders);
+		riders = &held_riders;
+	}
 	/* Sampled as a write when it costs the home one: a held PUT will not. */
 	if (sample)
 		intake_sample(w, msg, held);
@@ -1018,6 +1054,8 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		w->entry_counters[e->index].writes++;
 		return;
 	}
+	if (riders && riders->n && !room_for(p, riders))
+		riders = NULL; /* sent without them: the home gives them no versions */
 	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
 		log_decision(w, p, target, home, e != NULL, st);
 	if (!scores_alive(&sw->scores, target)) {
@@ -1033,7 +1071,7 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		drop(w, p->m, SW_CNT_DROP_NO_NEIGHBOUR);
 		return;
 	}
-	if (e && riders < 0) { /* a batch's write was counted when it came */
+	if (e && !released) { /* a batch's write was counted when it came */
 		struct cdt_entry_counters *ec = &w->entry_counters[e->index];
 
 		if (!is_read)
@@ -1044,9 +1082,11 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 			ec->reads++;
 	}
 	if (msg->op == WIRE_OP_PUT)
-		stamp_riders(&acc, p->hdr, put_riders);
+		stamp_riders(&acc, p->hdr, riders ? riders->n : 0);
 	stamp_request(&acc, p->hdr, replica_read, target, ret_ip, ret_port);
 	readdress(sw, p, sw->node_ip_be[target], sw->node_port_be[target], acc);
+	if (riders && riders->n)
+		append_riders(p, riders);
 	if (!later_chunk(msg))
 		scores_row_inc(w->outstanding, target);
 	if (member_read)
@@ -1104,7 +1144,7 @@ static void do_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, 
 		to_owner(w, p, owner, now_s);
 		return;
 	}
-	route_request(w, p, e, in_port, from_peer, ret_ip, ret_port, sample, -1, now_tsc);
+	route_request(w, p, e, in_port, from_peer, ret_ip, ret_port, sample, NULL, now_tsc);
 }
 
 /*
@@ -1243,31 +1283,38 @@ static struct cdt_entry *learn_version(struct sw_worker *w, struct pkt *p, struc
 
 /*
  * The reply to a PUT batch.h sent out: answer its riders (each with its own
- * version, oldest first, or as the reply answers its client) and send the
- * next batch's write.
+ * version, oldest first, when the home gave them all one; as the reply
+ * answers its client when it failed), or send each on its own (the home
+ * gave them none: one was applied before, and the home answers its retry),
+ * then send the next batch's write.
  */
 static void end_batch(struct sw_worker *w, const struct pkt *p, struct cdt_entry *e,
 		      uint64_t now_tsc)
 {
+	static const struct batch_riders none;
 	const struct wire_msg *msg = &p->msg;
 	bool ok = msg->status == WIRE_ST_OK;
 	struct batch_done done;
 	struct pkt rp;
 
-	if (!batch_answered(w->sw->batches, msg->keyhash, msg->req_id, ok, msg->riders, now_tsc,
-			    &done))
+	if (!batch_answered(w->sw->batches, msg->keyhash, msg->req_id, now_tsc, &done))
 		return;
-	for (unsigned i = 0; i < done.nanswer; i++) {
-		held_pkt(&rp, &done.answer[i]);
-		answer(w, &rp, done.answer[i].in_port, msg->status, msg->node,
-		       ok ? msg->version - done.nanswer + i : msg->version,
-		       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
+	for (unsigned i = 0; i < done.nriders; i++) {
+		held_pkt(&rp, &done.rider[i]);
+		if (ok && msg->riders != done.nriders)
+			route_request(w, &rp, e, done.rider[i].in_port, false, rp.ip->src_addr,
+				      rp.udp->src_port, false, &none, now_tsc);
+		else
+			answer(w, &rp, done.rider[i].in_port, msg->status, msg->node,
+			       ok ? msg->version - done.nriders + i : msg->version,
+			       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
 	}
-	w->counters[SW_CNT_BATCH_RIDERS] += ok ? done.nanswer : 0;
+	if (ok && msg->riders == done.nriders)
+		w->counters[SW_CNT_BATCH_RIDERS] += done.nriders;
 	if (done.send_next) {
 		held_pkt(&rp, &done.next);
 		route_request(w, &rp, e, done.next.in_port, false, rp.ip->src_addr,
-			      rp.udp->src_port, false, done.next_riders, now_tsc);
+			      rp.udp->src_port, false, &done.out, now_tsc);
 	}
 }
 

@@ -59,6 +59,8 @@ _Static_assert(CFG_MAX_LCORES <= SCORES_MAX_WORKERS, "scores has a column per wo
 #define SW_CTL_TX_RING	   4096 /* frames the control thread sends through worker 0 */
 #define SW_SYNC_RING	   1024 /* SYNC mbufs from peer switches waiting for the control thread */
 #define SW_BATCH_MAX_HELD  1024 /* PUTs held for group commit (batch.h), over every key */
+/* A batch's write with its riders' req_ids stays within a standard Ethernet frame. */
+#define SW_BATCH_MAX_FRAME (RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN)
 #define SW_MAX_PEERS	   (CFG_MAX_SWITCHES - 1)
 
 struct sw_rxq {

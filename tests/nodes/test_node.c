@@ -1453,6 +1453,90 @@ START_TEST(retried_write_applied_once)
 }
 END_TEST
 
+/* PUT value of k from the switch's address, superseding the writes riders[0..n). */
+static struct wire_msg switch_put_riding(const char *k, const char *value, uint64_t req_id,
+					 const uint64_t *riders, unsigned n)
+{
+	uint8_t ids[8 * 8], out[2048];
+	struct wire_msg m = {.op = WIRE_OP_PUT,
+			     .req_id = req_id,
+			     .keyhash = keyhash(k, strlen(k)),
+			     .key = (const void *)k,
+			     .key_len = (uint16_t)strlen(k),
+			     .value = (const void *)value,
+			     .val_len = (uint32_t)strlen(value),
+			     .riders = (uint8_t)n,
+			     .rider_ids = ids},
+			 rep;
+	struct sockaddr_in to = node_addr(1);
+	int len;
+
+	for (unsigned i = 0; i < n; i++)
+		wire_put64(ids + 8 * i, riders[i]);
+	len = wire_encode(&m, out, sizeof(out));
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+	ck_assert_int_eq(recv_op(sw_fd, WIRE_OP_PUT | WIRE_REPLY, &rep, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(rep.req_id, req_id);
+	ck_assert_uint_eq(rep.status, WIRE_ST_OK);
+	return rep;
+}
+
+/*
+ * Group commit at the switch: a PUT from it that supersedes held writes
+ * (riders) gives them the versions below its own and remembers them, so a
+ * retry of one is answered with its version and applied nowhere; a rider
+ * applied before makes the home give none (the switch sends each alone).
+ * A client cannot ask for riders.
+ */
+START_TEST(switch_riders_versioned_once)
+{
+	char k[64];
+	const uint64_t base = (uint64_t)9 << 32 | 500, ids[2] = {base + 1, base + 2};
+	struct wire_msg r, m;
+	uint64_t v0, v;
+
+	write_config(1, "\"durability\":\"async\"");
+	start_node(1, NULL);
+	key_homed_at(1, k, "riders");
+	v0 = req(1, WIRE_OP_PUT, k, "before", 6, 0, 0).version;
+	r = switch_put_riding(k, "newest", base + 3, ids, 2);
+	ck_assert_uint_eq(r.riders, 2);
+	v = r.version;
+	ck_assert_uint_eq(v, v0 + 3);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_mem_eq(r.value, "newest", 6);
+	/* A rider's retry: its version, and nothing written. */
+	m = (struct wire_msg){.op = WIRE_OP_PUT,
+			      .req_id = ids[1],
+			      .keyhash = keyhash(k, strlen(k)),
+			      .key = (const void *)k,
+			      .key_len = (uint16_t)strlen(k),
+			      .value = (const void *)"rider",
+			      .val_len = 5};
+	ck_assert_int_eq(rpc_to(1, &m, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.version, v - 1);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
+	ck_assert_uint_eq(r.version, v);
+	ck_assert_mem_eq(r.value, "newest", 6);
+	/* A batch whose rider was applied before: applied alone, riders given none. */
+	r = switch_put_riding(k, "later", base + 4, ids, 1);
+	ck_assert_uint_eq(r.riders, 0);
+	ck_assert_uint_eq(r.version, v + 1);
+	/* From a client, riders are no request at all. */
+	m.req_id = base + 5;
+	m.riders = 1;
+	m.rider_ids = (const uint8_t *)"\0\0\0\0\0\0\0\x07";
+	ck_assert_int_eq(rpc_to(1, &m, &r, rbuf, sizeof(rbuf), 2000), 0);
+	ck_assert_uint_eq(r.status, WIRE_ST_OK);
+	ck_assert_uint_eq(r.riders, 0);
+	ck_assert_uint_eq(r.version, v + 2);
+}
+END_TEST
+
 /* A free TCP port on 127.0.0.1 (bound, read back, released). */
 static uint16_t free_tcp_port(void)
 {
@@ -2843,6 +2927,7 @@ int main(void)
 	tcase_add_test(tc, malformed_flood);
 	tcase_add_test(tc, kill9_keeps_acked_puts);
 	tcase_add_test(tc, retried_write_applied_once);
+	tcase_add_test(tc, switch_riders_versioned_once);
 	tcase_add_test(tc, bypassing_write_drops_copies);
 	tcase_add_test(tc, retry_around_owner_drops_copies);
 	tcase_add_test(tc, startup_errors);

@@ -73,6 +73,38 @@ START_TEST(every_op_round_trips)
 }
 END_TEST
 
+/* A switch's PUT with riders: their req_ids follow the value; no other op carries them. */
+START_TEST(put_riders_follow_the_value)
+{
+	uint8_t ids[16], buf[256];
+	struct wire_msg in = sample(WIRE_OP_PUT), out;
+	int len;
+
+	wire_put64(ids, 11);
+	wire_put64(ids + 8, 12);
+	in.riders = 2;
+	in.rider_ids = ids;
+	len = wire_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(len, WIRE_HDR_LEN + 7 + 12 + 16);
+	ck_assert_uint_eq(buf[WIRE_OFF_RIDERS], 2);
+	ck_assert_int_eq(wire_decode(buf, (size_t)len, &out), WIRE_OK);
+	ck_assert_uint_eq(out.riders, 2);
+	ck_assert_ptr_eq(out.rider_ids, buf + WIRE_HDR_LEN + 7 + 12);
+	ck_assert_uint_eq(wire_get64(out.rider_ids + 8), 12);
+	/* Without the req_ids the datagram is short; riders is no length elsewhere. */
+	ck_assert_int_eq(wire_decode(buf, (size_t)len - 8, &out), WIRE_ERR_TRUNCATED);
+	in.rider_ids = NULL;
+	ck_assert_int_eq(wire_encode(&in, buf, sizeof(buf)), -EINVAL);
+	in = sample(WIRE_OP_PUT | WIRE_REPLY);
+	in.riders = 2;
+	len = wire_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(len, WIRE_HDR_LEN + 7 + 12);
+	ck_assert_int_eq(wire_decode(buf, (size_t)len, &out), WIRE_OK);
+	ck_assert_uint_eq(out.riders, 2);
+	ck_assert_ptr_null(out.rider_ids);
+}
+END_TEST
+
 START_TEST(header_is_big_endian_at_documented_offsets)
 {
 	struct wire_msg in = sample(WIRE_OP_GET);
@@ -298,6 +330,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, every_op_round_trips);
+	tcase_add_test(tc, put_riders_follow_the_value);
 	tcase_add_test(tc, header_is_big_endian_at_documented_offsets);
 	tcase_add_test(tc, truncation_at_every_offset_is_rejected);
 	tcase_add_test(tc, bad_magic_version_op_flags_status);

@@ -1211,6 +1211,221 @@ START_TEST(write_completion_and_acks)
 }
 END_TEST
 
+/* ---- Group commit at the switch (switchd/batch.c). ------------------------------------ */
+
+/* A datagram with req_id, riders and status set after encode(). */
+static struct rte_mbuf *with_ids(struct rte_mbuf *m, uint64_t req_id, uint8_t riders,
+				 uint8_t status)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint8_t *h = (uint8_t *)(udp + 1);
+
+	wire_put64(h + WIRE_OFF_REQ_ID, req_id);
+	h[WIRE_OFF_RIDERS] = riders;
+	h[WIRE_OFF_STATUS] = status;
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	return m;
+}
+
+static void put_n(uint64_t req_id, const char *val)
+{
+	inject(0, 0, with_ids(request(WIRE_OP_PUT, "b", val), req_id, 0, 0));
+}
+
+/* The home's reply to PUT req_id of "b": version, the riders it gave versions, status. */
+static void home_answers(uint16_t home, uint64_t req_id, uint64_t version, uint8_t riders,
+			 uint8_t status)
+{
+	inject(home, 0,
+	       with_ids(node_msg(WIRE_OP_PUT | WIRE_REPLY, home, "b", version), req_id, riders,
+			status));
+}
+
+/* The one frame the switch sent on port: its parsed datagram (the frame is freed). */
+static struct wire_msg one_sent(unsigned port, char *val, size_t cap)
+{
+	struct rte_mbuf *m[4];
+	struct parsed p;
+	unsigned n = collect(port, m, 4);
+
+	ck_assert_uint_eq(n, 1);
+	parse_out(m[0], &p);
+	snprintf(val, cap, "%.*s", (int)p.msg.val_len, (const char *)p.msg.value);
+	rte_pktmbuf_free(m[0]);
+	return p.msg;
+}
+
+/* The replies the switch sent the client: req_id's low word -> (status, version), in order. */
+static unsigned client_replies(uint32_t *req, uint8_t *status, uint64_t *version, unsigned max)
+{
+	struct rte_mbuf *m[16];
+	unsigned n = collect(0, m, RTE_MIN(max, 16u));
+
+	for (unsigned i = 0; i < n; i++) {
+		struct parsed p;
+
+		parse_out(m[i], &p);
+		ck_assert_uint_eq(p.msg.op, WIRE_OP_PUT | WIRE_REPLY);
+		ck_assert_uint_eq(ntohl(p.ip->dst_addr), CLIENT_IP);
+		ck_assert_uint_eq(ntohs(p.udp->dst_port), CLIENT_PORT);
+		req[i] = (uint32_t)p.msg.req_id;
+		status[i] = p.msg.status;
+		version[i] = p.msg.version;
+	}
+	free_all(m, n);
+	return n;
+}
+
+START_TEST(puts_batched_while_one_is_out)
+{
+	uint16_t home = home_of("b");
+	uint32_t req[16];
+	uint8_t status[16];
+	uint64_t version[16];
+	char val[64];
+	struct wire_msg sent;
+
+	command_ok("cdt pin %s%s", "b", "");
+	run();
+	drain_all(); /* the pin's REPLICATE */
+	/* The first PUT goes out; three more wait for it. */
+	put_n(1, "v1");
+	run();
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 1);
+	ck_assert_uint_eq(sent.riders, 0);
+	put_n(2, "v2");
+	put_n(3, "v3");
+	put_n(4, "v4");
+	run();
+	ck_assert_uint_eq(drain(home), 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_HELD), 3);
+	/* Its reply goes to its client, and the newest waiting PUT goes out for
+	 * all three, the others' req_ids after its value. */
+	home_answers(home, 1, 10, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(req[0], 1);
+	ck_assert_uint_eq(version[0], 10);
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 4);
+	ck_assert_uint_eq(sent.riders, 2);
+	ck_assert_str_eq(val, "v4");
+	ck_assert_uint_eq(wire_get64(sent.rider_ids), 2);
+	ck_assert_uint_eq(wire_get64(sent.rider_ids + 8), 3);
+	/* Applied at 13 with two versions below it: each rider gets its own, oldest first. */
+	home_answers(home, 4, 13, 2, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 3);
+	ck_assert_uint_eq(req[0], 2);
+	ck_assert_uint_eq(version[0], 11);
+	ck_assert_uint_eq(req[1], 3);
+	ck_assert_uint_eq(version[1], 12);
+	ck_assert_uint_eq(status[0], WIRE_ST_OK);
+	ck_assert_uint_eq(status[1], WIRE_ST_OK);
+	ck_assert_uint_eq(req[2], 4);
+	ck_assert_uint_eq(version[2], 13);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_RIDERS), 2);
+	ck_assert_uint_eq(drain(home), 0);
+
+	/* A reply that gave the riders no versions (one was applied before):
+	 * each goes to the home on its own, which answers a retry from its first
+	 * attempt. */
+	put_n(5, "v5");
+	run();
+	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 5);
+	put_n(6, "v6");
+	put_n(7, "v7");
+	run();
+	home_answers(home, 5, 14, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 7);
+	ck_assert_uint_eq(sent.riders, 1);
+	home_answers(home, 7, 20, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(req[0], 7);
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 6);
+	ck_assert_uint_eq(sent.riders, 0);
+	ck_assert_str_eq(val, "v6");
+	home_answers(home, 6, 12, 0, WIRE_ST_OK); /* its first attempt's version */
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(version[0], 12);
+
+	/* A failed write: its riders get its answer, and their agents retry them. */
+	put_n(8, "v8");
+	run();
+	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 8);
+	put_n(9, "v9");
+	put_n(10, "v10");
+	run();
+	home_answers(home, 8, 21, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 10);
+	home_answers(home, 10, 0, 0, WIRE_ST_UNAVAILABLE);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 2);
+	ck_assert_uint_eq(status[0], WIRE_ST_UNAVAILABLE);
+	ck_assert_uint_eq(status[1], WIRE_ST_UNAVAILABLE);
+	ck_assert_uint_eq(drain(home), 0);
+
+	/* A retry of a held PUT is dropped (the held one is answered); one of
+	 * the write out goes on (the home answers it as it did the first). */
+	put_n(11, "v11");
+	run();
+	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 11);
+	put_n(12, "v12");
+	put_n(12, "v12");
+	put_n(11, "v11");
+	put_n(13, "v13");
+	run();
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 11);
+	ck_assert_uint_eq(sent.riders, 0);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_DUPLICATE), 1);
+
+	/* A write out that is never answered is given up once an agent would have
+	 * resent it: its riders are dropped, and the next PUT goes out for the waiting. */
+	rte_delay_us_sleep((unsigned)(2 * sw.batch_stale_tsc * 1000000 / rte_get_tsc_hz()));
+	put_n(14, "v14");
+	run();
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 14);
+	ck_assert_uint_eq(sent.riders, 2);
+	ck_assert_uint_eq(wire_get64(sent.rider_ids), 12);
+	ck_assert_uint_eq(wire_get64(sent.rider_ids + 8), 13);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_DROPPED), 0); /* 11 had no riders */
+	ck_assert_uint_eq(drain(0), 0);
+}
+END_TEST
+
+START_TEST(puts_go_on_at_once_without_batches)
+{
+	uint16_t home = home_of("b");
+
+	sw_fini(&sw);
+	cfg.directory.batch_writes = false;
+	start_switch("s1");
+	learn_nodes();
+	cfg.directory.batch_writes = true;
+	command_ok("cdt pin %s%s", "b", "");
+	run();
+	drain_all();
+	put_n(1, "v1");
+	put_n(2, "v2");
+	run();
+	ck_assert_uint_eq(drain(home), 2);
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_HELD), 0);
+}
+END_TEST
+
 /* Frames with op the switch sent to each node in 300 ms of control rounds (epochs of
  * 100 ms: the repair of short sets), counted by node. */
 static void ops_sent(uint8_t op, unsigned count[5], unsigned *targets)
@@ -2881,6 +3096,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, request_goes_home_rewritten);
 	tcase_add_test(tc, reply_returns_to_client);
+	tcase_add_test(tc, puts_batched_while_one_is_out);
+	tcase_add_test(tc, puts_go_on_at_once_without_batches);
 	tcase_add_test(tc, chunked_op_counts_once);
 	tcase_add_test(tc, pinned_reads_spread_by_load);
 	tcase_add_test(tc, home_spared_in_larger_sets);
