@@ -10,6 +10,8 @@
 #include <rte_mbuf.h>
 #include <rte_spinlock.h>
 
+#define BATCH_GIVEN_UP 8
+
 struct batch_slot {
 	rte_spinlock_t lock;
 	uint8_t nriders; /* item[0..nriders): the riders of the write out */
@@ -17,6 +19,11 @@ struct batch_slot {
 	uint64_t keyhash; /* the key with a write out; 0: none (relaxed atomic) */
 	uint64_t out_req_id;
 	uint64_t out_tsc;
+	/* Writes out that were given up, newest at given_up[last_given_up]: their
+	 * late replies must not be taken for a batch's, so a retry of one goes
+	 * on alone and never goes out for a batch again. */
+	uint64_t given_up[BATCH_GIVEN_UP];
+	uint8_t last_given_up;
 	struct batch_write item[BATCH_MAX];
 };
 
@@ -101,11 +108,21 @@ static unsigned take_riders(struct batches *b, struct batch_slot *s, struct batc
 	return k;
 }
 
-/* Is req_id a write out or held in s? */
+/* The write out is given up: remember it, and take it out. */
+static void give_up(struct batch_slot *s)
+{
+	s->last_given_up = (uint8_t)((s->last_given_up + 1) % BATCH_GIVEN_UP);
+	s->given_up[s->last_given_up] = s->out_req_id;
+}
+
+/* Is req_id a write out (or given up: 1) or held (2) in s? */
 static int held_as(const struct batch_slot *s, uint64_t req_id)
 {
 	if (s->out_req_id == req_id)
 		return 1;
+	for (unsigned i = 0; i < BATCH_GIVEN_UP; i++)
+		if (s->given_up[i] == req_id)
+			return 1;
 	for (unsigned i = 0; i < s->n; i++)
 		if (s->item[i].req_id == req_id)
 			return 2;
@@ -123,32 +140,27 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 	out->n = 0;
 	*ndrop = 0;
 	rte_spinlock_lock(&s->lock);
-	if (s->keyhash == 0) {
+	if (s->keyhash != 0 && s->keyhash != keyhash) {
+		/* Another key's slot: this one goes out on its own. */
+	} else if (held_as(s, wr->req_id) == 1) {
+		/* A retry of the write out (or of one given up): the home answers
+		 * it as it did the first; alone, its reply is no batch's. */
+	} else if (s->keyhash == 0) {
 		__atomic_store_n(&s->keyhash, keyhash, __ATOMIC_RELAXED);
 		send_out(b, s, wr, now_tsc, out);
-	} else if (s->keyhash != keyhash) {
-		/* Another key's slot: this one goes out on its own. */
 	} else if (now_tsc - s->out_tsc > stale_tsc) {
 		/* The write out is given up, and its riders with it; the waiting ride on this one. */
+		give_up(s);
 		*ndrop = take_riders(b, s, given_up);
 		for (unsigned i = 0; i < *ndrop; i++)
 			drop[i] = given_up[i].m;
 		send_out(b, s, wr, now_tsc, out);
-	} else {
-		switch (held_as(s, wr->req_id)) {
-		case 1: /* a retry of the write out: the home answers it as it did the first */
-			break;
-		case 2:
-			v = BATCH_DUPLICATE;
-			break;
-		default:
-			if (s->n < BATCH_MAX &&
-			    __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
-				s->item[s->n++] = *wr;
-				held_add(b, 1);
-				v = BATCH_HELD;
-			}
-		}
+	} else if (held_as(s, wr->req_id) == 2) {
+		v = BATCH_DUPLICATE;
+	} else if (s->n < BATCH_MAX && __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
+		s->item[s->n++] = *wr;
+		held_add(b, 1);
+		v = BATCH_HELD;
 	}
 	rte_spinlock_unlock(&s->lock);
 	return v;
@@ -196,6 +208,7 @@ unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
 				drop[k++] = s->item[j].m;
 			held_add(b, -(int32_t)s->n);
 			s->n = s->nriders = 0;
+			give_up(s);
 			__atomic_store_n(&s->keyhash, 0, __ATOMIC_RELAXED);
 		}
 		rte_spinlock_unlock(&s->lock);

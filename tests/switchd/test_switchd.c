@@ -1403,6 +1403,22 @@ START_TEST(puts_batched_while_one_is_out)
 	ck_assert_uint_eq(wire_get64(sent.rider_ids + 8), 13);
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_DROPPED), 0); /* 11 had no riders */
 	ck_assert_uint_eq(drain(0), 0);
+	/* The write given up never goes out for a batch again: its retry goes on
+	 * alone, and its late reply ends no batch. */
+	put_n(11, "v11");
+	run();
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 11);
+	ck_assert_uint_eq(sent.riders, 0);
+	home_answers(home, 11, 30, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(req[0], 11);
+	home_answers(home, 14, 33, 2, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 3);
+	ck_assert_uint_eq(req[0], 12);
+	ck_assert_uint_eq(version[0], 31);
 }
 END_TEST
 
