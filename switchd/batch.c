@@ -154,6 +154,14 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 		*ndrop = take_riders(b, s, given_up);
 		for (unsigned i = 0; i < *ndrop; i++)
 			drop[i] = given_up[i].m;
+		/* A retry of a waiting write goes out in its place: never beside it. */
+		for (unsigned i = 0; i < s->n; i++)
+			if (s->item[i].req_id == wr->req_id) {
+				drop[(*ndrop)++] = s->item[i].m;
+				memmove(s->item + i, s->item + i + 1, (--s->n - i) * sizeof(s->item[0]));
+				held_add(b, -1);
+				break;
+			}
 		send_out(b, s, wr, now_tsc, out);
 	} else if (held_as(s, wr->req_id) == 2) {
 		v = BATCH_DUPLICATE;

@@ -74,7 +74,7 @@ enum batch_verdict {
  * and there is room; otherwise it goes out, with riders (*out) when it
  * replaces a write out for longer than stale_tsc (the waiting ride on it),
  * none otherwise. Writes it takes from the slot to be dropped go to
- * drop[0..*ndrop) (at most BATCH_MAX).
+ * drop[0..*ndrop) (at most BATCH_MAX + 1).
  */
 enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
 			     uint64_t now_tsc, uint64_t stale_tsc, struct batch_riders *out,

@@ -932,7 +932,7 @@ static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t
 				 .req_id = wire_get64(p->hdr + WIRE_OFF_REQ_ID),
 				 .in_port = in_port,
 				 .l3_off = l3_off(p)};
-	struct rte_mbuf *gone[BATCH_MAX];
+	struct rte_mbuf *gone[BATCH_MAX + 1];
 	unsigned ngone;
 	enum batch_verdict v = batch_put(sw->batches, p->msg.keyhash, &wr, now_tsc,
 					 sw->batch_stale_tsc, out, gone, &ngone);
