@@ -28,6 +28,8 @@ static void usage(FILE *f)
 		   "  nodes:    --workers W (2) --service-us U (1000) --service exp|fixed (exp)\n"
 		   "            --queue-depth Q (1024) --preload on|off (on: every key exists)\n"
 		   "            --write-through on|off (on: homes push writes of directory keys)\n"
+		   "            --batch-writes on|off (on: the switch batches the writes of a directory\n"
+		   "            key while one is out, directory.batch_writes)\n"
 		   "  network:  --link-us L (25, every hop) --digest-loss P (0)\n"
 		   "  groups:   --replicas R (1): reads outside the directory go to the least-loaded\n"
 		   "            of the key's R ring members (member pushes of writes not modelled)\n"
@@ -97,6 +99,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 		O_WARMUP,
 		O_PRELOAD,
 		O_THROUGH,
+		O_BATCH,
 		O_HELP
 	};
 	static const struct option opts[] = {
@@ -127,6 +130,7 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 	    {"warmup", 1, 0, O_WARMUP},
 	    {"preload", 1, 0, O_PRELOAD},
 	    {"write-through", 1, 0, O_THROUGH},
+	    {"batch-writes", 1, 0, O_BATCH},
 	    {"help", 0, 0, O_HELP},
 	    {0, 0, 0, 0},
 	};
@@ -248,6 +252,15 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			}
 			p->write_through = !strcmp(optarg, "on");
 			break;
+		case O_BATCH:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr,
+					"skewless-sim: --batch-writes: expected on or off, got \"%s\"\n",
+					optarg);
+				return -1;
+			}
+			p->dir.batch_writes = !strcmp(optarg, "on");
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 1;
@@ -333,6 +346,7 @@ static json_t *result_json(const struct sim_params *p, const struct sim_result *
 	    (int)p->link_us, "service", p->service == SIM_SERVICE_EXP ? "exp" : "fixed", "preload",
 	    p->preload);
 	json_object_set_new(o, "write_through", json_boolean(p->write_through));
+	json_object_set_new(o, "batch_writes", json_boolean(p->dir.batch_writes));
 	json_object_set_new(o, "throughput_ops", json_real(r->throughput_ops));
 	json_object_set_new(o, "max_over_mean", json_real(r->max_over_mean));
 	json_object_set_new(o, "p50_us", json_real(r->p50_us));
@@ -382,6 +396,8 @@ static void result_text(const struct sim_params *p, const struct sim_result *r, 
 		printf(", keys not preloaded");
 	if (!p->write_through)
 		printf(", no write-through");
+	if (!p->dir.batch_writes)
+		printf(", no write batches");
 	if (p->concurrency)
 		printf(" x%u", p->concurrency);
 	else

@@ -82,6 +82,10 @@ enum ev_type {
 
 enum req_kind { RQ_READ, RQ_WRITE, RQ_REPLICATE, RQ_RC_REQ, RQ_UNREPLICATE, RQ_THROUGH };
 
+struct queue {
+	uint32_t head, tail, len;
+};
+
 struct req {
 	uint64_t start_ns; /* issued (open loop: scheduled) */
 	uint64_t rx_ns;	   /* reached its node */
@@ -95,10 +99,7 @@ struct req {
 	uint8_t through;  /* a write's reply lists the holders that confirmed it */
 	uint8_t waiting;  /* a write waiting for its key's push to end, until wait_until */
 	uint64_t wait_until;
-};
-
-struct queue {
-	uint32_t head, tail, len;
+	struct queue riders; /* a batch's write: the writes it supersedes (switchd/batch.h) */
 };
 
 struct node {
@@ -146,6 +147,11 @@ struct dir_entry {
 	uint32_t push_req;
 	uint64_t push_version, push_deadline;
 	struct queue waiting;
+	/* The switch's batch of the key (switchd/batch.c): the write out, and the
+	 * writes waiting for it. */
+	uint8_t batch_busy;
+	uint32_t batch_out;
+	struct queue batch_wait;
 };
 
 struct timeline_point {
@@ -202,6 +208,7 @@ struct sim {
 
 static void start_jobs(struct sim *s, uint16_t id);
 static void push_end(struct sim *s, struct dir_entry *e);
+static void forward(struct sim *s, uint32_t i, uint16_t target);
 
 /* ---- Events and requests. ----------------------------------------------------------- */
 
@@ -501,6 +508,10 @@ static void retire(struct sim *s, struct dir_entry *e)
 	e->nholders = 0;
 	if (e->push_out)
 		push_end(s, e);
+	/* Writes waiting at the switch go on alone (a write out keeps its riders). */
+	while (e->batch_wait.len)
+		forward(s, q_pop(s, &e->batch_wait), e->home);
+	e->batch_busy = 0;
 	e->copied[e->home / 64] |= 1ull << (e->home % 64);
 	for (unsigned i = 0; i < e->state.st.nreplicas; i++)
 		e->copied[e->state.st.replicas[i] / 64] |= 1ull << (e->state.st.replicas[i] % 64);
@@ -758,21 +769,69 @@ static uint16_t key_name(uint64_t index, char *out)
 	return (uint16_t)(4 + n);
 }
 
+/* Forward request i to node target. */
+static void forward(struct sim *s, uint32_t i, uint16_t target)
+{
+	s->req[i].node = target;
+	s->node[target].inflight++;
+	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
+}
+
+/*
+ * A write of a directory key while another of it is out waits at the
+ * switch (switchd/batch.c); true when it does. Otherwise it is the write out.
+ */
+static bool batch_hold(struct sim *s, struct dir_entry *e, uint32_t i)
+{
+	if (!e || !s->p->dir.batch_writes)
+		return false;
+	if (e->batch_busy) {
+		q_push(s, &e->batch_wait, i);
+		return true;
+	}
+	e->batch_busy = 1;
+	e->batch_out = i;
+	return false;
+}
+
+/* The write out of e's batch was answered: the newest waiting one goes out for all. */
+static void batch_next(struct sim *s, struct dir_entry *e)
+{
+	uint32_t out;
+
+	if (!e->batch_wait.len) {
+		e->batch_busy = 0;
+		return;
+	}
+	out = e->batch_wait.tail;
+	while (e->batch_wait.len > 1) {
+		uint32_t j = q_pop(s, &e->batch_wait);
+
+		q_push(s, &s->req[out].riders, j);
+	}
+	e->batch_wait.len = 0;
+	e->batch_out = out;
+	forward(s, out, e->home);
+}
+
 static void at_switch(struct sim *s, uint32_t i)
 {
 	struct req *r = &s->req[i];
 	uint64_t kh = s->keyhash[r->key];
 	uint16_t target = s->home[r->key];
+	struct dir_entry *e = s->dir_used ? dir_find(s, kh) : NULL;
+	bool held = r->kind == RQ_WRITE && batch_hold(s, e, i);
 
+	/* A write that waits costs its home no write: sampled as none. */
 	if (s->hot && s->samples++ % s->p->dir.sample_every == 0) {
 		char key[32];
 		uint16_t len = key_name(r->key, key);
 
-		hot_observe(s->hot, kh, (const uint8_t *)key, len, r->kind == RQ_WRITE);
+		hot_observe(s->hot, kh, (const uint8_t *)key, len, r->kind == RQ_WRITE && !held);
 	}
+	if (held)
+		return;
 	if (r->kind == RQ_READ) {
-		struct dir_entry *e = s->dir_used ? dir_find(s, kh) : NULL;
-
 		if (e) {
 			uint16_t pick = pick_reader(s, &e->state.st, e->home);
 
@@ -784,9 +843,7 @@ static void at_switch(struct sim *s, uint32_t i)
 			target = pick_member(s, kh);
 		}
 	}
-	r->node = target;
-	s->node[target].inflight++;
-	at(s, s->now + s->p->link_us * NS_PER_US, EV_AT_NODE, i);
+	forward(s, i, target);
 }
 
 /* A reply, REPLICATE reply or RC_ACK reaches the switch: the coherence rules apply. */
@@ -834,6 +891,15 @@ static void at_switch_reply(struct sim *s, uint32_t i)
 				replicate(s, e, e->state.st.completed);
 			}
 		}
+		/* A batch's write answered: its riders with it, then the next batch. */
+		while (s->req[i].riders.len) {
+			uint32_t j = q_pop(s, &s->req[i].riders);
+
+			s->req[j].overloaded = s->req[i].overloaded;
+			to_agent(s, j);
+		}
+		if (e && e->batch_busy && e->batch_out == i)
+			batch_next(s, e);
 		to_agent(s, i);
 		return;
 	case RQ_REPLICATE:
@@ -927,7 +993,7 @@ static void done(struct sim *s, uint32_t i)
 	case RQ_READ:
 	case RQ_WRITE:
 		if (r->kind == RQ_WRITE)
-			s->version[r->key]++;
+			s->version[r->key] += 1 + r->riders.len;
 		if (id == s->home[r->key] || !e || !(copy = copy_of(e, id, false)))
 			r->version = s->version[r->key];
 		else
