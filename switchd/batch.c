@@ -135,7 +135,7 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 {
 	struct batch_slot *s = slot_of(b, keyhash);
 	enum batch_verdict v = BATCH_SEND;
-	struct batch_write given_up[BATCH_MAX];
+	struct batch_write gone[BATCH_MAX];
 
 	out->n = 0;
 	*ndrop = 0;
@@ -151,9 +151,9 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 	} else if (now_tsc - s->out_tsc > stale_tsc) {
 		/* The write out is given up, and its riders with it; the waiting ride on this one. */
 		give_up(s);
-		*ndrop = take_riders(b, s, given_up);
+		*ndrop = take_riders(b, s, gone);
 		for (unsigned i = 0; i < *ndrop; i++)
-			drop[i] = given_up[i].m;
+			drop[i] = gone[i].m;
 		/* A retry of a waiting write goes out in its place: never beside it. */
 		for (unsigned i = 0; i < s->n; i++)
 			if (s->item[i].req_id == wr->req_id) {

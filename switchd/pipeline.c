@@ -15,9 +15,10 @@
  *      hold (cdt_may_hold(): most keys are not in the directory);
  *      rte_hash_lookup_with_hash_bulk_data() is rte_hash_lookup_bulk_data()
  *      with the signatures computed here, see cdt_sig().
- *   3. handle, per datagram: do_request() (route and rewrite towards a node),
- *      do_reply() (learn, update the directory, rewrite towards the client),
- *      do_rc_ack(), do_hint().
+ *   3. handle, per datagram: do_request() (route and rewrite towards a node;
+ *      a PUT of a directory key may wait for the one of it out, batch.h),
+ *      do_reply() (learn, update the directory, end a batch, rewrite towards
+ *      the client), do_rc_ack(), do_hint().
  * Directory updates are published (release CAS in cdt_apply) before the
  * reply that caused them is even buffered for TX. TX goes through per-port
  * buffers drained every SW_DRAIN_US.
