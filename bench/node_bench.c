@@ -69,8 +69,8 @@ static int cmd_load(const char *dir, uint64_t keys)
 	for (uint64_t i = 0; i < keys; i++) {
 		int kl = key_of(k, i);
 
-		if (store_put(st, keyhash(k, (size_t)kl), k, (size_t)kl, val, sizeof(val), 0, now, 0,
-			      &ver) != 0) {
+		if (store_put(st, keyhash(k, (size_t)kl), k, (size_t)kl, val, sizeof(val), 0, now,
+			      0, &ver) != 0) {
 			fprintf(stderr, "node_bench: store_put failed\n");
 			return 1;
 		}

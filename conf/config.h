@@ -102,7 +102,7 @@ struct cfg_directory {
 	uint32_t max_replicas;
 	double replica_factor; /* a key with share s wants 1 + ceil(factor * s * n) replicas */
 	double push_cost; /* a write's push to a key's copies, in writes at its home */
-	bool batch_writes; /* group commit of a directory key's PUTs at the switch */
+	bool batch_writes;	  /* group commit of a directory key's PUTs at the switch */
 	uint32_t spare_home_from; /* sets of this many copies read from all but the home; 0: none */
 	uint32_t sample_every; /* count 1 in N requests in the sketch */
 };

@@ -73,7 +73,7 @@ bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, u
 	uint64_t sorted[256];
 
 	if (k > 256)
-		return true; /* more than a switch sends (one byte counts them): give none versions */
+		return true; /* more than one byte counts: give none versions */
 	for (unsigned i = 0; i < k; i++)
 		sorted[i] = wire_get64(ids + 8 * i);
 	qsort(sorted, k, sizeof(sorted[0]), by_value);

@@ -881,10 +881,10 @@ static void serve_put(struct node *n, const struct wire_msg *m, const struct soc
 		      struct wire_msg *rep)
 {
 	/* From the switch's service address: a client on the switch's host has another port. */
-	unsigned riders = m->riders && from_switch(n, from) &&
-				  ntohs(from->sin_port) == n->cfg->service.port
-			      ? m->riders
-			      : 0;
+	unsigned riders =
+	    m->riders && from_switch(n, from) && ntohs(from->sin_port) == n->cfg->service.port
+		? m->riders
+		: 0;
 	uint64_t version;
 	int rc;
 

@@ -250,8 +250,8 @@ static inline enum wire_error wire_check_body(const uint8_t *p, size_t len, stru
 		return (uint64_t)len - WIRE_HDR_LEN < body ? WIRE_ERR_TRUNCATED : WIRE_ERR_TRAILING;
 	msg->key = msg->key_len ? p + WIRE_HDR_LEN : NULL;
 	msg->value = msg->val_len ? p + WIRE_HDR_LEN + msg->key_len : NULL;
-	msg->rider_ids = wire_rider_bytes(msg) ? p + WIRE_HDR_LEN + msg->key_len + msg->val_len
-					       : NULL;
+	msg->rider_ids =
+	    wire_rider_bytes(msg) ? p + WIRE_HDR_LEN + msg->key_len + msg->val_len : NULL;
 	return WIRE_OK;
 }
 

@@ -14,8 +14,8 @@
 
 struct batch_slot {
 	rte_spinlock_t lock;
-	uint8_t nriders; /* item[0..nriders): the riders of the write out */
-	uint8_t n;	 /* item[nriders..n): waiting for it to be answered */
+	uint8_t nriders;  /* item[0..nriders): the riders of the write out */
+	uint8_t n;	  /* item[nriders..n): waiting for it to be answered */
 	uint64_t keyhash; /* the key with a write out; 0: none (relaxed atomic) */
 	uint64_t out_req_id;
 	uint64_t out_tsc;
@@ -149,7 +149,7 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 		__atomic_store_n(&s->keyhash, keyhash, __ATOMIC_RELAXED);
 		send_out(b, s, wr, now_tsc, out);
 	} else if (now_tsc - s->out_tsc > stale_tsc) {
-		/* The write out is given up, and its riders with it; the waiting ride on this one. */
+		/* The write out is given up with its riders; the waiting ride on this one. */
 		give_up(s);
 		*ndrop = take_riders(b, s, gone);
 		for (unsigned i = 0; i < *ndrop; i++)
@@ -158,7 +158,8 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 		for (unsigned i = 0; i < s->n; i++)
 			if (s->item[i].req_id == wr->req_id) {
 				drop[(*ndrop)++] = s->item[i].m;
-				memmove(s->item + i, s->item + i + 1, (--s->n - i) * sizeof(s->item[0]));
+				memmove(s->item + i, s->item + i + 1,
+					(--s->n - i) * sizeof(s->item[0]));
 				held_add(b, -1);
 				break;
 			}

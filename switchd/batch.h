@@ -35,7 +35,7 @@
 
 struct rte_mbuf;
 
-/* PUTs of one key held at once, at most (riders fit the wire's byte); one more goes out unbatched. */
+/* PUTs of one key held at once, at most (riders fit a byte); one more goes out alone. */
 #define BATCH_MAX 255
 /* Slots, at most: keys whose slot another key holds are not batched. */
 #define BATCH_SLOTS 1024u

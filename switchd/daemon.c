@@ -180,8 +180,8 @@ int sw_init(struct sw *sw, const struct cfg *cfg, const struct cfg_switch *self,
 	for (uint16_t i = 0; i < sw->nworkers; i++)
 		sw->workers[i]->entry_counters = cdt_worker_row(sw->cdt, i);
 	if (cfg->directory.batch_writes) {
-		sw->batches = batches_create(cfg->directory.max_keys, SW_BATCH_MAX_HELD,
-					     SW_BATCH_MAX_FRAME);
+		sw->batches =
+		    batches_create(cfg->directory.max_keys, SW_BATCH_MAX_HELD, SW_BATCH_MAX_FRAME);
 		if (!sw->batches)
 			return fail(err, errlen, "out of memory for write batches");
 	}

@@ -946,7 +946,7 @@ static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t
 	return v != BATCH_SEND;
 }
 
-/* Stamp how many held writes a PUT supersedes (0 for any other), as the node honours it from a switch. */
+/* Stamp how many held writes a PUT supersedes (0 for any other one it forwards). */
 static __rte_always_inline void stamp_riders(int64_t *acc, uint8_t *h, uint8_t riders)
 {
 	uint8_t word[2] = {h[WIRE_OFF_STATUS], riders};
@@ -1001,9 +1001,9 @@ static __rte_always_inline bool batches_put(const struct sw *sw, const struct pk
  * that batch.h sends out, with its riders; NULL for any other request, which
  * a PUT of a directory key may be held by (hold_put()).
  */
-static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
-			  uint16_t in_port, bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port,
-			  bool sample, const struct batch_riders *released, uint64_t now_tsc)
+static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+			  bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
+			  const struct batch_riders *released, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
@@ -1240,7 +1240,7 @@ static __rte_noinline void drop_moved_copy(struct sw_worker *w, struct cdt_entry
  * 5); the key's entry, or NULL when it is not in it.
  */
 static struct cdt_entry *learn_version(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
-					uint16_t sender)
+				       uint16_t sender)
 {
 	const struct wire_msg *msg = &p->msg;
 

@@ -1467,7 +1467,7 @@ static struct wire_msg switch_put_riding(const char *k, const char *value, uint6
 			     .val_len = (uint32_t)strlen(value),
 			     .riders = (uint8_t)n,
 			     .rider_ids = ids},
-			 rep;
+			rep;
 	struct sockaddr_in to = node_addr(1);
 	int len;
 
