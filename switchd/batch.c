@@ -131,14 +131,13 @@ static int held_as(const struct batch_slot *s, uint64_t req_id)
 
 enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
 			     uint64_t now_tsc, uint64_t stale_tsc, struct batch_riders *out,
-			     struct rte_mbuf **drop, unsigned *ndrop)
+			     struct batch_write *alone, unsigned *nalone)
 {
 	struct batch_slot *s = slot_of(b, keyhash);
 	enum batch_verdict v = BATCH_SEND;
-	struct batch_write gone[BATCH_MAX];
 
 	out->n = 0;
-	*ndrop = 0;
+	*nalone = 0;
 	rte_spinlock_lock(&s->lock);
 	if (s->keyhash != 0 && s->keyhash != keyhash) {
 		/* Another key's slot: this one goes out on its own. */
@@ -151,13 +150,12 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 	} else if (now_tsc - s->out_tsc > stale_tsc) {
 		/* The write out is given up with its riders; the waiting ride on this one. */
 		give_up(s);
-		*ndrop = take_riders(b, s, gone);
-		for (unsigned i = 0; i < *ndrop; i++)
-			drop[i] = gone[i].m;
-		/* A retry of a waiting write goes out in its place: never beside it. */
+		*nalone = take_riders(b, s, alone);
+		/* A retry of a waiting write goes out in its place, never with its first
+		 * attempt as a rider: that one goes on its own (the home applies one). */
 		for (unsigned i = 0; i < s->n; i++)
 			if (s->item[i].req_id == wr->req_id) {
-				drop[(*ndrop)++] = s->item[i].m;
+				alone[(*nalone)++] = s->item[i];
 				memmove(s->item + i, s->item + i + 1,
 					(--s->n - i) * sizeof(s->item[0]));
 				held_add(b, -1);
@@ -202,7 +200,7 @@ bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, uint64
 }
 
 unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
-		     struct rte_mbuf **drop, unsigned cap)
+		     struct batch_write *alone, unsigned cap)
 {
 	unsigned k = 0;
 
@@ -214,7 +212,7 @@ unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
 		rte_spinlock_lock(&s->lock);
 		if (s->keyhash && now_tsc - s->out_tsc > stale_tsc && k + s->n <= cap) {
 			for (unsigned j = 0; j < s->n; j++)
-				drop[k++] = s->item[j].m;
+				alone[k++] = s->item[j];
 			held_add(b, -(int32_t)s->n);
 			s->n = s->nriders = 0;
 			give_up(s);

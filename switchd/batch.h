@@ -14,12 +14,11 @@
  * live member of its group): a rider's value is never read because no read
  * falls between it and the write after it.
  *
- * A reply that does not give the riders their versions (the PUT was a retry
- * the home answered from its first attempt) sends them out again with the
- * next batch; a failed one answers them as it answers its own client. A
- * write out that is not answered within `stale_tsc` is given up: its riders
- * are dropped (their agents retry, as the writer's does) and the next batch
- * goes out.
+ * A reply that does not give the riders their versions (the write failed,
+ * or it or one of them was applied before) has each rider sent on its own,
+ * as it came. A write out that is not answered within `stale_tsc` is given
+ * up: its riders are sent on their own too (the home answers any it applied
+ * from its dedup table) and the next batch goes out.
  *
  * Slots are found by keyhash (a key whose slot another key holds is not
  * batched), apart from the directory's entries, so a reply still finds its
@@ -73,12 +72,12 @@ enum batch_verdict {
  * A PUT of the directory key `keyhash`. Held when a write of the key is out
  * and there is room; otherwise it goes out, with riders (*out) when it
  * replaces a write out for longer than stale_tsc (the waiting ride on it),
- * none otherwise. Writes it takes from the slot to be dropped go to
- * drop[0..*ndrop) (at most BATCH_MAX + 1).
+ * none otherwise. Writes it takes from the slot, to be sent on their own,
+ * go to alone[0..*nalone) (at most BATCH_MAX + 1).
  */
 enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct batch_write *wr,
 			     uint64_t now_tsc, uint64_t stale_tsc, struct batch_riders *out,
-			     struct rte_mbuf **drop, unsigned *ndrop);
+			     struct batch_write *alone, unsigned *nalone);
 
 /* What the reply to the write out asks of the caller. */
 struct batch_done {
@@ -92,10 +91,8 @@ struct batch_done {
 /*
  * A reply to a PUT of `keyhash`: false when it answers no write out
  * (nothing to do). Otherwise *done has the write's riders, for the caller to
- * answer (each with its own version when the reply gave them all one; as
- * the reply answers its own client when it failed) or to send on their own
- * (an applied write that gave them none: one was applied before), and the
- * next write to send.
+ * answer (each with its own version, when the reply gave them all one) or to
+ * send on their own, and the next write to send.
  */
 bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, uint64_t now_tsc,
 		    struct batch_done *done);
@@ -103,9 +100,9 @@ bool batch_answered(struct batches *b, uint64_t keyhash, uint64_t req_id, uint64
 /*
  * Give up the batches whose write has been out for longer than stale_tsc
  * and that no PUT of their key has since replaced (batch_put()): their writes
- * go to drop[0..return) (at most cap), to be freed. Their agents retry.
+ * go to alone[0..return) (at most cap), to be sent on their own.
  */
 unsigned batch_sweep(struct batches *b, uint64_t now_tsc, uint64_t stale_tsc,
-		     struct rte_mbuf **drop, unsigned cap);
+		     struct batch_write *alone, unsigned cap);
 
 #endif

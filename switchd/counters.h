@@ -57,6 +57,8 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "PUTs of directory keys held while another of the key was out (batched)")                \
 	X(SW_CNT_BATCH_RIDERS, "batch_riders_answered", SW_CNT_EVENT,                              \
 	  "Held PUTs answered OK, superseded by the batch's write (given versions, never stored)") \
+	X(SW_CNT_BATCH_GIVEN_UP, "batch_given_up", SW_CNT_EVENT,                                   \
+	  "Held PUTs sent on alone: their batch's write had no answer in agent.timeout_ms")        \
 	X(SW_CNT_CTL_REPLIES, "control_replies", SW_CNT_EVENT,                                     \
 	  "Replies to the switch's own REPLICATE and UNREPLICATE")                                 \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT, "HINT requests answered")                  \
@@ -119,8 +121,6 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "Reply from an address that is not its node")                                            \
 	X(SW_CNT_DROP_NO_RETURN, "no_return_address", SW_CNT_DROP,                                 \
 	  "Peer-forwarded request without a return address")                                       \
-	X(SW_CNT_BATCH_DROPPED, "batch_given_up", SW_CNT_DROP,                                     \
-	  "Held PUTs whose batch's write was not answered in time (their agents retry)")           \
 	X(SW_CNT_BATCH_DUPLICATE, "batch_duplicate", SW_CNT_DROP,                                  \
 	  "Retries of a held PUT (the held one is answered)")                                      \
 	X(SW_CNT_DROP_NO_NEIGHBOUR, "no_neighbour", SW_CNT_DROP,                                   \

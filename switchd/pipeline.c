@@ -913,11 +913,35 @@ static void held_pkt(struct pkt *p, const struct batch_write *wr)
 	p->kind = K_REQUEST;
 }
 
-/* Free writes batch.h gave up (their agents retry). */
-static void drop_held(struct sw_worker *w, struct rte_mbuf **m, unsigned n)
+
+static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
+			  uint16_t in_port, bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port,
+			  bool sample, const struct batch_riders *released, uint64_t now_tsc);
+
+/* The directory entry of a held PUT's key now, or NULL. */
+static struct cdt_entry *held_entry(struct sw_worker *w, const struct pkt *p)
 {
-	for (unsigned i = 0; i < n; i++)
-		drop(w, m[i], SW_CNT_BATCH_DROPPED);
+	struct cdt_entry *e = cdt_find(w->sw->cdt, p->msg.keyhash);
+
+	return e && cdt_entry_is(e, p->msg.key, p->msg.key_len) ? e : NULL;
+}
+
+/*
+ * Send held PUTs on their own, as they came, to their key's home (the
+ * entry is looked up again: it may be gone). Counted as given up.
+ */
+static __rte_noinline void send_alone(struct sw_worker *w, const struct batch_write *wr,
+				      unsigned n, uint64_t now_tsc)
+{
+	static const struct batch_riders none;
+	struct pkt rp;
+
+	for (unsigned i = 0; i < n; i++) {
+		held_pkt(&rp, &wr[i]);
+		CNT(w, SW_CNT_BATCH_GIVEN_UP);
+		route_request(w, &rp, held_entry(w, &rp), wr[i].in_port, false, rp.ip->src_addr,
+			      rp.udp->src_port, false, &none, now_tsc);
+	}
 }
 
 /*
@@ -933,12 +957,12 @@ static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t
 				 .req_id = wire_get64(p->hdr + WIRE_OFF_REQ_ID),
 				 .in_port = in_port,
 				 .l3_off = l3_off(p)};
-	struct rte_mbuf *gone[BATCH_MAX + 1];
-	unsigned ngone;
+	struct batch_write alone[BATCH_MAX + 1];
+	unsigned nalone;
 	enum batch_verdict v = batch_put(sw->batches, p->msg.keyhash, &wr, now_tsc,
-					 sw->batch_stale_tsc, out, gone, &ngone);
+					 sw->batch_stale_tsc, out, alone, &nalone);
 
-	drop_held(w, gone, ngone);
+	send_alone(w, alone, nalone, now_tsc);
 	if (v == BATCH_HELD)
 		CNT(w, SW_CNT_BATCH_HELD);
 	else if (v == BATCH_DUPLICATE)
@@ -1283,34 +1307,35 @@ static struct cdt_entry *learn_version(struct sw_worker *w, struct pkt *p, struc
 }
 
 /*
- * The reply to a PUT batch.h sent out: answer its riders (each with its own
- * version, oldest first, when the home gave them all one; as the reply
- * answers its client when it failed), or send each on its own (the home
- * gave them none: one was applied before, and the home answers its retry),
- * then send the next batch's write.
+ * The reply to a PUT batch.h sent out: answer its riders, each with its own
+ * version, oldest first, when the home gave them all one; otherwise send
+ * each on its own, as it came (the write failed, and the riders were never
+ * applied; or one was applied before, and the home answers its retry from
+ * its first attempt). Then send the next batch's write.
  */
 static void end_batch(struct sw_worker *w, const struct pkt *p, struct cdt_entry *e,
 		      uint64_t now_tsc)
 {
 	static const struct batch_riders none;
 	const struct wire_msg *msg = &p->msg;
-	bool ok = msg->status == WIRE_ST_OK;
 	struct batch_done done;
 	struct pkt rp;
+	bool given;
 
 	if (!batch_answered(w->sw->batches, msg->keyhash, msg->req_id, now_tsc, &done))
 		return;
+	given = msg->status == WIRE_ST_OK && msg->riders == done.nriders;
 	for (unsigned i = 0; i < done.nriders; i++) {
 		held_pkt(&rp, &done.rider[i]);
-		if (ok && msg->riders != done.nriders)
+		if (given)
+			answer(w, &rp, done.rider[i].in_port, WIRE_ST_OK, msg->node,
+			       msg->version - done.nriders + i,
+			       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
+		else
 			route_request(w, &rp, e, done.rider[i].in_port, false, rp.ip->src_addr,
 				      rp.udp->src_port, false, &none, now_tsc);
-		else
-			answer(w, &rp, done.rider[i].in_port, msg->status, msg->node,
-			       ok ? msg->version - done.nriders + i : msg->version,
-			       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
 	}
-	if (ok && msg->riders == done.nriders)
+	if (given)
 		w->counters[SW_CNT_BATCH_RIDERS] += done.nriders;
 	if (done.send_next) {
 		held_pkt(&rp, &done.next);
@@ -1532,12 +1557,13 @@ static void send_control_frames(struct sw_worker *w)
 static void sweep_batches(struct sw_worker *w, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
-	struct rte_mbuf *gone[BATCH_MAX];
+	struct batch_write alone[BATCH_MAX];
 
 	if (!sw->batches || now_tsc - sw->last_sweep_tsc < sw->batch_stale_tsc)
 		return;
 	sw->last_sweep_tsc = now_tsc;
-	drop_held(w, gone, batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, gone, BATCH_MAX));
+	send_alone(w, alone, batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, alone, BATCH_MAX),
+		   now_tsc);
 }
 
 unsigned pipeline_poll(struct sw_worker *w)

@@ -1358,7 +1358,8 @@ START_TEST(puts_batched_while_one_is_out)
 	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
 	ck_assert_uint_eq(version[0], 12);
 
-	/* A failed write: its riders get its answer, and their agents retry them. */
+	/* A failed write fails only its own client: its riders, never applied,
+	 * each go to the home on their own. */
 	put_n(8, "v8");
 	run();
 	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 8);
@@ -1369,12 +1370,19 @@ START_TEST(puts_batched_while_one_is_out)
 	run();
 	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
 	ck_assert_uint_eq(one_sent(home, val, sizeof(val)).req_id, 10);
-	home_answers(home, 10, 0, 0, WIRE_ST_UNAVAILABLE);
+	home_answers(home, 10, 21, 1, WIRE_ST_UNAVAILABLE);
 	run();
-	ck_assert_uint_eq(client_replies(req, status, version, 16), 2);
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(req[0], 10);
 	ck_assert_uint_eq(status[0], WIRE_ST_UNAVAILABLE);
-	ck_assert_uint_eq(status[1], WIRE_ST_UNAVAILABLE);
-	ck_assert_uint_eq(drain(home), 0);
+	sent = one_sent(home, val, sizeof(val));
+	ck_assert_uint_eq(sent.req_id, 9);
+	ck_assert_uint_eq(sent.riders, 0);
+	home_answers(home, 9, 22, 0, WIRE_ST_OK);
+	run();
+	ck_assert_uint_eq(client_replies(req, status, version, 16), 1);
+	ck_assert_uint_eq(req[0], 9);
+	ck_assert_uint_eq(version[0], 22);
 
 	/* A retry of a held PUT is dropped (the held one is answered); one of
 	 * the write out goes on (the home answers it as it did the first). */
@@ -1392,20 +1400,31 @@ START_TEST(puts_batched_while_one_is_out)
 	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_DUPLICATE), 1);
 
 	/* A write out that is never answered is given up once an agent would have
-	 * resent it: its riders are dropped, and the next PUT goes out for the
-	 * waiting; a retry of a waiting one goes out in its place, not beside it. */
+	 * resent it: its riders go on alone, and the next PUT goes out for the
+	 * waiting; a retry of a waiting one goes out in its place, its first
+	 * attempt alone (the home applies one of the two). */
 	put_n(14, "v14");
 	run();
 	ck_assert_uint_eq(drain(home), 0);
 	rte_delay_us_sleep((unsigned)(2 * sw.batch_stale_tsc * 1000000 / rte_get_tsc_hz()));
 	put_n(14, "v14");
 	run();
-	sent = one_sent(home, val, sizeof(val));
-	ck_assert_uint_eq(sent.req_id, 14);
-	ck_assert_uint_eq(sent.riders, 2);
-	ck_assert_uint_eq(wire_get64(sent.rider_ids), 12);
-	ck_assert_uint_eq(wire_get64(sent.rider_ids + 8), 13);
-	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_DROPPED), 1); /* 14's first attempt */
+	{
+		struct rte_mbuf *m[4];
+		struct parsed a, b;
+
+		ck_assert_uint_eq(collect(home, m, 4), 2);
+		parse_out(m[0], &a);
+		parse_out(m[1], &b);
+		ck_assert_uint_eq(a.msg.req_id, 14); /* the first attempt, alone */
+		ck_assert_uint_eq(a.msg.riders, 0);
+		ck_assert_uint_eq(b.msg.req_id, 14);
+		ck_assert_uint_eq(b.msg.riders, 2);
+		ck_assert_uint_eq(wire_get64(b.msg.rider_ids), 12);
+		ck_assert_uint_eq(wire_get64(b.msg.rider_ids + 8), 13);
+		free_all(m, 2);
+	}
+	ck_assert_uint_eq(sw_counter(&sw, SW_CNT_BATCH_GIVEN_UP), 1);
 	ck_assert_uint_eq(drain(0), 0);
 	/* The write given up never goes out for a batch again: its retry goes on
 	 * alone, and its late reply ends no batch. */
