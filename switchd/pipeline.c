@@ -913,10 +913,9 @@ static void held_pkt(struct pkt *p, const struct batch_write *wr)
 	p->kind = K_REQUEST;
 }
 
-
-static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e,
-			  uint16_t in_port, bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port,
-			  bool sample, const struct batch_riders *released, uint64_t now_tsc);
+static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
+			  bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
+			  const struct batch_riders *released, uint64_t now_tsc);
 
 /* The directory entry of a held PUT's key now, or NULL. */
 static struct cdt_entry *held_entry(struct sw_worker *w, const struct pkt *p)
@@ -930,8 +929,8 @@ static struct cdt_entry *held_entry(struct sw_worker *w, const struct pkt *p)
  * Send held PUTs on their own, as they came, to their key's home (the
  * entry is looked up again: it may be gone). Counted as given up.
  */
-static __rte_noinline void send_alone(struct sw_worker *w, const struct batch_write *wr,
-				      unsigned n, uint64_t now_tsc)
+static __rte_noinline void send_alone(struct sw_worker *w, const struct batch_write *wr, unsigned n,
+				      uint64_t now_tsc)
 {
 	static const struct batch_riders none;
 	struct pkt rp;
@@ -1562,7 +1561,8 @@ static void sweep_batches(struct sw_worker *w, uint64_t now_tsc)
 	if (!sw->batches || now_tsc - sw->last_sweep_tsc < sw->batch_stale_tsc)
 		return;
 	sw->last_sweep_tsc = now_tsc;
-	send_alone(w, alone, batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, alone, BATCH_MAX),
+	send_alone(w, alone,
+		   batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, alone, BATCH_MAX),
 		   now_tsc);
 }
 
