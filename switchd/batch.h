@@ -5,10 +5,11 @@
  * A directory key has at most one PUT out at its home from this switch at a
  * time. PUTs of the key that arrive meanwhile are held here. When the write
  * out is answered, the newest held PUT goes out, carrying how many of the
- * others it supersedes (its riders, wire field `riders`): the home stores
- * its value once, under a version that many above the one before, and says
- * so in its reply; each rider is then answered with a version of its own
- * just below it, oldest first. The held writes all overlap that moment, so
+ * others it supersedes (its riders: wire field `riders`, their req_ids
+ * after its value): the home stores its value once, under a version that
+ * many above the one before, remembers each rider's req_id at its own
+ * version just below, and says so in its reply; each rider is then
+ * answered with that version, oldest first. The held writes all overlap that moment, so
  * ordering them back to back there is a linearization, and nothing is
  * answered before the write that supersedes it is acknowledged (on every
  * live member of its group): a rider's value is never read because no read
@@ -23,8 +24,8 @@
  * Slots are found by keyhash (a key whose slot another key holds is not
  * batched), apart from the directory's entries, so a reply still finds its
  * batch after the entry is gone. Each is locked with a spinlock: any worker
- * may take a PUT or its reply. The caller sends and frees what the calls
- * return; nothing here touches a port.
+ * may take a PUT or its reply. The caller sends what the calls return;
+ * nothing here touches a port.
  */
 #ifndef SKL_SWITCHD_BATCH_H
 #define SKL_SWITCHD_BATCH_H
