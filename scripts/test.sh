@@ -23,14 +23,16 @@ start=$SECONDS
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 run unit meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
-# The Debian packages (built from a copy of the tree, installed, purged), on
-# their own: the unit suite times the agent's attempts, which a package build
-# beside it made late.
-run packaging meson test -C build --suite packaging --print-errorlogs --num-processes 1
 # Integration tests start real processes from the optimised build.
 run integration meson test -C build --suite integration --print-errorlogs --num-processes 1
 # End to end on the namespace testbed (root; skipped with the reason otherwise).
 run e2e meson test -C build --suite e2e --print-errorlogs --num-processes 1
+# The Debian packages (built from a copy of the tree, installed, purged), on
+# their own and after the end-to-end tests: the unit suite times the agent's
+# attempts, which a package build beside it made late, and e2e switch-pause
+# ended requests UNAVAILABLE (view leases refused) in every run that came
+# after it, minutes later, and in none without it (the cause is not isolated).
+run packaging meson test -C build --suite packaging --print-errorlogs --num-processes 1
 # Placement against a live twemproxy, when it is installed (77: it is not).
 live=$(mktemp)
 python3 tests/proto/nutcracker_compare.py "$live"
