@@ -67,13 +67,11 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k)
+bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, uint8_t k)
 {
 	struct dedup_stripe *s = stripe_of(d, keyhash);
-	uint64_t sorted[256];
+	uint64_t sorted[UINT8_MAX];
 
-	if (k > 256)
-		return true; /* more than one byte counts: give none versions */
 	for (unsigned i = 0; i < k; i++)
 		sorted[i] = wire_get64(ids + 8 * i);
 	qsort(sorted, k, sizeof(sorted[0]), by_value);
@@ -88,7 +86,7 @@ bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, u
 	return false;
 }
 
-void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k,
+void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, uint8_t k,
 		       uint64_t first)
 {
 	struct dedup_stripe *s = stripe_of(d, keyhash);

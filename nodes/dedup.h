@@ -57,8 +57,8 @@ const struct dedup_slot *dedup_begin(struct dedup *d, uint64_t req_id, uint64_t 
  * applied, remembering each, the i-th at version first + i, so that a retry
  * of a rider gets the version its switch answered.
  */
-bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k);
-void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, unsigned k,
+bool dedup_riders_known(struct dedup *d, uint64_t keyhash, const uint8_t *ids, uint8_t k);
+void dedup_keep_riders(struct dedup *d, uint64_t keyhash, const uint8_t *ids, uint8_t k,
 		       uint64_t first);
 /* Remember the outcome (when applied: dedup_begin() found none) and unlock the stripe. */
 void dedup_end(struct dedup *d, uint64_t req_id, uint64_t keyhash, bool applied, uint8_t status,

@@ -881,7 +881,7 @@ static void serve_put(struct node *n, const struct wire_msg *m, const struct soc
 		      struct wire_msg *rep)
 {
 	/* From the switch's service address: a client on the switch's host has another port. */
-	unsigned riders =
+	uint8_t riders =
 	    m->riders && from_switch(n, from) && ntohs(from->sin_port) == n->cfg->service.port
 		? m->riders
 		: 0;
@@ -903,7 +903,7 @@ static void serve_put(struct node *n, const struct wire_msg *m, const struct soc
 	}
 	rep->status = WIRE_ST_OK;
 	rep->version = version;
-	rep->riders = (uint8_t)riders;
+	rep->riders = riders;
 }
 
 static void serve_del(struct node *n, const struct wire_msg *m, struct wire_msg *rep)

@@ -68,6 +68,16 @@ static int parse_u32(const char *name, const char *s, double lo, double hi, uint
 	return 0;
 }
 
+static int parse_on_off(const char *name, const char *s, bool *out)
+{
+	if (strcmp(s, "on") && strcmp(s, "off")) {
+		fprintf(stderr, "skewless-sim: --%s: expected on or off, got \"%s\"\n", name, s);
+		return -1;
+	}
+	*out = !strcmp(s, "on");
+	return 0;
+}
+
 /* Parse argv into *p. 0, 1 for --help, -1 on a usage error (printed). */
 static int parse_args(int argc, char **argv, struct sim_params *p, const char **json)
 {
@@ -234,32 +244,13 @@ static int parse_args(int argc, char **argv, struct sim_params *p, const char **
 			rc = parse_double("warmup", optarg, 0, 3600, &p->warmup);
 			break;
 		case O_PRELOAD:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr,
-					"skewless-sim: --preload: expected on or off, got \"%s\"\n",
-					optarg);
-				return -1;
-			}
-			p->preload = !strcmp(optarg, "on");
+			rc = parse_on_off("preload", optarg, &p->preload);
 			break;
 		case O_THROUGH:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr,
-					"skewless-sim: --write-through: expected on or off, got "
-					"\"%s\"\n",
-					optarg);
-				return -1;
-			}
-			p->write_through = !strcmp(optarg, "on");
+			rc = parse_on_off("write-through", optarg, &p->write_through);
 			break;
 		case O_BATCH:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr,
-					"skewless-sim: --batch-writes: expected on or off, got \"%s\"\n",
-					optarg);
-				return -1;
-			}
-			p->dir.batch_writes = !strcmp(optarg, "on");
+			rc = parse_on_off("batch-writes", optarg, &p->dir.batch_writes);
 			break;
 		case O_HELP:
 			usage(stdout);

@@ -135,13 +135,15 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 {
 	struct batch_slot *s = slot_of(b, keyhash);
 	enum batch_verdict v = BATCH_SEND;
+	int as;
 
 	out->n = 0;
 	*nalone = 0;
 	rte_spinlock_lock(&s->lock);
+	as = held_as(s, wr->req_id);
 	if (s->keyhash != 0 && s->keyhash != keyhash) {
 		/* Another key's slot: this one goes out on its own. */
-	} else if (held_as(s, wr->req_id) == 1) {
+	} else if (as == 1) {
 		/* A retry of the write out (or of one given up): the home answers
 		 * it as it did the first; alone, its reply is no batch's. */
 	} else if (s->keyhash == 0) {
@@ -162,7 +164,7 @@ enum batch_verdict batch_put(struct batches *b, uint64_t keyhash, const struct b
 				break;
 			}
 		send_out(b, s, wr, now_tsc, out);
-	} else if (held_as(s, wr->req_id) == 2) {
+	} else if (as == 2) {
 		v = BATCH_DUPLICATE;
 	} else if (s->n < BATCH_MAX && __atomic_load_n(&b->held, __ATOMIC_RELAXED) < b->max_held) {
 		s->item[s->n++] = *wr;

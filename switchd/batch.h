@@ -9,11 +9,11 @@
  * after its value): the home stores its value once, under a version that
  * many above the one before, remembers each rider's req_id at its own
  * version just below, and says so in its reply; each rider is then
- * answered with that version, oldest first. The held writes all overlap that moment, so
- * ordering them back to back there is a linearization, and nothing is
- * answered before the write that supersedes it is acknowledged (on every
- * live member of its group): a rider's value is never read because no read
- * falls between it and the write after it.
+ * answered with that version, oldest first. The held writes all overlap
+ * that moment, so ordering them back to back there is a linearization, and
+ * nothing is answered before the write that supersedes it is acknowledged
+ * (on every live member of its group): a rider's value is never read
+ * because no read falls between it and the write after it.
  *
  * A reply that does not give the riders their versions (the write failed,
  * or it or one of them was applied before) has each rider sent on its own,

@@ -907,6 +907,8 @@ static void held_pkt(struct pkt *p, const struct batch_write *wr)
 	p->ip = rte_pktmbuf_mtod_offset(wr->m, struct rte_ipv4_hdr *, wr->l3_off);
 	p->udp = (struct rte_udp_hdr *)((uint8_t *)p->ip + rte_ipv4_hdr_len(p->ip));
 	p->hdr = (uint8_t *)(p->udp + 1);
+	/* It decoded when it came (classify()); zeroed for the compiler's sake. */
+	p->msg = (struct wire_msg){0};
 	wire_decode_route(p->hdr, rte_be_to_cpu_16(p->udp->dgram_len) - sizeof(struct rte_udp_hdr),
 			  &p->msg);
 	p->e = NULL;
@@ -926,21 +928,26 @@ static struct cdt_entry *held_entry(struct sw_worker *w, const struct pkt *p)
 }
 
 /*
- * Send held PUTs on their own, as they came, to their key's home (the
- * entry is looked up again: it may be gone). Counted as given up.
+ * Send a held PUT on, as it came, with the riders r names (NULL: on its
+ * own), to its key's home: the entry is looked up again, as it may be gone.
  */
-static __rte_noinline void send_alone(struct sw_worker *w, const struct batch_write *wr, unsigned n,
-				      uint64_t now_tsc)
+static void send_held(struct sw_worker *w, const struct batch_write *wr,
+		      const struct batch_riders *r, uint64_t now_tsc)
 {
 	static const struct batch_riders none;
 	struct pkt rp;
 
-	for (unsigned i = 0; i < n; i++) {
-		held_pkt(&rp, &wr[i]);
-		CNT(w, SW_CNT_BATCH_GIVEN_UP);
-		route_request(w, &rp, held_entry(w, &rp), wr[i].in_port, false, rp.ip->src_addr,
-			      rp.udp->src_port, false, &none, now_tsc);
-	}
+	held_pkt(&rp, wr);
+	route_request(w, &rp, held_entry(w, &rp), wr->in_port, false, rp.ip->src_addr,
+		      rp.udp->src_port, false, r ? r : &none, now_tsc);
+}
+
+/* Send held PUTs on, each on its own. */
+static __rte_noinline void send_alone(struct sw_worker *w, const struct batch_write *wr, unsigned n,
+				      uint64_t now_tsc)
+{
+	for (unsigned i = 0; i < n; i++)
+		send_held(w, &wr[i], NULL, now_tsc);
 }
 
 /*
@@ -961,6 +968,7 @@ static __rte_noinline bool hold_put(struct sw_worker *w, struct pkt *p, uint16_t
 	enum batch_verdict v = batch_put(sw->batches, p->msg.keyhash, &wr, now_tsc,
 					 sw->batch_stale_tsc, out, alone, &nalone);
 
+	w->counters[SW_CNT_BATCH_GIVEN_UP] += nalone;
 	send_alone(w, alone, nalone, now_tsc);
 	if (v == BATCH_HELD)
 		CNT(w, SW_CNT_BATCH_HELD);
@@ -1039,7 +1047,7 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 	uint16_t target;
 	bool replica_read = false; /* served by a node that is not the key's home (or primary) */
 	bool member_read = false;  /* that node is a member of the key's replica group */
-	bool held = false;
+	bool held = false, alive;
 	int64_t acc = 0; /* the changes to the datagram, for the UDP checksum */
 
 	/* A directory entry knows its home: no ring lookup for hot keys. */
@@ -1066,8 +1074,9 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		if (now_st)
 			stamp_version(&acc, p->hdr, now_st->completed);
 	}
+	alive = scores_alive(&sw->scores, target);
 	/* A PUT of a directory key may wait for the one of it out (batch.h). */
-	if (!released && batches_put(sw, p, e, from_peer) && scores_alive(&sw->scores, target)) {
+	if (!released && alive && batches_put(sw, p, e, from_peer)) {
 		held = hold_put(w, p, in_port, now_tsc, &held_riders);
 		riders = &held_riders;
 	}
@@ -1082,7 +1091,7 @@ static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *
 		riders = NULL; /* sent without them: the home gives them no versions */
 	if (unlikely((msg->flags & WIRE_F_DEBUG) || __atomic_load_n(&sw->debug, __ATOMIC_RELAXED)))
 		log_decision(w, p, target, home, e != NULL, st);
-	if (!scores_alive(&sw->scores, target)) {
+	if (!alive) {
 		CNT(w, SW_CNT_UNAVAILABLE);
 		if (from_peer) /* the client is not behind the sender: let it time out and retry */
 			drop(w, p->m, SW_CNT_DROP_NO_RETURN);
@@ -1312,35 +1321,28 @@ static struct cdt_entry *learn_version(struct sw_worker *w, struct pkt *p, struc
  * applied; or one was applied before, and the home answers its retry from
  * its first attempt). Then send the next batch's write.
  */
-static void end_batch(struct sw_worker *w, const struct pkt *p, struct cdt_entry *e,
+static void end_batch(struct sw_worker *w, const struct pkt *p, const struct cdt_entry *e,
 		      uint64_t now_tsc)
 {
-	static const struct batch_riders none;
 	const struct wire_msg *msg = &p->msg;
 	struct batch_done done;
 	struct pkt rp;
-	bool given;
 
 	if (!batch_answered(w->sw->batches, msg->keyhash, msg->req_id, now_tsc, &done))
 		return;
-	given = msg->status == WIRE_ST_OK && msg->riders == done.nriders;
-	for (unsigned i = 0; i < done.nriders; i++) {
-		held_pkt(&rp, &done.rider[i]);
-		if (given)
+	if (msg->status == WIRE_ST_OK && msg->riders == done.nriders) {
+		for (unsigned i = 0; i < done.nriders; i++) {
+			held_pkt(&rp, &done.rider[i]);
 			answer(w, &rp, done.rider[i].in_port, WIRE_ST_OK, msg->node,
 			       msg->version - done.nriders + i,
 			       (uint16_t)(WIRE_F_VIA_SWITCH | (e ? WIRE_F_REPLICATED : 0)));
-		else
-			route_request(w, &rp, e, done.rider[i].in_port, false, rp.ip->src_addr,
-				      rp.udp->src_port, false, &none, now_tsc);
-	}
-	if (given)
+		}
 		w->counters[SW_CNT_BATCH_RIDERS] += done.nriders;
-	if (done.send_next) {
-		held_pkt(&rp, &done.next);
-		route_request(w, &rp, e, done.next.in_port, false, rp.ip->src_addr,
-			      rp.udp->src_port, false, &done.out, now_tsc);
+	} else {
+		send_alone(w, done.rider, done.nriders, now_tsc);
 	}
+	if (done.send_next)
+		send_held(w, &done.next, &done.out, now_tsc);
 }
 
 /* A node's reply: update load and directory, then send it to the client's return address. */
@@ -1557,13 +1559,14 @@ static void sweep_batches(struct sw_worker *w, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	struct batch_write alone[BATCH_MAX];
+	unsigned n;
 
 	if (!sw->batches || now_tsc - sw->last_sweep_tsc < sw->batch_stale_tsc)
 		return;
 	sw->last_sweep_tsc = now_tsc;
-	send_alone(w, alone,
-		   batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, alone, BATCH_MAX),
-		   now_tsc);
+	n = batch_sweep(sw->batches, now_tsc, sw->batch_stale_tsc, alone, BATCH_MAX);
+	w->counters[SW_CNT_BATCH_GIVEN_UP] += n;
+	send_alone(w, alone, n, now_tsc);
 }
 
 unsigned pipeline_poll(struct sw_worker *w)

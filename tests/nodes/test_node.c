@@ -460,7 +460,23 @@ START_TEST(replication)
 }
 END_TEST
 
-/* A request to node id from the switch's address (sw_fd); its reply, which must come. */
+/* m to node id from the switch's address (sw_fd); its reply, which must come. */
+static struct wire_msg switch_rpc(int id, const struct wire_msg *m)
+{
+	struct sockaddr_in to = node_addr(id);
+	uint8_t out[12000];
+	int len = wire_encode(m, out, sizeof(out));
+	struct wire_msg rep;
+
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 len);
+	ck_assert_int_eq(recv_op(sw_fd, m->op | WIRE_REPLY, &rep, rbuf, sizeof(rbuf)), 0);
+	ck_assert_uint_eq(rep.req_id, m->req_id);
+	return rep;
+}
+
+/* A request to node id from the switch's address; its reply, which must come. */
 static struct wire_msg switch_req(int id, uint8_t op, const char *key, const void *val,
 				  uint32_t vlen, uint64_t version, uint16_t flags)
 {
@@ -472,18 +488,9 @@ static struct wire_msg switch_req(int id, uint8_t op, const char *key, const voi
 			     .key = (const void *)key,
 			     .key_len = (uint16_t)strlen(key),
 			     .value = val,
-			     .val_len = vlen},
-			 rep;
-	struct sockaddr_in to = node_addr(id);
-	uint8_t out[12000];
-	int len = wire_encode(&m, out, sizeof(out));
+			     .val_len = vlen};
 
-	ck_assert_int_gt(len, 0);
-	ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
-			 len);
-	ck_assert_int_eq(recv_op(sw_fd, op | WIRE_REPLY, &rep, rbuf, sizeof(rbuf)), 0);
-	ck_assert_uint_eq(rep.req_id, m.req_id);
-	return rep;
+	return switch_rpc(id, &m);
 }
 
 /*
@@ -1457,7 +1464,7 @@ END_TEST
 static struct wire_msg switch_put_riding(const char *k, const char *value, uint64_t req_id,
 					 const uint64_t *riders, unsigned n)
 {
-	uint8_t ids[8 * 8], out[2048];
+	uint8_t ids[8 * 8];
 	struct wire_msg m = {.op = WIRE_OP_PUT,
 			     .req_id = req_id,
 			     .keyhash = keyhash(k, strlen(k)),
@@ -1468,17 +1475,10 @@ static struct wire_msg switch_put_riding(const char *k, const char *value, uint6
 			     .riders = (uint8_t)n,
 			     .rider_ids = ids},
 			rep;
-	struct sockaddr_in to = node_addr(1);
-	int len;
 
 	for (unsigned i = 0; i < n; i++)
 		wire_put64(ids + 8 * i, riders[i]);
-	len = wire_encode(&m, out, sizeof(out));
-	ck_assert_int_gt(len, 0);
-	ck_assert_int_eq(sendto(sw_fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)),
-			 len);
-	ck_assert_int_eq(recv_op(sw_fd, WIRE_OP_PUT | WIRE_REPLY, &rep, rbuf, sizeof(rbuf)), 0);
-	ck_assert_uint_eq(rep.req_id, req_id);
+	rep = switch_rpc(1, &m);
 	ck_assert_uint_eq(rep.status, WIRE_ST_OK);
 	return rep;
 }
