@@ -52,9 +52,9 @@ static inline void add_node(uint8_t *map, unsigned id)
  * Keep the key's record in cf as its previous version, before a write-through
  * replaces it: 1 when kept, 0 when it cannot be. At the home a key not stored
  * yet is kept as "not found" at version 0. A replica without a copy (none, or
- * a dropped one) keeps nothing: -1.
+ * a dropped one) keeps nothing: -1. stamper: through_keep_previous().
  */
-static int keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *m)
+static int keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *m, uint16_t stamper)
 {
 	static __thread uint8_t val[THROUGH_MAX_VALUE];
 	struct store_record cur = {.kind = STORE_TOMBSTONE};
@@ -64,7 +64,7 @@ static int keep_stored(struct node *n, enum store_cf cf, const struct wire_msg *
 		return -1;
 	if (rc < 0 || cur.value_len > sizeof(val))
 		return 0;
-	return through_keep_previous(n->through, m->keyhash, &cur);
+	return through_keep_previous(n->through, m->keyhash, &cur, stamper);
 }
 
 /* REPLICATE's work, within the key's turn when turn is set (repl_replicate()). */
@@ -225,10 +225,11 @@ void repl_through_turn_end(struct node *n, uint64_t keyhash)
 	through_turn_give(n->through, keyhash);
 }
 
-bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders)
+bool repl_through_begin(struct node *n, const struct wire_msg *m, uint16_t owner, uint8_t *holders)
 {
 	/* The version readers see until the switch has seen this write's reply. */
-	if (!through_holders(n->through, m->keyhash, holders) || keep_stored(n, STORE_OWNED, m) <= 0)
+	if (!through_holders(n->through, m->keyhash, holders) ||
+	    keep_stored(n, STORE_OWNED, m, owner) <= 0)
 		return false;
 	through_push_begin(n->through, m->keyhash);
 	return true;
@@ -236,7 +237,7 @@ bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holde
 
 bool repl_members_begin(struct node *n, const struct wire_msg *m)
 {
-	if (keep_stored(n, STORE_OWNED, m) <= 0)
+	if (keep_stored(n, STORE_OWNED, m, 0) <= 0)
 		return false;
 	through_push_begin(n->through, m->keyhash);
 	return true;
@@ -516,7 +517,7 @@ void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr
 	 * and the home pushes to it no more. Storing the push would make it a
 	 * holder again.
 	 */
-	if (through && keep_stored(n, STORE_REPLICA, m) < 0) {
+	if (through && keep_stored(n, STORE_REPLICA, m, 0) < 0) {
 		node_count(n, NODE_CTR_through_refused);
 		send_ack(n, m, copy.owner, 0, from);
 		return;
@@ -549,6 +550,15 @@ static bool from_switch(const struct node *n, uint16_t owner, const struct socka
 	const struct sockaddr_in *a = switch_addr_of(n, owner);
 
 	return a && a->sin_addr.s_addr == from->sin_addr.s_addr && a->sin_port == from->sin_port;
+}
+
+uint16_t repl_switch_id(const struct node *n, const struct sockaddr_in *from)
+{
+	for (int i = 0; i < n->nswitches; i++)
+		if (n->switch_addr[i].sin_addr.s_addr == from->sin_addr.s_addr &&
+		    n->switch_addr[i].sin_port == from->sin_port)
+			return n->switch_ids[i];
+	return 0;
 }
 
 bool repl_via_owner(const struct node *n, uint16_t owner, const struct sockaddr_in *from)

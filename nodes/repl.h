@@ -94,8 +94,11 @@ int repl_through_turn_or_ride(struct node *n, uint64_t keyhash, bool claim,
 			      struct through_rider *r);
 /* Whether a write from `from` comes through switch `owner` (0: no copies, any sender). */
 bool repl_via_owner(const struct node *n, uint16_t owner, const struct sockaddr_in *from);
+/* The id of the configured switch whose address `from` is; 0 for any other sender. */
+uint16_t repl_switch_id(const struct node *n, const struct sockaddr_in *from);
 void repl_through_turn_end(struct node *n, uint64_t keyhash);
-bool repl_through_begin(struct node *n, const struct wire_msg *m, uint8_t *holders);
+/* owner: the switch the write came through, whose stamps the kept version answers. */
+bool repl_through_begin(struct node *n, const struct wire_msg *m, uint16_t owner, uint8_t *holders);
 void repl_through_push(struct node *n, const struct wire_msg *m, uint16_t owner,
 		       const uint8_t *holders, struct wire_msg *rep);
 

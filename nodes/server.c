@@ -691,27 +691,36 @@ static unsigned stamp_depth(const struct wire_msg *m)
  * 1 with rec (and its value in val) replaced, 0 to serve rec as it is, -1 to
  * answer MOVED to no node ("ask the switch again").
  *  - Stamped with a kept previous version (docs/design.md section 5,
- *    "Write-through"; stamp_depth()): that one.
+ *    "Write-through"; stamp_depth()) by the switch the versions were kept
+ *    for, or by a HINT: that one. Another switch's stamp (a peer that lost
+ *    its lease, or has not handed a key back yet) has not seen the writes
+ *    through the owner, and gets what an unstamped read gets.
  *  - Stamped by a HINT (a direct read: no switch sees the reply) with a
  *    version the home no longer has: nothing else is safe to serve.
  *  - Otherwise what any read gets there: while a write-through of the key is
  *    out, the previous version, which the switch still stamps its reads
  *    with; else the stored one (a newer version through the switch is that
- *    write's completion there: "Defence in depth").
+ *    write's completion there: "Defence in depth"). Served to a read the
+ *    kept versions' switch does not see, it makes that switch's stamps of
+ *    older versions stale: they are forgotten (through_home_read()).
  */
-static int home_version(struct node *n, const struct wire_msg *m, struct store_record *rec,
-			uint8_t *val, size_t cap)
+static int home_version(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+			struct store_record *rec, uint8_t *val, size_t cap)
 {
+	bool via_switch = m->flags & WIRE_F_VIA_SWITCH;
+	uint16_t sender = via_switch ? repl_switch_id(n, from) : 0;
+
 	if (m->version &&
-	    through_previous(n->through, m->keyhash, m->version, stamp_depth(m), rec, val, cap)) {
+	    through_previous(n->through, m->keyhash, m->version, stamp_depth(m),
+			     via_switch ? sender : THROUGH_ANY_SWITCH, rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return 1;
 	}
-	if (m->version && !(m->flags & WIRE_F_VIA_SWITCH)) {
+	if (m->version && !via_switch) {
 		node_count(n, NODE_CTR_stamp_moved);
 		return -1;
 	}
-	if (through_while_pushing(n->through, m->keyhash, rec, val, cap)) {
+	if (through_home_read(n->through, m->keyhash, sender, rec, val, cap)) {
 		node_count(n, NODE_CTR_read_while_pushing);
 		return 1;
 	}
@@ -728,7 +737,8 @@ static bool replica_version(struct node *n, const struct wire_msg *m, struct sto
 {
 	if (!m->version || rec->version == m->version)
 		return true;
-	if (through_previous(n->through, m->keyhash, m->version, stamp_depth(m), rec, val, cap)) {
+	if (through_previous(n->through, m->keyhash, m->version, stamp_depth(m), THROUGH_ANY_SWITCH,
+			     rec, val, cap)) {
 		node_count(n, NODE_CTR_stamp_previous);
 		return true;
 	}
@@ -763,8 +773,8 @@ static __thread struct store_read *get_ahead;
  * GET the switch stamped with a version (docs/design.md section 5) gets that
  * version from a replica, or is sent to the home.
  */
-static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg *rep, uint8_t *out,
-		      size_t cap)
+static void serve_get(struct node *n, const struct wire_msg *m, const struct sockaddr_in *from,
+		      struct wire_msg *rep, uint8_t *out, size_t cap)
 {
 	/* As the primary also without a view lease: on_get() confirms the view then. */
 	uint16_t other_home = node_home_for(n, m->keyhash, MEMBERS_READ_CONFIRMED);
@@ -846,7 +856,7 @@ static void serve_get(struct node *n, const struct wire_msg *m, struct wire_msg 
 		}
 	}
 	if (cf == STORE_OWNED && (rc == 0 || rec.version != m->version)) {
-		int which = home_version(n, m, &rec, val, val_cap);
+		int which = home_version(n, m, from, &rec, val, val_cap);
 
 		if (which < 0) {
 			node_reply_moved(n, rep, 0);
@@ -1014,7 +1024,8 @@ static void serve_write(struct node *n, const struct wire_msg *m, const struct s
 		dedup_end(n->dedup, m->req_id, m->keyhash, false, 0, 0);
 		return;
 	}
-	push->through = turn && !bypass && push->owner && repl_through_begin(n, m, push->holders);
+	push->through =
+	    turn && !bypass && push->owner && repl_through_begin(n, m, push->owner, push->holders);
 	push->members = turn && !push->through && members_on(&n->members) &&
 			repl_members_begin(n, m);
 	if (m->op == WIRE_OP_PUT)
@@ -1122,11 +1133,10 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 	bool grouped = members_on(&n->members);
 	struct wire_msg echo = *rep;
 
-	(void)from;
 	if (grouped)
 		members_read_lock(n);
 	mig_lock(&n->mig, m->keyhash);
-	serve_get(n, m, rep, out, cap);
+	serve_get(n, m, from, rep, out, cap);
 	mig_unlock(&n->mig, m->keyhash);
 	/*
 	 * Asked after the read: a write marks its key behind before its push
@@ -1137,7 +1147,7 @@ static bool on_get(struct node *n, const struct wire_msg *m, const struct sockad
 		if (push_to_members_again(n, m) == 0) {
 			get_ahead = NULL; /* taken by the first read */
 			mig_lock(&n->mig, m->keyhash);
-			serve_get(n, m, rep, out, cap);
+			serve_get(n, m, from, rep, out, cap);
 			mig_unlock(&n->mig, m->keyhash);
 		} else {
 			rep->status = WIRE_ST_UNAVAILABLE;

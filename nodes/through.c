@@ -16,6 +16,7 @@ struct through_slot {
 	bool turn;		   /* a write or REPLICATE of the key: its version to its reply */
 	bool pushing;		   /* its push is out: readers see the previous version */
 	bool has_holders;
+	uint16_t stamper; /* the switch whose stamps the kept versions answer (0: none) */
 	struct through_rider *riders; /* PUTs of the key waiting for its turn, newest first */
 	uint8_t holders[THROUGH_HOLDERS];
 	/* Versions before the current one, newest at previous[newest]; .value is
@@ -96,13 +97,17 @@ static struct through_slot *lock_slot(struct through *t, uint64_t keyhash, bool 
 	return s;
 }
 
-bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec)
+bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec,
+			   uint16_t stamper)
 {
 	struct through_slot *s = lock_slot(t, keyhash, true);
 	bool kept = false;
 
 	if (!s)
 		return false;
+	if (s->stamper != stamper)
+		s->nprevious = 0; /* kept for another switch's stamps */
+	s->stamper = stamper;
 	if (s->nprevious && s->previous[s->newest].version == rec->version) {
 		kept = true; /* already the newest kept (a push sent again) */
 	} else if (rec->value_len <= THROUGH_MAX_VALUE) {
@@ -271,8 +276,8 @@ static int copy_previous(struct through *t, struct through_slot *s, uint64_t key
 	return 1;
 }
 
-int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
-			  uint8_t *buf, size_t cap)
+int through_home_read(struct through *t, uint64_t keyhash, uint16_t via_switch,
+		      struct store_record *rec, uint8_t *buf, size_t cap)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
 	int found;
@@ -281,18 +286,22 @@ int through_while_pushing(struct through *t, uint64_t keyhash, struct store_reco
 		return 0;
 	found =
 	    s->pushing && s->nprevious && copy_previous(t, s, keyhash, s->newest, rec, buf, cap);
+	if (!found && (!via_switch || via_switch != s->stamper))
+		s->nprevious = 0;
 	pthread_mutex_unlock(&s->lock);
 	return found;
 }
 
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsigned depth,
-		     struct store_record *rec, uint8_t *buf, size_t cap)
+		     uint16_t stamper, struct store_record *rec, uint8_t *buf, size_t cap)
 {
 	struct through_slot *s = lock_slot(t, keyhash, false);
 	int found = 0;
 
 	if (!s)
 		return 0;
+	if (stamper != THROUGH_ANY_SWITCH && stamper != s->stamper)
+		depth = 0;
 	for (unsigned k = 0; k < s->nprevious && k < depth && !found; k++) {
 		unsigned i = (s->newest + THROUGH_PREVIOUS - k) % THROUGH_PREVIOUS;
 

@@ -58,15 +58,25 @@ void through_destroy(struct through *t);
 /*
  * Keep rec (value bytes at rec->value) as keyhash's newest previous version
  * (the oldest of THROUGH_PREVIOUS kept is dropped); false when too large.
+ * stamper: the switch whose stamped reads the kept versions answer at the
+ * home (the owner of the copies a write-through replaced them for; 0 for
+ * none: kept for a push's readers, or at a holder). Versions kept for
+ * another stamper are forgotten first.
  */
-bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec);
+bool through_keep_previous(struct through *t, uint64_t keyhash, const struct store_record *rec,
+			   uint16_t stamper);
 /*
  * keyhash's kept previous version that is exactly version, among the newest
- * depth of them (1..THROUGH_PREVIOUS): 1 with *rec filled and its value copied
- * to buf (rec->value = buf), else 0 (also when it does not fit cap).
+ * depth of them (1..THROUGH_PREVIOUS), for a read stamped by switch stamper
+ * (THROUGH_ANY_SWITCH: at a holder, or a HINT's stamp): 1 with *rec filled
+ * and its value copied to buf (rec->value = buf), else 0 (also when it does
+ * not fit cap, or the versions were kept for another switch's stamps: that
+ * switch has not seen every write the stamper has, and a version older than
+ * one a client of the stamper saw acknowledged could be stale).
  */
+#define THROUGH_ANY_SWITCH 0xffffu
 int through_previous(struct through *t, uint64_t keyhash, uint64_t version, unsigned depth,
-		     struct store_record *rec, uint8_t *buf, size_t cap);
+		     uint16_t stamper, struct store_record *rec, uint8_t *buf, size_t cap);
 
 /*
  * The writes of keyhash at its home take turns, and so does a REPLICATE of
@@ -122,12 +132,16 @@ void through_rider_done(struct through *t, uint64_t keyhash, struct through_ride
 void through_push_begin(struct through *t, uint64_t keyhash);
 void through_push_end(struct through *t, uint64_t keyhash);
 /*
- * While a push of keyhash is out: 1 with its previous version in *rec (value
- * copied to buf, as through_previous()), which is what the home's readers
- * see; else 0.
+ * A read at the home that no kept version answers (through_previous()),
+ * through switch via_switch (0: from an agent directly). While a push of
+ * keyhash is out: 1 with its previous version in *rec (value copied to buf,
+ * as through_previous()), which is what the home's readers see. Else 0: it
+ * gets the newest version; unless via_switch is the kept versions' stamper,
+ * that switch may not have seen the newest complete yet, and its stamps of
+ * older ones are stale from now: the kept versions are forgotten.
  */
-int through_while_pushing(struct through *t, uint64_t keyhash, struct store_record *rec,
-			  uint8_t *buf, size_t cap);
+int through_home_read(struct through *t, uint64_t keyhash, uint16_t via_switch,
+		      struct store_record *rec, uint8_t *buf, size_t cap);
 
 /* Add nodes (a bitmap) to keyhash's holders. */
 void through_holders_add(struct through *t, uint64_t keyhash, const uint8_t *holders);

@@ -555,17 +555,28 @@ START_TEST(write_through)
 	ck_assert_uint_eq(r.status, WIRE_ST_OK);
 	ck_assert_uint_eq(r.version, v1);
 	ck_assert_int_eq(memcmp(r.value, "first", 5), 0);
-	r = req(1, WIRE_OP_GET, k, NULL, 0, v1, 0);
+	r = switch_req(1, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.version, v1);
+	r = req(1, WIRE_OP_GET, k, NULL, 0, v1, 0); /* a HINT's stamp */
 	ck_assert_uint_eq(r.version, v1);
 	ck_assert_int_eq(memcmp(r.value, "first", 5), 0);
-	/* Stamped with v2, or not stamped: v2. */
+	/* Stamped with v2: v2. */
 	r = req(3, WIRE_OP_GET, k, NULL, 0, v2, WIRE_F_REPLICA_READ);
 	ck_assert_uint_eq(r.version, v2);
 	ck_assert_int_eq(memcmp(r.value, "second", 6), 0);
+	ck_assert_uint_eq(counter(2, "stamp_previous"), 1);
+	ck_assert_uint_eq(counter(1, "stamp_previous"), 2);
+	/* v1 stamped by a switch that is not the owner (a peer without its lease):
+	 * it has not seen the owner's writes, so it gets v2; and from then on the
+	 * owner's stamp of v1 is stale too. So after a read not through the
+	 * switch (an agent that gave it up). */
+	r = req(1, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.version, v2);
+	r = switch_req(1, WIRE_OP_GET, k, NULL, 0, v1, WIRE_F_VIA_SWITCH);
+	ck_assert_uint_eq(r.version, v2);
 	r = req(1, WIRE_OP_GET, k, NULL, 0, 0, 0);
 	ck_assert_uint_eq(r.version, v2);
-	ck_assert_uint_eq(counter(2, "stamp_previous"), 1);
-	ck_assert_uint_eq(counter(1, "stamp_previous"), 1);
+	ck_assert_uint_eq(counter(1, "stamp_previous"), 2);
 	/* A version the holder never had: the reader is sent home. */
 	r = req(2, WIRE_OP_GET, k, NULL, 0, v2 + 7, WIRE_F_REPLICA_READ);
 	ck_assert_uint_eq(r.status, WIRE_ST_MOVED);

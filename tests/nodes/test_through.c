@@ -30,33 +30,89 @@ START_TEST(keeps_the_newest_previous_versions)
 	for (uint64_t v = 1; v <= THROUGH_PREVIOUS + 1; v++) {
 		struct store_record r = version_rec(v, buf, sizeof(buf));
 
-		ck_assert(through_keep_previous(t, kh, &r));
+		ck_assert(through_keep_previous(t, kh, &r, 1));
 	}
 	/* The oldest went; each of the others is served exactly, with its own bytes. */
-	ck_assert_int_eq(through_previous(t, kh, 1, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, 1, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH, &rec, out,
+					  sizeof(out)),
+			 0);
 	for (uint64_t v = 2; v <= THROUGH_PREVIOUS + 1; v++) {
 		char want[32];
 
-		ck_assert_int_eq(
-		    through_previous(t, kh, v, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 1);
+		ck_assert_int_eq(through_previous(t, kh, v, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH,
+						  &rec, out, sizeof(out)),
+				 1);
 		ck_assert_uint_eq(rec.version, v);
 		snprintf(want, sizeof(want), "value-%llu", (unsigned long long)v);
 		ck_assert_uint_eq(rec.value_len, strlen(want));
 		ck_assert(memcmp(rec.value, want, rec.value_len) == 0);
 	}
 	/* A HINT's stamp (depth 1) gets only the newest previous version. */
-	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS + 1, 1, &rec, out, sizeof(out)),
+	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS + 1, 1, THROUGH_ANY_SWITCH, &rec,
+					  out, sizeof(out)),
 			 1);
-	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, THROUGH_PREVIOUS, 1, THROUGH_ANY_SWITCH, &rec, out,
+					  sizeof(out)),
+			 0);
 	/* Kept again (a push sent twice): no second copy pushes out another. */
 	struct store_record again = version_rec(THROUGH_PREVIOUS + 1, buf, sizeof(buf));
 
-	ck_assert(through_keep_previous(t, kh, &again));
-	ck_assert_int_eq(through_previous(t, kh, 2, THROUGH_PREVIOUS, &rec, out, sizeof(out)), 1);
+	ck_assert(through_keep_previous(t, kh, &again, 1));
+	ck_assert_int_eq(through_previous(t, kh, 2, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH, &rec, out,
+					  sizeof(out)),
+			 1);
 	/* Too small a buffer: not served. Another key: nothing. */
-	ck_assert_int_eq(through_previous(t, kh, 2, THROUGH_PREVIOUS, &rec, out, 3), 0);
-	ck_assert_int_eq(through_previous(t, kh + 1, 2, THROUGH_PREVIOUS, &rec, out, sizeof(out)),
+	ck_assert_int_eq(
+	    through_previous(t, kh, 2, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH, &rec, out, 3), 0);
+	ck_assert_int_eq(through_previous(t, kh + 1, 2, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH, &rec,
+					  out, sizeof(out)),
 			 0);
+	through_destroy(t);
+}
+END_TEST
+
+/*
+ * The kept versions answer the stamps of the switch whose writes kept them
+ * (and a HINT's): another switch has not seen those writes complete. A read
+ * that gets the newest version elsewhere makes them stale.
+ */
+START_TEST(kept_versions_answer_their_switch_only)
+{
+	struct through *t = through_create();
+	const uint64_t kh = 0x4321;
+	struct store_record rec;
+	uint8_t out[64];
+	char buf[32];
+	struct store_record r5 = version_rec(5, buf, sizeof(buf));
+
+	ck_assert(through_keep_previous(t, kh, &r5, 1));
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)),
+			 1);
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, 2, &rec, out, sizeof(out)),
+			 0);
+	ck_assert_int_eq(through_previous(t, kh, 5, 1, THROUGH_ANY_SWITCH, &rec, out, sizeof(out)),
+			 1);
+	/* Seen by the stamper itself: kept. By another switch, or an agent: forgotten. */
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)),
+			 1);
+	ck_assert_int_eq(through_home_read(t, kh, 2, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)),
+			 0);
+	ck_assert(through_keep_previous(t, kh, &r5, 1));
+	ck_assert_int_eq(through_home_read(t, kh, 0, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, 1, &rec, out, sizeof(out)),
+			 0);
+	/* Kept for another switch: the first switch's versions go. */
+	struct store_record r6 = version_rec(6, buf, sizeof(buf));
+
+	ck_assert(through_keep_previous(t, kh, &r5, 1));
+	ck_assert(through_keep_previous(t, kh, &r6, 2));
+	ck_assert_int_eq(through_previous(t, kh, 5, THROUGH_PREVIOUS, THROUGH_ANY_SWITCH, &rec, out,
+					  sizeof(out)),
+			 0);
+	ck_assert_int_eq(through_previous(t, kh, 6, THROUGH_PREVIOUS, 2, &rec, out, sizeof(out)),
+			 1);
 	through_destroy(t);
 }
 END_TEST
@@ -73,16 +129,16 @@ START_TEST(readers_see_the_newest_previous_while_pushing)
 	through_holders_set(t, kh, holders);
 	struct store_record r1 = version_rec(10, buf, sizeof(buf));
 
-	ck_assert(through_keep_previous(t, kh, &r1));
-	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	ck_assert(through_keep_previous(t, kh, &r1, 1));
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 0);
 	ck_assert(through_turn_take(t, kh, 10, false));
 	/* The turn alone does not show the previous version: only the push does. */
-	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 0);
 	struct store_record r2 = version_rec(11, buf, sizeof(buf));
 
-	ck_assert(through_keep_previous(t, kh, &r2));
+	ck_assert(through_keep_previous(t, kh, &r2, 1));
 	through_push_begin(t, kh);
-	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 1);
 	ck_assert_uint_eq(rec.version, 11);
 	/* A second writer waits for the turn, and times out while it is held; a
 	 * REPLICATE (claim, no wait) does not get it either. */
@@ -90,9 +146,9 @@ START_TEST(readers_see_the_newest_previous_while_pushing)
 	ck_assert_int_eq(through_turn_take(t, kh, 0, true), -1);
 	/* Forgetting the key while a write has its turn keeps what its readers see. */
 	through_forget(t, kh);
-	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 1);
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 1);
 	through_turn_give(t, kh);
-	ck_assert_int_eq(through_while_pushing(t, kh, &rec, out, sizeof(out)), 0);
+	ck_assert_int_eq(through_home_read(t, kh, 1, &rec, out, sizeof(out)), 0);
 	through_destroy(t);
 }
 END_TEST
@@ -132,6 +188,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, keeps_the_newest_previous_versions);
+	tcase_add_test(tc, kept_versions_answer_their_switch_only);
 	tcase_add_test(tc, readers_see_the_newest_previous_while_pushing);
 	tcase_add_test(tc, a_key_without_holders_has_no_turn);
 	tcase_add_test(tc, a_replicate_claims_the_turn_and_a_write_waits_for_it);
