@@ -145,7 +145,9 @@ struct dir_entry {
 	uint8_t push_out, push_sent, push_got;
 	uint16_t confirmed[CDT_MAX_REPLICAS];
 	uint32_t push_req;
-	uint64_t push_version, push_deadline;
+	/* push_prev: the version before the push's, which the home's readers see
+	 * while it is out (through_home_read()). */
+	uint64_t push_version, push_prev, push_deadline;
 	struct queue waiting;
 	/* The switch's batch of the key (switchd/batch.c): the write out, and the
 	 * writes waiting for it. */
@@ -607,7 +609,8 @@ static void push_start(struct sim *s, struct dir_entry *e, uint32_t i)
 	uint64_t link = s->p->link_us * NS_PER_US;
 	uint64_t key = s->req[i].key;
 
-	s->version[key]++;
+	e->push_prev = s->version[key];
+	s->version[key] += 1 + s->req[i].riders.len;
 	s->req[i].version = s->version[key];
 	e->push_out = 1;
 	e->push_req = i;
@@ -839,6 +842,7 @@ static void at_switch(struct sim *s, uint32_t i)
 			s->res->dir_reads_home_only += e->state.st.nreplicas == 1;
 			if (pick)
 				target = pick;
+			r->version = e->state.st.completed; /* the stamp (stamp_version()) */
 		} else if (s->p->replicas > 1) {
 			target = pick_member(s, kh);
 		}
@@ -965,6 +969,30 @@ static void at_node(struct sim *s, uint32_t i)
 	start_jobs(s, r->node);
 }
 
+/*
+ * The version node id serves read r (its version field: the switch's stamp,
+ * 0 for none). A stamp the node holds (current, or kept before a
+ * write-through replaced it: nodes/through.h; the 16-version depth is not
+ * modelled) is served as it is; without one the home's readers see the
+ * version before a push that is out (through_home_read()), a holder its copy.
+ */
+static uint64_t read_version(const struct sim *s, struct dir_entry *e, const struct req *r,
+			     uint16_t id)
+{
+	uint64_t *copy;
+	uint64_t have;
+
+	if (e && e->push_out && id == e->home)
+		have = e->push_prev;
+	else if (id == s->home[r->key] || !e || !(copy = copy_of(e, id, false)))
+		have = s->version[r->key];
+	else
+		have = *copy;
+	if (r->version && have >= r->version)
+		return r->version;
+	return have;
+}
+
 /* A worker finished job i: what skewless-node's handler of its op does. */
 static void done(struct sim *s, uint32_t i)
 {
@@ -992,12 +1020,12 @@ static void done(struct sim *s, uint32_t i)
 	switch (r->kind) {
 	case RQ_READ:
 	case RQ_WRITE:
-		if (r->kind == RQ_WRITE)
+		if (r->kind == RQ_WRITE) {
 			s->version[r->key] += 1 + r->riders.len;
-		if (id == s->home[r->key] || !e || !(copy = copy_of(e, id, false)))
 			r->version = s->version[r->key];
-		else
-			r->version = *copy;
+		} else {
+			r->version = read_version(s, e, r, id);
+		}
 		if (r->start_ns >= s->measure_from)
 			n->served++;
 		n->bucket[s->bucket_at]++;
@@ -1006,6 +1034,12 @@ static void done(struct sim *s, uint32_t i)
 	case RQ_REPLICATE:
 		/* The home pushes only a key it holds, and only if its version is
 		 * still exactly v (0: its current one). */
+		if (e && e->push_out) {
+			/* A write holds the key's turn: no version, no push (repl.c). */
+			r->version = 0;
+			at(s, s->now + link, EV_REPLY, i);
+			break;
+		}
 		if (r->version == 0)
 			r->version = s->version[r->key];
 		if (s->version[r->key] != 0 && r->version == s->version[r->key]) {
