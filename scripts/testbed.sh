@@ -26,7 +26,8 @@
 # (conf/prometheus/prometheus.yml reads run/testbed's).
 #
 #   up      bring everything up and wait until each switch reports every node
-#           up (and holds its peers' leases); a testbed already up and healthy
+#           up (with replica groups, up in its view: caught up) and holds its
+#           peers' leases; a testbed already up and healthy
 #           is left alone, one that is marked up but broken is torn down and
 #           brought up again
 #   down    stop every process started with CONFIG (pid files, then command
@@ -146,7 +147,8 @@ wait_for() { # seconds description command...
 }
 
 # switch_ready SOCKET [leases] [NODE...]: the switch behind SOCKET answers,
-# reports the named nodes (default: every node) up (digests arriving) and
+# reports the named nodes (default: every node) up (digests arriving; with
+# replica groups, up in its view too: caught up, serving their groups) and
 # knows their MACs (it can forward to them without an ARP round trip first);
 # with "leases" and peer switches configured, it also holds every lease (they
 # are in touch and share the hot set). Bringing a testbed up waits for both; a
@@ -168,7 +170,9 @@ switch_ready() {
 			nodes++
 			if (named != "  " && index(named, " " f["name"] " ") == 0)
 				next
-			if (f["alive"] != "1" || f["state"] != "up" || !("mac" in f))
+			# With replica groups, also up in the view (caught up).
+			if (f["alive"] != "1" || f["state"] != "up" || !("mac" in f) ||
+			    ("view" in f && f["view"] != "up"))
 				not_ready = 1
 		}
 		/^[a-z]/ { for (k in f) top[k] = f[k] } # the peers answer: its own fields
