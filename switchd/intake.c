@@ -168,6 +168,26 @@ static void heard(struct sw *sw, uint64_t now_us)
 	}
 }
 
+/*
+ * Whether every worker has polled its ports within a digest interval. One
+ * that has not (the switch was stopped, or its lcores starved) may have
+ * digests waiting unread in its receive rings: that silence is the switch's,
+ * not the nodes', and no node is judged by it.
+ */
+static bool workers_polling(const struct sw *sw)
+{
+	uint64_t now_tsc = rte_rdtsc();
+	uint64_t limit = sw->tsc_hz / 1000 * sw->cfg->digest.interval_ms;
+
+	for (uint16_t i = 0; i < sw->nworkers; i++) {
+		uint64_t at = __atomic_load_n(&sw->workers[i]->last_drain_tsc, __ATOMIC_RELAXED);
+
+		if (now_tsc > at && now_tsc - at > limit)
+			return false;
+	}
+	return true;
+}
+
 /* Digests (from the workers' ring) into the health table, then failure detection. */
 static void take_digests(struct sw *sw, uint64_t now)
 {
@@ -199,7 +219,7 @@ static void take_digests(struct sw *sw, uint64_t now)
 			sw->intake->digests_received++;
 		rte_pktmbuf_free(m);
 	}
-	if (!sw->no_digest_timeout) {
+	if (!sw->no_digest_timeout && workers_polling(sw)) {
 		heard(sw, now);
 		dig_table_tick(sw->dig, now);
 	}

@@ -1600,7 +1600,8 @@ unsigned pipeline_poll(struct sw_worker *w)
 		}
 		pipeline_flush(w);
 		cdt_reclaim(sw->cdt, w->index);
-		w->last_drain_tsc = now;
+		/* Also a sign of life for failure detection (intake.c). */
+		__atomic_store_n(&w->last_drain_tsc, now, __ATOMIC_RELAXED);
 	}
 	/* Between bursts this worker holds no CDT state pointer. */
 	rte_rcu_qsbr_quiescent(sw->qsbr, w->index);

@@ -1750,6 +1750,31 @@ START_TEST(digests_drive_health_and_liveness)
 END_TEST
 
 /*
+ * A switch whose workers did not poll (stopped, or its lcores starved) has
+ * digests waiting unread: its silence is its own, and no node is marked
+ * down for it. Once its workers read them, the nodes are heard.
+ */
+START_TEST(stalled_switch_blames_no_node)
+{
+	inject(2, 0, digest_from(2, 1, 0));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert(scores_alive(&sw.scores, 2));
+	/* n2 goes on sending, but nothing reads its port for 800 ms. */
+	for (uint32_t seq = 2; seq < 10; seq++) {
+		usleep(100 * 1000);
+		inject(2, 0, digest_from(2, seq, 0));
+	}
+	sw_control_poll(&sw, 0);
+	ck_assert(scores_alive(&sw.scores, 2));
+	run();
+	sw_control_poll(&sw, 0);
+	ck_assert(scores_alive(&sw.scores, 2));
+	ck_assert_uint_eq(intake_digests_received(&sw), 9);
+}
+END_TEST
+
+/*
  * DIGEST only from the address of the node it names and on the port that node
  * sits behind; SYNC only from a configured peer (s1 has none). Spoofs are
  * dropped, counted, and change no health.
@@ -3166,6 +3191,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cdt_filter_counts_installed_keys);
 	tcase_add_test(tc, cdt_entry_tells_keys_apart);
 	tcase_add_test(tc, digests_drive_health_and_liveness);
+	tcase_add_test(tc, stalled_switch_blames_no_node);
 	tcase_add_test(tc, spoofed_digest_and_sync_dropped);
 	tcase_add_test(tc, two_workers_concurrent_updates);
 	tcase_add_test(tc, targets_spread_over_nodes);
