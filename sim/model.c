@@ -146,8 +146,10 @@ struct dir_entry {
 	uint16_t confirmed[CDT_MAX_REPLICAS];
 	uint32_t push_req;
 	/* push_prev: the version before the push's, which the home's readers see
-	 * while it is out (through_home_read()). */
+	 * while it is out (through_home_read()). kept: the last write was pushed,
+	 * so the versions it replaced are kept for stamped reads (through.h). */
 	uint64_t push_version, push_prev, push_deadline;
+	uint8_t kept;
 	struct queue waiting;
 	/* The switch's batch of the key (switchd/batch.c): the write out, and the
 	 * writes waiting for it. */
@@ -595,11 +597,13 @@ static void wait_for_push(struct sim *s, struct dir_entry *e, uint32_t i)
 	at(s, s->req[i].wait_until, EV_WAIT_TIMEOUT, i);
 }
 
-/* An unpushed write: the home applies it and answers (the set falls to {home}). */
-static void write_unpushed(struct sim *s, uint32_t i)
+/* An unpushed write (e: its entry, or NULL): the home applies it and answers (the set falls to {home}). */
+static void write_unpushed(struct sim *s, struct dir_entry *e, uint32_t i)
 {
-	s->version[s->req[i].key]++;
+	s->version[s->req[i].key] += 1 + s->req[i].riders.len;
 	s->req[i].version = s->version[s->req[i].key];
+	if (e)
+		e->kept = 0;
 	write_reply(s, i);
 }
 
@@ -610,6 +614,7 @@ static void push_start(struct sim *s, struct dir_entry *e, uint32_t i)
 	uint64_t key = s->req[i].key;
 
 	e->push_prev = s->version[key];
+	e->kept = 1;
 	s->version[key] += 1 + s->req[i].riders.len;
 	s->req[i].version = s->version[key];
 	e->push_out = 1;
@@ -656,7 +661,7 @@ static void push_end(struct sim *s, struct dir_entry *e)
 			push_start(s, e, w);
 			break;
 		}
-		write_unpushed(s, w);
+		write_unpushed(s, e, w);
 	}
 	start_jobs(s, home);
 }
@@ -706,7 +711,7 @@ static void wait_timeout(struct sim *s, uint32_t i)
 		e->waiting = rest;
 	}
 	r->waiting = 0;
-	write_unpushed(s, i);
+	write_unpushed(s, e, i);
 	start_jobs(s, home);
 }
 
@@ -971,10 +976,11 @@ static void at_node(struct sim *s, uint32_t i)
 
 /*
  * The version node id serves read r (its version field: the switch's stamp,
- * 0 for none). A stamp the node holds (current, or kept before a
- * write-through replaced it: nodes/through.h; the 16-version depth is not
- * modelled) is served as it is; without one the home's readers see the
- * version before a push that is out (through_home_read()), a holder its copy.
+ * 0 for none). A stamp the node holds (current, or kept because the write
+ * that replaced it was pushed: nodes/through.h; the 16-version depth, and
+ * which holders took the push, are not modelled) is served as it is;
+ * otherwise the home's readers see the version before a push that is out
+ * (through_home_read()), else the current one, and a holder its copy.
  */
 static uint64_t read_version(const struct sim *s, struct dir_entry *e, const struct req *r,
 			     uint16_t id)
@@ -988,7 +994,7 @@ static uint64_t read_version(const struct sim *s, struct dir_entry *e, const str
 		have = s->version[r->key];
 	else
 		have = *copy;
-	if (r->version && have >= r->version)
+	if (r->version && (have == r->version || (have > r->version && e && e->kept)))
 		return r->version;
 	return have;
 }
@@ -1023,6 +1029,8 @@ static void done(struct sim *s, uint32_t i)
 		if (r->kind == RQ_WRITE) {
 			s->version[r->key] += 1 + r->riders.len;
 			r->version = s->version[r->key];
+			if (e)
+				e->kept = 0; /* not pushed: nothing kept (through.h) */
 		} else {
 			r->version = read_version(s, e, r, id);
 		}
