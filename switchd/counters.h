@@ -63,6 +63,9 @@ enum sw_cnt_kind { SW_CNT_EVENT, SW_CNT_DROP };
 	  "Replies to the switch's own REPLICATE and UNREPLICATE")                                 \
 	X(SW_CNT_HINTS, "hints_answered", SW_CNT_EVENT, "HINT requests answered")                  \
 	X(SW_CNT_DIGESTS, "digests", SW_CNT_EVENT, "DIGEST datagrams taken by workers")            \
+	X(SW_CNT_DETECTION_PAUSED, "detection_paused", SW_CNT_EVENT,                               \
+	  "Control rounds that judged no node: a worker had not read its ports for a digest "      \
+	  "interval (the switch's own stall)")                                                     \
 	X(SW_CNT_UNAVAILABLE, "unavailable_sent", SW_CNT_EVENT,                                    \
 	  "Requests answered UNAVAILABLE (target node down)")                                      \
 	X(SW_CNT_ARP_REPLIES, "arp_replies_sent", SW_CNT_EVENT,                                    \

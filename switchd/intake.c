@@ -219,10 +219,14 @@ static void take_digests(struct sw *sw, uint64_t now)
 			sw->intake->digests_received++;
 		rte_pktmbuf_free(m);
 	}
-	if (!sw->no_digest_timeout && workers_polling(sw)) {
-		heard(sw, now);
-		dig_table_tick(sw->dig, now);
+	if (sw->no_digest_timeout)
+		return;
+	if (!workers_polling(sw)) {
+		sw->ctl_counters[SW_CNT_DETECTION_PAUSED]++;
+		return;
 	}
+	heard(sw, now);
+	dig_table_tick(sw->dig, now);
 }
 
 static void take_syncs(struct sw *sw, uint64_t now_us)

@@ -1767,6 +1767,7 @@ START_TEST(stalled_switch_blames_no_node)
 	}
 	sw_control_poll(&sw, 0);
 	ck_assert(scores_alive(&sw.scores, 2));
+	ck_assert_uint_ge(sw_counter(&sw, SW_CNT_DETECTION_PAUSED), 1);
 	run();
 	sw_control_poll(&sw, 0);
 	ck_assert(scores_alive(&sw.scores, 2));
