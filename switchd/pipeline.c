@@ -915,9 +915,11 @@ static void held_pkt(struct pkt *p, const struct batch_write *wr)
 	p->kind = K_REQUEST;
 }
 
-static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-			  bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
-			  const struct batch_riders *released, uint64_t now_tsc);
+static __rte_always_inline void route_request(struct sw_worker *w, struct pkt *p,
+					      struct cdt_entry *e, uint16_t in_port, bool from_peer,
+					      rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
+					      const struct batch_riders *released,
+					      uint64_t now_tsc);
 
 /* The directory entry of a held PUT's key now, or NULL. */
 static struct cdt_entry *held_entry(struct sw_worker *w, const struct pkt *p)
@@ -1032,9 +1034,10 @@ static __rte_always_inline bool batches_put(const struct sw *sw, const struct pk
  * that batch.h sends out, with its riders; NULL for any other request, which
  * a PUT of a directory key may be held by (hold_put()).
  */
-static void route_request(struct sw_worker *w, struct pkt *p, struct cdt_entry *e, uint16_t in_port,
-			  bool from_peer, rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
-			  const struct batch_riders *released, uint64_t now_tsc)
+static __rte_always_inline void route_request(struct sw_worker *w, struct pkt *p,
+					      struct cdt_entry *e, uint16_t in_port, bool from_peer,
+					      rte_be32_t ret_ip, rte_be16_t ret_port, bool sample,
+					      const struct batch_riders *released, uint64_t now_tsc)
 {
 	struct sw *sw = w->sw;
 	const struct wire_msg *msg = &p->msg;
