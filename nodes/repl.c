@@ -544,14 +544,6 @@ void repl_rc_req(struct node *n, const struct wire_msg *m, const struct sockaddr
 	send_ack(n, m, copy.owner, held, through ? from : NULL);
 }
 
-/* Whether from is the address of switch `owner`. */
-static bool from_switch(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
-{
-	const struct sockaddr_in *a = switch_addr_of(n, owner);
-
-	return a && a->sin_addr.s_addr == from->sin_addr.s_addr && a->sin_port == from->sin_port;
-}
-
 uint16_t repl_switch_id(const struct node *n, const struct sockaddr_in *from)
 {
 	for (int i = 0; i < n->nswitches; i++)
@@ -559,6 +551,12 @@ uint16_t repl_switch_id(const struct node *n, const struct sockaddr_in *from)
 		    n->switch_addr[i].sin_port == from->sin_port)
 			return n->switch_ids[i];
 	return 0;
+}
+
+/* Whether from is the address of switch `owner`. */
+static bool from_switch(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
+{
+	return owner != 0 && repl_switch_id(n, from) == owner;
 }
 
 bool repl_via_owner(const struct node *n, uint16_t owner, const struct sockaddr_in *from)
